@@ -1,0 +1,259 @@
+"""KubeRay and GKE manifests as plain dicts, built from config and the TPU catalogue.
+
+Pure (no Pulumi import): a test can check every number of a manifest without running Pulumi, and the policy pack can
+rebuild the expectation from the same catalogue.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import yaml
+
+from . import catalog
+from .config import RayJobConfig, RayObjectConfig, RayServiceConfig, StackConfig, TpuSliceConfig
+
+SLICE_LABEL = "ray-tpu-gke/slice"
+SYSTEM_POOL = "system"
+TPU_TAINT = {"key": catalog.TPU_RESOURCE, "value": "present", "effect": "NoSchedule"}
+GCS_MOUNT = "/gcs"
+# Share of a TPU host's vCPUs and memory a Ray worker requests; the rest is for the kubelet, system and add-on pods.
+HOST_SHARE = 0.85
+
+KINDS = {"rayClusters": "RayCluster", "rayServices": "RayService", "rayJobs": "RayJob"}
+
+
+@dataclass(frozen=True)
+class RenderContext:
+    """What a Ray object needs to know about the platform it runs on."""
+
+    standard: bool
+    service_account: str
+    bucket: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+def compute_class_name(tpu_slice: TpuSliceConfig) -> str:
+    return f"{tpu_slice.name}-flex-start"
+
+
+def capacity_selector(tpu_slice: TpuSliceConfig, standard: bool) -> dict[str, str]:
+    """Node labels that steer a pod to the slice's capacity type.
+
+    Standard mode: the slice's own pools carry SLICE_LABEL, which is exact. Autopilot: GKE provisions nodes from what the
+    pod selects, so the capacity type is spelled out.
+    """
+    if standard:
+        return {SLICE_LABEL: tpu_slice.name}
+    selector = {}
+    if tpu_slice.capacity == "spot":
+        selector["cloud.google.com/gke-spot"] = "true"
+    elif tpu_slice.capacity == "reservation":
+        selector["cloud.google.com/reservation-name"] = tpu_slice.reservation
+        selector["cloud.google.com/reservation-affinity"] = "specific"
+    elif tpu_slice.capacity == "flexStart":
+        selector["cloud.google.com/compute-class"] = compute_class_name(tpu_slice)
+    if tpu_slice.zone:
+        selector["topology.kubernetes.io/zone"] = tpu_slice.zone
+    return selector
+
+
+def slice_node_selector(tpu_slice: TpuSliceConfig, standard: bool) -> dict[str, str]:
+    return {**tpu_slice.shape.node_selector, **capacity_selector(tpu_slice, standard)}
+
+
+def compute_class(tpu_slice: TpuSliceConfig) -> dict:
+    """An Autopilot custom ComputeClass that provisions the slice's hosts with flex-start VMs."""
+    shape = tpu_slice.shape
+    return {
+        "apiVersion": "cloud.google.com/v1",
+        "kind": "ComputeClass",
+        "metadata": {"name": compute_class_name(tpu_slice)},
+        "spec": {
+            "priorities": [
+                {
+                    "tpu": {"type": shape.accelerator, "count": shape.chips_per_host, "topology": shape.topology},
+                    "flexStart": {"enabled": True},
+                }
+            ],
+            "nodePoolAutoCreation": {"enabled": True},
+            "whenUnsatisfiable": "DoNotScaleUp",
+        },
+    }
+
+
+def _quantity_cpu(vcpus: float) -> str:
+    return str(max(1, math.floor(vcpus)))
+
+
+def _quantity_memory(gib: float) -> str:
+    return f"{max(1, math.floor(gib))}Gi"
+
+
+def _gcs_fuse(ctx: RenderContext, obj: RayObjectConfig):
+    """Pod annotations, volumes and mounts for the cluster's bucket through the GCS FUSE CSI driver."""
+    if not (obj.gcs_fuse and ctx.bucket):
+        return {}, [], []
+    volume = {
+        "name": "gcs",
+        "csi": {
+            "driver": "gcsfuse.csi.storage.gke.io",
+            "volumeAttributes": {"bucketName": ctx.bucket, "mountOptions": "implicit-dirs"},
+        },
+    }
+    return {"gke-gcsfuse/volumes": "true"}, [volume], [{"name": "gcs", "mountPath": GCS_MOUNT}]
+
+
+def _head_group(obj: RayObjectConfig, ctx: RenderContext) -> dict:
+    annotations, volumes, mounts = _gcs_fuse(ctx, obj)
+    resources = {"cpu": obj.head.cpu, "memory": obj.head.memory}
+    container = {
+        "name": "ray-head",
+        "image": obj.image,
+        "ports": [
+            {"containerPort": 6379, "name": "gcs"},
+            {"containerPort": 8265, "name": "dashboard"},
+            {"containerPort": 10001, "name": "client"},
+            {"containerPort": 8000, "name": "serve"},
+        ],
+        "resources": {"requests": dict(resources), "limits": dict(resources)},
+    }
+    if mounts:
+        container["volumeMounts"] = mounts
+    spec = {"serviceAccountName": ctx.service_account, "containers": [container]}
+    if ctx.standard:
+        spec["nodeSelector"] = {"cloud.google.com/gke-nodepool": SYSTEM_POOL}
+    if volumes:
+        spec["volumes"] = volumes
+    template = {"spec": spec}
+    if annotations:
+        template["metadata"] = {"annotations": annotations}
+    # The head schedules no Ray tasks: TPU work belongs on the TPU hosts.
+    return {"rayStartParams": {"num-cpus": "0"}, "template": template}
+
+
+def _worker_group(group, tpu_slice: TpuSliceConfig, obj: RayObjectConfig, ctx: RenderContext) -> dict:
+    shape = tpu_slice.shape
+    annotations, volumes, mounts = _gcs_fuse(ctx, obj)
+    resources = {
+        "cpu": _quantity_cpu(shape.machine_type.vcpus * HOST_SHARE),
+        "memory": _quantity_memory(shape.machine_type.memory_gib * HOST_SHARE),
+        # Whole chips only: a TPU host is never shared, and KubeRay derives Ray's TPU resource from this limit.
+        catalog.TPU_RESOURCE: str(shape.chips_per_host),
+    }
+    env = [{"name": "JAX_PLATFORMS", "value": "tpu,cpu"}, {"name": "ENABLE_PJRT_COMPATIBILITY", "value": "true"}]
+    ports = []
+    if shape.multi_host:
+        # What KubeRay's multi-host TPU samples give each host: its node IP for the megascale/vbar control service,
+        # and the MXLA port the hosts of one slice talk on.
+        env += [
+            {"name": "NODE_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}},
+            {"name": "VBAR_CONTROL_SERVICE_URL", "value": "$(NODE_IP):8353"},
+        ]
+        ports.append({"containerPort": 8081, "name": "mxla"})
+    if mounts:
+        env.append({"name": "JAX_COMPILATION_CACHE_DIR", "value": f"{GCS_MOUNT}/xla-cache"})
+    container = {
+        "name": "ray-worker",
+        "image": obj.image,
+        "env": env,
+        "resources": {"requests": dict(resources), "limits": dict(resources)},
+    }
+    if ports:
+        container["ports"] = ports
+    if mounts:
+        container["volumeMounts"] = mounts
+    spec = {
+        "serviceAccountName": ctx.service_account,
+        "nodeSelector": slice_node_selector(tpu_slice, ctx.standard),
+        "tolerations": [{"key": catalog.TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}],
+        "containers": [container],
+    }
+    if volumes:
+        spec["volumes"] = volumes
+    template = {"spec": spec}
+    if annotations:
+        template["metadata"] = {"annotations": annotations}
+    return {
+        "groupName": group.name,
+        "replicas": group.replicas,
+        "minReplicas": group.min_replicas,
+        "maxReplicas": group.max,
+        "numOfHosts": shape.hosts,
+        "rayStartParams": {},
+        "template": template,
+    }
+
+
+def ray_cluster_spec(obj: RayObjectConfig, config: StackConfig, ctx: RenderContext) -> dict:
+    spec = {
+        "rayVersion": obj.ray_version,
+        "headGroupSpec": _head_group(obj, ctx),
+        "workerGroupSpecs": [_worker_group(g, config.slice(g.slice), obj, ctx) for g in obj.worker_groups],
+    }
+    if obj.autoscaling.enabled:
+        spec["enableInTreeAutoscaling"] = True
+        spec["autoscalerOptions"] = {"idleTimeoutSeconds": obj.autoscaling.idle_timeout_seconds}
+    return spec
+
+
+# Status fields that say a Ray object is ready, for Pulumi's `pulumi.com/waitFor`.
+_READY = {
+    "RayCluster": "jsonpath={.status.state}=ready",
+    "RayService": "jsonpath={.status.serviceStatus}=Running",
+    "RayJob": "jsonpath={.status.jobDeploymentStatus}=Running",
+}
+
+
+def kind_of(obj: RayObjectConfig) -> str:
+    if isinstance(obj, RayServiceConfig):
+        return "RayService"
+    if isinstance(obj, RayJobConfig):
+        return "RayJob"
+    return "RayCluster"
+
+
+def ray_manifest(obj: RayObjectConfig, config: StackConfig, ctx: RenderContext) -> dict:
+    """The whole KubeRay object (apiVersion, kind, metadata, spec) for a RayCluster, RayService or RayJob."""
+    kind = kind_of(obj)
+    cluster_spec = ray_cluster_spec(obj, config, ctx)
+    if kind == "RayService":
+        spec = {
+            "serveConfigV2": yaml.safe_dump(obj.serve_config, sort_keys=True),
+            "upgradeStrategy": {"type": obj.upgrade_strategy},
+            "rayClusterConfig": cluster_spec,
+        }
+    elif kind == "RayJob":
+        spec = {
+            "entrypoint": obj.entrypoint,
+            "submissionMode": obj.submission_mode,
+            "shutdownAfterJobFinishes": obj.shutdown_after_job_finishes,
+        }
+        if obj.runtime_env is not None:
+            spec["runtimeEnvYAML"] = yaml.safe_dump(obj.runtime_env, sort_keys=True)
+        if obj.ttl_seconds_after_finished is not None:
+            spec["ttlSecondsAfterFinished"] = obj.ttl_seconds_after_finished
+        if obj.active_deadline_seconds is not None:
+            spec["activeDeadlineSeconds"] = obj.active_deadline_seconds
+        spec["rayClusterSpec"] = cluster_spec
+    else:
+        spec = cluster_spec
+    metadata = {
+        "name": obj.name,
+        "namespace": obj.namespace,
+        "labels": {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "ray-tpu-gke",
+                   **ctx.labels},
+    }
+    if obj.wait_for_ready:
+        metadata["annotations"] = {"pulumi.com/waitFor": _READY[kind]}
+    else:
+        metadata["annotations"] = {"pulumi.com/skipAwait": "true"}
+    return {"apiVersion": "ray.io/v1", "kind": kind, "metadata": metadata, "spec": spec}
+
+
+def tpu_worker_groups(manifest: dict) -> list[dict]:
+    """The worker groups of any KubeRay object, wherever its kind keeps the cluster spec."""
+    spec = manifest.get("spec", {})
+    cluster = spec.get("rayClusterConfig") or spec.get("rayClusterSpec") or spec
+    return cluster.get("workerGroupSpecs", [])

@@ -1,0 +1,44 @@
+"""The bucket for checkpoints, datasets and the XLA compilation cache; only the Ray service account may use it."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_gcp as gcp
+
+from .config import StackConfig
+
+
+def bucket_name(config: StackConfig) -> str:
+    return config.storage.bucket_name or f"{config.project}-{config.cluster.name}-ray"[:63]
+
+
+class Storage(pulumi.ComponentResource):
+    bucket: pulumi.Output[str]
+
+    def __init__(self, name: str, config: StackConfig, ray_email: pulumi.Input[str],
+                 labels: dict[str, str], opts: pulumi.ResourceOptions | None = None):
+        super().__init__("ray-tpu-gke:index:Storage", name, None, opts)
+        storage = config.storage
+        bucket = gcp.storage.Bucket(
+            name,
+            name=bucket_name(config),
+            project=config.project,
+            location=(storage.location or config.region).upper(),
+            uniform_bucket_level_access=True,
+            public_access_prevention="enforced",
+            versioning=gcp.storage.BucketVersioningArgs(enabled=storage.versioning),
+            logging=gcp.storage.BucketLoggingArgs(log_bucket=storage.access_log_bucket)
+            if storage.access_log_bucket else None,
+            force_destroy=storage.force_destroy,
+            labels=labels,
+            opts=pulumi.ResourceOptions(parent=self, protect=config.cluster.deletion_protection),
+        )
+        gcp.storage.BucketIAMMember(
+            f"{name}-ray",
+            bucket=bucket.name,
+            role="roles/storage.objectUser",
+            member=pulumi.Output.from_input(ray_email).apply(lambda email: f"serviceAccount:{email}"),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.bucket = bucket.name
+        self.register_outputs({"bucket": bucket.name})
