@@ -1,0 +1,27 @@
+# Two commands for a fresh machine with python3 and make: `make plan` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.requirements-installed
+STACK ?= dev
+
+.PHONY: plan test snapshots bench clean
+
+# (Re)build the virtualenv whenever requirements.txt is newer than the last install.
+$(STAMP): requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+plan: $(STAMP)
+	$(BIN)/python -m plan $(STACK)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+# Refresh the committed plan snapshots after an intended change; review the diff before committing.
+snapshots: $(STAMP)
+	$(BIN)/python -m pytest -q tests/test_snapshots.py --update-snapshots
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,231 @@
+"""Runs the real Pulumi program under mocks and records every registration, as `pulumi preview --json` would show it.
+
+Shared by `python -m plan` and the tests, so what a reviewer reads is what the tests check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import logging
+import runpy
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from google.protobuf import json_format
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime import rpc, settings
+from pulumi.runtime import stack as pulumi_stack
+from pulumi.runtime.proto import resource_pb2
+
+from . import mocks
+
+ROOT = Path(__file__).resolve().parent.parent
+PROJECT = "ray-tpu-gke"
+
+# Markers of the Pulumi wire format.
+_SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+_RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
+_SIG_KEY = "4dabf18193072939515e22adb298388d"
+_UNKNOWN = rpc.UNKNOWN
+
+
+@dataclass
+class Step:
+    urn: str
+    type: str
+    name: str
+    custom: bool
+    parent: str | None
+    provider: str | None
+    dependencies: list[str]
+    inputs: dict[str, Any]
+    protect: bool
+    ignore_changes: list[str]
+    delete_before_replace: bool
+
+    def to_json(self) -> dict:
+        return {
+            "op": "create",
+            "urn": self.urn,
+            "newState": {
+                "type": self.type,
+                "name": self.name,
+                "custom": self.custom,
+                "parent": self.parent,
+                "provider": self.provider,
+                "dependencies": self.dependencies,
+                "inputs": self.inputs,
+                "options": {
+                    "protect": self.protect,
+                    "ignoreChanges": self.ignore_changes,
+                    "deleteBeforeReplace": self.delete_before_replace,
+                },
+            },
+        }
+
+
+@dataclass
+class Plan:
+    stack: str
+    steps: list[Step]
+    outputs: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        summary: dict[str, int] = {}
+        for _ in self.steps:
+            summary["create"] = summary.get("create", 0) + 1
+        return {
+            "project": PROJECT,
+            "stack": self.stack,
+            "steps": [s.to_json() for s in self.steps],
+            "outputs": self.outputs,
+            "changeSummary": summary,
+        }
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=2, sort_keys=True) + "\n"
+
+
+def normalize(value: Any) -> Any:
+    """Wire values as a reviewer reads them: whole numbers as integers, secrets masked, references as URNs."""
+    if isinstance(value, dict):
+        sig = value.get(_SIG_KEY)
+        if sig == _SECRET_SIG:
+            return "[secret]"
+        if sig == _RESOURCE_SIG:
+            return value.get("urn")
+        return {k: normalize(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [normalize(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if value == _UNKNOWN:
+        return "[unknown]"
+    return value
+
+
+def _provider_urn(reference: str) -> str | None:
+    return reference.rsplit("::", 1)[0] if reference else None
+
+
+def _complete(coroutine):
+    """Finish a coroutine that never really waits (serializing plain mock state) without pumping the event loop."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    coroutine.close()
+    raise RuntimeError("mock state serialization unexpectedly awaited")
+
+
+class RecordingMonitor(pulumi_mocks.MockMonitor):
+    """A mock monitor that records each registration in order, with inputs and options as the engine gets them."""
+
+    def __init__(self, program_mocks: pulumi_mocks.Mocks):
+        super().__init__(program_mocks)
+        self.steps: list[Step] = []
+        self.outputs: dict[str, Any] = {}
+        self.stack_urn = ""
+
+    def RegisterResource(self, request):
+        urn = self.make_urn(request.parent, request.type, request.name)
+        if request.type == "pulumi:pulumi:Stack" and urn == self.stack_urn:
+            return resource_pb2.RegisterResourceResponse(urn=urn)  # set_mocks' own stack, registered again
+        inputs = json_format.MessageToDict(request.object) if request.HasField("object") else {}
+        self.steps.append(Step(
+            urn=urn,
+            type=request.type,
+            name=request.name,
+            custom=bool(request.custom),
+            parent=request.parent or None,
+            provider=_provider_urn(request.provider),
+            dependencies=sorted(set(request.dependencies)),
+            inputs=normalize(inputs),
+            protect=bool(request.protect),
+            ignore_changes=list(request.ignoreChanges),
+            delete_before_replace=bool(request.deleteBeforeReplace),
+        ))
+        if request.type == "pulumi:pulumi:Stack":
+            self.stack_urn = urn
+            return resource_pb2.RegisterResourceResponse(urn=urn)
+        resource_args = pulumi_mocks.MockResourceArgs(
+            typ=request.type,
+            name=request.name,
+            inputs=rpc.deserialize_properties(request.object),
+            provider=request.provider,
+            resource_id=request.importId,
+            custom=request.custom or False,
+        )
+        id_, state = self.mocks.new_resource(resource_args)
+        # The stock monitor pumps the event loop here; finishing the coroutine directly keeps one registration one
+        # flat call, so thousands of resources neither recurse deeply nor race on threads.
+        obj = _complete(rpc.serialize_properties(state, {}))
+        self.resources[urn] = pulumi_mocks.MockMonitor.ResourceRegistration(urn, id_, state)
+        return resource_pb2.RegisterResourceResponse(urn=urn, id=id_, object=obj)
+
+    def RegisterResourceOutputs(self, request):
+        if request.urn == self.stack_urn and request.HasField("outputs"):
+            self.outputs = normalize(json_format.MessageToDict(request.outputs))
+        return super().RegisterResourceOutputs(request)
+
+
+class _InlineExecutor(concurrent.futures.ThreadPoolExecutor):
+    """Runs each monitor call on the event loop's own thread: registrations happen in one deterministic order."""
+
+    def submit(self, fn, /, *args, **kwargs):
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as error:  # noqa: BLE001 handed to the awaiting task
+            future.set_exception(error)
+        return future
+
+
+def config_map(values: dict[str, Any]) -> dict[str, str]:
+    """Stack config as the Pulumi engine hands it to a program: structured values as JSON text."""
+    return {k: v if isinstance(v, str) else json.dumps(v) for k, v in values.items()}
+
+
+def run_program(stack: str, values: dict[str, Any], secret_keys: list[str] | None = None,
+                preview: bool = False, program: Path | None = None) -> Plan:
+    """Run `__main__.py` (or `program`) for a stack under mocks; return every registration in order."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    loop.set_default_executor(_InlineExecutor(max_workers=1))
+    program_mocks = mocks.PlanMocks(project=values.get("gcp:project", "mock-project"))
+    monitor = RecordingMonitor(program_mocks)
+    warnings: list[str] = []
+    pulumi.runtime.reset_options(project=PROJECT, stack=stack, preview=preview)
+    pulumi_mocks.set_mocks(program_mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor,
+                           logger=_collecting_logger(warnings))
+    # set_mocks registers a stack of its own; run_in_stack makes the real one and records its outputs, as the CLI does.
+    settings.set_root_resource(None)
+    pulumi.runtime.set_all_config(config_map(values), secret_keys or [])
+    program_path = program or ROOT / "__main__.py"
+    sys.path.insert(0, str(program_path.parent))
+    try:
+        loop.run_until_complete(pulumi_stack.run_in_stack(lambda: runpy.run_path(str(program_path))))
+    finally:
+        sys.path.remove(str(program_path.parent))
+        loop.close()
+        asyncio.set_event_loop(None)
+    return Plan(stack=stack, steps=monitor.steps, outputs=monitor.outputs, warnings=warnings)
+
+
+def _collecting_logger(sink: list[str]) -> logging.Logger:
+    """The mock engine logs `pulumi.log.warn` here; the plan shows them as warnings."""
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.levelno >= logging.WARNING:
+                sink.append(record.getMessage())
+
+    logger = logging.Logger("ray-tpu-gke.plan", level=logging.WARNING)
+    logger.addHandler(Collect())
+    return logger

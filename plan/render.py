@@ -1,0 +1,94 @@
+"""Human output of a plan: a resource tree like `pulumi preview`, a summary, and the TPU capacity per slice."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.table import Table
+from rich.tree import Tree
+
+from components.config import StackConfig
+
+from .harness import Plan
+
+
+@dataclass(frozen=True)
+class CapacityRow:
+    slice: str
+    generation: str
+    topology: str
+    machine_type: str
+    chips_per_slice: int
+    hosts_per_slice: int
+    slices: int
+    capacity: str
+    pools: int
+    used_by: tuple[str, ...]
+
+    @property
+    def chips(self) -> int:
+        return self.chips_per_slice * self.slices
+
+
+def capacity_rows(config: StackConfig) -> list[CapacityRow]:
+    users: dict[str, list[str]] = {s.name: [] for s in config.tpu_slices}
+    for obj in config.ray_objects:
+        for group in obj.worker_groups:
+            users[group.slice].append(f"{obj.namespace}/{obj.name}:{group.name}")
+    rows = []
+    for s in config.tpu_slices:
+        shape = s.shape
+        rows.append(CapacityRow(
+            slice=s.name,
+            generation=shape.generation.name,
+            topology=shape.topology,
+            machine_type=shape.machine_type.name,
+            chips_per_slice=shape.chips,
+            hosts_per_slice=shape.hosts,
+            slices=s.count,
+            capacity=s.capacity,
+            pools=s.count if config.standard else 0,
+            used_by=tuple(users[s.name]),
+        ))
+    return rows
+
+
+def tree(plan: Plan) -> Tree:
+    root = Tree(f"[bold]Previewing update ({plan.stack}):[/]")
+    nodes = {}
+    for step in plan.steps:
+        label = f"[green]+[/] {step.type} [bold]{step.name}[/] [green]create[/]"
+        if step.protect:
+            label += " [yellow]protected[/]"
+        parent = nodes.get(step.parent, root)
+        nodes[step.urn] = parent.add(label)
+    return root
+
+
+def capacity_table(config: StackConfig) -> Table:
+    table = Table(title=f"TPU capacity ({config.cluster.mode} mode)", title_justify="left")
+    for column in ("slice", "generation", "topology", "machine type", "chips/slice", "hosts/slice", "slices",
+                   "chips", "capacity", "node pools", "used by"):
+        table.add_column(column, justify="right" if column in {"chips/slice", "hosts/slice", "slices", "chips",
+                                                               "node pools"} else "left")
+    rows = capacity_rows(config)
+    for r in rows:
+        table.add_row(r.slice, r.generation, r.topology, r.machine_type, str(r.chips_per_slice),
+                      str(r.hosts_per_slice), str(r.slices), str(r.chips), r.capacity, str(r.pools),
+                      ", ".join(r.used_by) or "[yellow]unused[/]")
+    table.add_section()
+    table.add_row("total", "", "", "", "", "", str(sum(r.slices for r in rows)), str(sum(r.chips for r in rows)),
+                  "", str(sum(r.pools for r in rows)), "")
+    return table
+
+
+def print_plan(plan: Plan, config: StackConfig, console: Console) -> None:
+    console.print(tree(plan))
+    console.print()
+    console.print("[bold]Resources:[/]")
+    console.print(f"    [green]+ {len(plan.steps)} to create[/]")
+    console.print()
+    console.print(capacity_table(config))
+    for warning in plan.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")

@@ -1,0 +1,66 @@
+"""Reads a stack's configuration the way the Pulumi CLI does: project defaults from Pulumi.yaml, then the stack file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components.config import PROJECT, ConfigError, Problem
+
+ROOT = Path(__file__).resolve().parent.parent
+SECRET_PLACEHOLDER = "[secret]"
+
+
+class StackNotFound(FileNotFoundError):
+    pass
+
+
+def stack_file(stack: str) -> Path:
+    project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
+    return ROOT / project.get("stackConfigDir", ".") / f"Pulumi.{stack}.yaml"
+
+
+def stacks() -> list[str]:
+    folder = stack_file("x").parent
+    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in folder.glob("Pulumi.*.yaml"))
+
+
+def _full_key(key: str) -> str:
+    return key if ":" in key else f"{PROJECT}:{key}"
+
+
+def project_defaults() -> dict[str, Any]:
+    """`config:` of Pulumi.yaml: a plain value, or a declaration whose `default` applies to every stack."""
+    project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
+    values = {}
+    for key, value in (project.get("config") or {}).items():
+        if isinstance(value, dict) and "type" in value:
+            if "default" in value:
+                values[_full_key(key)] = value["default"]
+        else:
+            values[_full_key(key)] = value
+    return values
+
+
+def load(stack: str, config_file: Path | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The decoded config map of a stack and its secret keys (secure values cannot be decrypted offline)."""
+    path = config_file or stack_file(stack)
+    if not path.is_file():
+        raise StackNotFound(f"no stack config {path}; stacks here: {', '.join(stacks()) or 'none'}")
+    try:
+        document = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as error:
+        raise ConfigError([Problem(str(path), f"is not valid YAML: {error}")]) from None
+    if not isinstance(document, dict) or not isinstance(document.get("config", {}), dict):
+        raise ConfigError([Problem(str(path), "must be a mapping with a `config:` mapping")])
+    values = project_defaults()
+    secret_keys = []
+    for key, value in (document.get("config") or {}).items():
+        key = _full_key(str(key))
+        if isinstance(value, dict) and set(value) == {"secure"}:
+            secret_keys.append(key)
+            value = SECRET_PLACEHOLDER
+        values[key] = value
+    return values, secret_keys
