@@ -1,6 +1,8 @@
 """`python -m plan STACK [--config-file FILE] [--json]`: what `pulumi up` would create, offline.
 
-Exit status: 0 planned, 2 invalid configuration (every problem on stderr, one per line), 1 anything else.
+Also `--diff-against REF` (what a change does, against a git revision), `--all-stacks`, and `--policy-pack DIR`
+(the policy pack's rules over the plan). Exit status: 0 planned, 2 invalid configuration (every problem on stderr,
+one per line), 1 anything else (a mandatory policy violation included).
 """
 
 from __future__ import annotations
@@ -21,14 +23,26 @@ EXIT_ERROR = 1
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="python -m plan", description=__doc__.splitlines()[0])
-    parser.add_argument("stack", help="stack name: stacks/Pulumi.<stack>.yaml")
+    parser.add_argument("stack", nargs="?", help="stack name: stacks/Pulumi.<stack>.yaml")
     parser.add_argument("--config-file", type=Path, help="read this stack config file instead of the stack's own")
     parser.add_argument("--json", action="store_true", help="print only the plan JSON on stdout")
-    return parser.parse_args(argv)
+    parser.add_argument("--diff-against", metavar="REF", help="show what changed since git revision REF")
+    parser.add_argument("--all-stacks", action="store_true", help="with --diff-against: every stack in stacks/")
+    parser.add_argument("--format", choices=("text", "markdown", "json"), default="text",
+                        help="with --diff-against: output format")
+    parser.add_argument("--policy-pack", type=Path, metavar="DIR", help="run the policy pack's rules over the plan")
+    args = parser.parse_args(argv)
+    if args.stack is None and not (args.all_stacks and args.diff_against):
+        parser.error("a stack is required (or --all-stacks with --diff-against)")
+    return args
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.diff_against:
+        from . import diff
+
+        return diff.run(args)
     err = Console(stderr=True, highlight=False)
     try:
         values, secret_keys = stackfile.load(args.stack, args.config_file)
@@ -51,6 +65,10 @@ def main(argv=None) -> int:
     for warning in plan.warnings:
         if args.json:
             err.print(f"warning: {warning}")
+    if args.policy_pack:
+        from policy import engine
+
+        return engine.report(plan.to_json(), args.stack, sys.stderr if args.json else sys.stdout)
     return 0
 
 
