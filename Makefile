@@ -23,5 +23,9 @@ test: $(STAMP)
 snapshots: $(STAMP)
 	$(BIN)/python -m pytest -q tests/test_snapshots.py --update-snapshots
 
+# Plan synthetic stacks of 1 to 512 slices against the bare-SDK floor (docs/benchmarks.md).
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks $(BENCH_ARGS)
+
 clean:
 	rm -rf $(VENV) .pytest_cache
