@@ -400,12 +400,19 @@ def parse_stack_config(values: dict[str, Any], stack: str) -> StackConfig:
     storage = parse_one(StorageConfig, values.get(key("storage"), {}), key("storage"))
 
     lists: dict[str, list] = {}
+    # Slices named in config but invalid: references to them are not reported again.
+    unresolved: set = set()
     for name, model in _LIST_KEYS.items():
         raw = values.get(key(name), [])
         if not isinstance(raw, list):
             problems.append(Problem(key(name), f"must be a list (given {show(raw)})"))
+            if name == "tpuSlices":
+                unresolved.add(ANY_SLICE)
             raw = []
         lists[name] = [parse_one(model, item, f"{key(name)}[{i}]") for i, item in enumerate(raw)]
+        if name == "tpuSlices":
+            unresolved |= {item.get("name") for item, parsed in zip(raw, lists[name])
+                           if parsed is None and isinstance(item, dict)}
 
     labels = {}
     environment = values.get(key("environment"), stack)
@@ -421,7 +428,7 @@ def parse_stack_config(values: dict[str, Any], stack: str) -> StackConfig:
     warnings: list[str] = []
     if cluster is not None:
         problems += _check_slices(cluster, lists["tpuSlices"], warnings)
-        problems += _check_ray_objects(cluster, lists)
+        problems += _check_ray_objects(cluster, lists, unresolved)
     region = values.get("gcp:region") or (cluster.region if cluster else None)
     if cluster is not None and region != cluster.region:
         problems.append(Problem(f"{key('cluster')}.location",
@@ -473,7 +480,7 @@ def _check_slices(cluster: ClusterConfig, slices: list, warnings: list[str]) -> 
         if s.zone is not None and s.zone.rsplit("-", 1)[0] != cluster.region:
             problems.append(Problem(f"{path}.zone", f"{show(s.zone)} is outside the cluster's region "
                                                     f"{show(cluster.region)}"))
-        if s.zone is not None and cluster.zonal and s.zone != cluster.location:
+        elif s.zone is not None and cluster.zonal and s.zone != cluster.location:
             problems.append(Problem(f"{path}.zone", f"{show(s.zone)} differs from the zonal cluster's location "
                                                     f"{show(cluster.location)}; a zonal cluster's pools are in its zone"))
         if s.zone is None and not cluster.zonal and cluster.mode == "standard":
@@ -510,7 +517,10 @@ def _check_slices(cluster: ClusterConfig, slices: list, warnings: list[str]) -> 
     return problems
 
 
-def _check_ray_objects(cluster: ClusterConfig, lists: dict[str, list]) -> list[Problem]:
+ANY_SLICE = object()  # marks tpuSlices as unreadable as a whole
+
+
+def _check_ray_objects(cluster: ClusterConfig, lists: dict[str, list], unresolved: set) -> list[Problem]:
     problems = []
     slices = {s.name: s for s in lists["tpuSlices"] if s is not None}
     demand: dict[str, int] = defaultdict(int)
@@ -537,7 +547,7 @@ def _check_ray_objects(cluster: ClusterConfig, lists: dict[str, list]) -> list[P
                 if group.name in groups:
                     problems.append(Problem(f"{gpath}.name", f"{show(group.name)} is used twice in {obj.name}"))
                 groups.add(group.name)
-                if group.slice not in slices:
+                if group.slice not in slices and group.slice not in unresolved and ANY_SLICE not in unresolved:
                     allowed = ", ".join(sorted(slices)) or "none defined"
                     problems.append(Problem(f"{gpath}.slice", f"{show(group.slice)} is not a tpuSlices name; "
                                                               f"allowed: {allowed}"))
