@@ -413,6 +413,7 @@ def parse_stack_config(values: dict[str, Any], stack: str) -> StackConfig:
         if name == "tpuSlices":
             unresolved |= {item.get("name") for item, parsed in zip(raw, lists[name])
                            if parsed is None and isinstance(item, dict)}
+            shapes = [_slice_shape(item, f"{key(name)}[{i}]", problems) for i, item in enumerate(raw)]
 
     labels = {}
     environment = values.get(key("environment"), stack)
@@ -426,9 +427,8 @@ def parse_stack_config(values: dict[str, Any], stack: str) -> StackConfig:
             labels[label] = value
 
     warnings: list[str] = []
-    if cluster is not None:
-        problems += _check_slices(cluster, lists["tpuSlices"], warnings)
-        problems += _check_ray_objects(cluster, lists, unresolved)
+    problems += _check_slices(cluster, lists["tpuSlices"], shapes, warnings)
+    problems += _check_ray_objects(cluster, lists, unresolved)
     region = values.get("gcp:region") or (cluster.region if cluster else None)
     if cluster is not None and region != cluster.region:
         problems.append(Problem(f"{key('cluster')}.location",
@@ -451,32 +451,45 @@ def parse_stack_config(values: dict[str, Any], stack: str) -> StackConfig:
     )
 
 
-def _check_slices(cluster: ClusterConfig, slices: list, warnings: list[str]) -> list[Problem]:
+def _slice_shape(item: Any, path: str, problems: list[Problem]) -> Optional[catalog.SliceShape]:
+    """Check a slice's shape against the catalogue from the raw entry, so it is judged even if other keys are bad."""
+    if not isinstance(item, dict):
+        return None
+    generation, topology, machine_type = item.get("generation"), item.get("topology"), item.get("machineType")
+    if generation not in catalog.GENERATIONS or not isinstance(topology, str):
+        return None  # the field error itself is reported by the model
+    try:
+        catalog.resolve(generation, topology)
+    except catalog.CatalogError as exc:
+        problems.append(Problem(f"{path}.topology", f"{show(topology)} is {exc}"))
+        return None
+    if machine_type is not None and not isinstance(machine_type, str):
+        return None
+    try:
+        return catalog.resolve(generation, topology, machine_type)
+    except catalog.CatalogError as exc:
+        problems.append(Problem(f"{path}.machineType", f"{show(machine_type)} is {exc}"))
+        return None
+
+
+def _check_slices(cluster: Optional[ClusterConfig], slices: list, shapes: list, warnings: list[str]) -> list[Problem]:
     problems = []
     seen = set()
-    for i, s in enumerate(slices):
+    for i, (s, shape) in enumerate(zip(slices, shapes)):
         if s is None:
             continue
         path = f"{PROJECT}:tpuSlices[{i}]"
         if s.name in seen:
             problems.append(Problem(f"{path}.name", f"{show(s.name)} is used by an earlier slice; names are unique"))
         seen.add(s.name)
-        try:
-            shape = catalog.resolve(s.generation, s.topology)
-        except catalog.CatalogError as exc:
-            problems.append(Problem(f"{path}.topology", f"{show(s.topology)} is {exc}"))
-            shape = None
-        if shape is not None and s.machine_type is not None:
-            try:
-                shape = catalog.resolve(s.generation, s.topology, s.machine_type)
-            except catalog.CatalogError as exc:
-                problems.append(Problem(f"{path}.machineType", f"{show(s.machine_type)} is {exc}"))
         if s.capacity == "reservation" and s.reservation is None:
             problems.append(Problem(f"{path}.reservation", "required when capacity is reservation: the reservation "
                                                            "name, or projects/<project>/reservations/<name>"))
         if s.capacity != "reservation" and s.reservation is not None:
             problems.append(Problem(f"{path}.reservation", f"{show(s.reservation)} is only allowed with capacity "
                                                            f"reservation (capacity is {show(s.capacity)})"))
+        if cluster is None:
+            continue  # the rest depends on the cluster, whose own problems are reported
         if s.zone is not None and s.zone.rsplit("-", 1)[0] != cluster.region:
             problems.append(Problem(f"{path}.zone", f"{show(s.zone)} is outside the cluster's region "
                                                     f"{show(cluster.region)}"))
@@ -520,7 +533,7 @@ def _check_slices(cluster: ClusterConfig, slices: list, warnings: list[str]) -> 
 ANY_SLICE = object()  # marks tpuSlices as unreadable as a whole
 
 
-def _check_ray_objects(cluster: ClusterConfig, lists: dict[str, list], unresolved: set) -> list[Problem]:
+def _check_ray_objects(cluster: Optional[ClusterConfig], lists: dict[str, list], unresolved: set) -> list[Problem]:
     problems = []
     slices = {s.name: s for s in lists["tpuSlices"] if s is not None}
     demand: dict[str, int] = defaultdict(int)
@@ -558,7 +571,7 @@ def _check_ray_objects(cluster: ClusterConfig, lists: dict[str, list], unresolve
                     problems.append(Problem(f"{gpath}.maxReplicas", f"{group.max} is below replicas {group.replicas}"))
                 if group.slice in slices:
                     demand[group.slice] += group.replicas
-    if cluster.mode == "standard":
+    if cluster is not None and cluster.mode == "standard":
         for i, s in enumerate(lists["tpuSlices"]):
             if s is not None and demand.get(s.name, 0) > s.count:
                 problems.append(Problem(

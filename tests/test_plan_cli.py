@@ -1,0 +1,98 @@
+"""`python -m plan` as a user runs it: output, exit codes, errors without tracebacks."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from plan import __main__ as plan_cli
+
+from helpers import ROOT, minimal_values
+
+
+class Result:
+    def __init__(self, returncode, stdout, stderr):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+@pytest.fixture
+def plan(capsys):
+    """Runs the CLI in-process (imports are paid once); one test below runs it as a real subprocess."""
+
+    def run(*args):
+        code = plan_cli.main(list(args))
+        out, err = capsys.readouterr()
+        return Result(code, out, err)
+
+    return run
+
+
+def stack_file(tmp_path, values):
+    path = tmp_path / "Pulumi.test.yaml"
+    path.write_text(yaml.safe_dump({"config": values}))
+    return path
+
+
+def test_real_subprocess_exit_codes(tmp_path):
+    ok = subprocess.run([sys.executable, "-m", "plan", "dev", "--json"], cwd=ROOT, capture_output=True, text=True)
+    assert ok.returncode == 0 and json.loads(ok.stdout)["stack"] == "dev", ok.stderr
+    bad = stack_file(tmp_path, minimal_values(tpuSlices=[{"name": "x", "generation": "v6e", "topology": "3x3"}]))
+    invalid = subprocess.run([sys.executable, "-m", "plan", "test", "--config-file", str(bad)], cwd=ROOT,
+                             capture_output=True, text=True)
+    assert invalid.returncode == 2 and "Traceback" not in invalid.stderr
+    assert invalid.stderr.startswith("ray-tpu-gke:tpuSlices[0].topology: \"3x3\" is not a v6e topology")
+
+
+def test_human_output_has_tree_summary_and_capacity(plan):
+    result = plan("staging")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "Previewing update (staging)" in out
+    assert "+ gcp:container/nodePool:NodePool v6e-16-0 create" in out
+    assert "+ kubernetes:ray.io/v1:RayCluster ray-train create" in out
+    assert "to create" in out
+    assert "TPU capacity" in out and "ct6e-standard-4t" in out and "ray/train:v6e-16" in out
+
+
+def test_json_output_is_only_json(plan, tmp_path):
+    result = plan("dev", "--json")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["stack"] == "dev" and document["steps"]
+
+
+def test_invalid_config_exits_2_with_every_problem_and_no_traceback(plan, tmp_path):
+    values = minimal_values(tpuSlices=[{"name": "v6e-4", "generation": "v6e", "topology": "4x2", "cnt": 1}])
+    values["ray-tpu-gke:cluster"]["mode"] = "serverless"
+    result = plan("test", "--config-file", str(stack_file(tmp_path, values)))
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert any(line.startswith("ray-tpu-gke:tpuSlices[0].topology: \"4x2\"") for line in lines), lines
+    assert any(line.startswith("ray-tpu-gke:tpuSlices[0].cnt: unknown key") for line in lines), lines
+    assert any(line.startswith("ray-tpu-gke:cluster.mode: \"serverless\"") for line in lines), lines
+    assert "Traceback" not in result.stderr
+
+
+def test_invalid_yaml_exits_2(plan, tmp_path):
+    path = tmp_path / "Pulumi.bad.yaml"
+    path.write_text("config: [unclosed\n")
+    result = plan("bad", "--config-file", str(path))
+    assert result.returncode == 2 and "not valid YAML" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_missing_stack_exits_1(plan):
+    result = plan("nope")
+    assert result.returncode == 1
+    assert "no stack config" in result.stderr and "dev" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_warnings_do_not_block_the_plan(plan, tmp_path):
+    values = minimal_values()
+    values["gcp:region"] = "europe-west1"
+    values["ray-tpu-gke:cluster"]["location"] = "europe-west1-b"
+    result = plan("test", "--config-file", str(stack_file(tmp_path, values)))
+    assert result.returncode == 0, result.stderr
+    assert "not known to offer TPU v6e" in result.stdout

@@ -1,0 +1,49 @@
+"""Each committed stack's plan JSON is compared with its snapshot on every run.
+
+After an intended change: `make snapshots` (pytest --update-snapshots), then review `git diff tests/snapshots`.
+"""
+
+import json
+
+import pytest
+
+from helpers import ROOT, STACKS, _plan, plan_of
+from plan import harness, stackfile
+
+SNAPSHOTS = ROOT / "tests" / "snapshots"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_plan_matches_snapshot(stack, request):
+    text = _plan(stack, False).dumps()
+    path = SNAPSHOTS / f"{stack}.json"
+    if request.config.getoption("--update-snapshots"):
+        path.write_text(text)
+    assert path.exists(), f"no snapshot for {stack}: run `make snapshots`"
+    assert text == path.read_text(), f"plan of {stack} changed: review, then `make snapshots`"
+
+
+def test_every_snapshot_has_a_stack():
+    assert sorted(p.stem for p in SNAPSHOTS.glob("*.json")) == STACKS
+
+
+def test_plan_is_deterministic():
+    values, secrets = stackfile.load("prod")
+    again = harness.run_program("prod", values, secrets).dumps()
+    assert again == _plan("prod", False).dumps()
+
+
+def test_plan_json_shape():
+    plan = plan_of("staging")
+    assert plan["project"] == "ray-tpu-gke" and plan["stack"] == "staging"
+    assert plan["changeSummary"] == {"create": len(plan["steps"])}
+    first = plan["steps"][0]
+    assert first["op"] == "create" and first["newState"]["type"] == "pulumi:pulumi:Stack"
+    assert set(first["newState"]) == {"type", "name", "custom", "parent", "provider", "dependencies", "inputs",
+                                      "options"}
+    assert set(first["newState"]["options"]) == {"protect", "ignoreChanges", "deleteBeforeReplace"}
+    components = [s for s in plan["steps"] if not s["newState"]["custom"]]
+    assert {s["newState"]["type"] for s in components} >= {"ray-tpu-gke:index:RayTpuPlatform",
+                                                           "ray-tpu-gke:index:GkeCluster"}
+    text = json.dumps(plan)
+    assert ".0," not in text.replace("10.0.0", "")  # whole numbers are integers, not floats
