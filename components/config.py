@@ -23,7 +23,8 @@ from . import catalog
 
 PROJECT = "ray-tpu-gke"
 DEFAULT_RAY_VERSION = "2.55.0"
-# The Ray project's own image for this Ray version; it ships the TPU extras (jax[tpu], libtpu) that Ray on TPU uses.
+# The Ray project's own CPU image of this Ray version (as KubeRay's TPU samples use): TPU access comes from the GKE
+# TPU device plugin, and JAX/libtpu from a derived image or the job's runtime env.
 DEFAULT_RAY_IMAGE = "rayproject/ray:2.55.0-py311"
 
 DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
