@@ -1,0 +1,36 @@
+"""The documented examples are what the code renders (docs/ray-objects.md)."""
+
+import re
+
+import yaml
+
+from components import manifests
+from components.config import parse_stack_config
+from components.identity import RAY_KSA
+from components.storage import bucket_name
+from helpers import ROOT
+
+
+def examples():
+    text = (ROOT / "docs/ray-objects.md").read_text()
+    blocks = re.findall(r"```yaml\n(.*?)```", text, re.S)
+    assert len(blocks) == 6, "three examples, each a stack file and its manifest"
+    return [(yaml.safe_load(blocks[i]), yaml.safe_load(blocks[i + 1])) for i in range(0, len(blocks), 2)]
+
+
+def test_each_documented_manifest_is_what_its_config_renders():
+    kinds = []
+    for stack_file, documented in examples():
+        config = parse_stack_config(stack_file["config"], "dev")
+        (obj,) = config.ray_objects
+        ctx = manifests.RenderContext(standard=True, service_account=RAY_KSA, bucket=bucket_name(config),
+                                      labels={"environment": "dev"})
+        assert manifests.ray_manifest(obj, config, ctx) == documented
+        kinds.append(documented["kind"])
+    assert kinds == ["RayCluster", "RayService", "RayJob"]
+
+
+def test_readme_links_resolve():
+    readme = (ROOT / "README.md").read_text()
+    for target in re.findall(r"\]\(((?!https?:)[^)#]+)\)", readme):
+        assert (ROOT / target).exists(), target
