@@ -290,9 +290,16 @@ def parse_gke_version(version: str) -> tuple[int, ...]:
     return (*numbers, int(build) if build else 0)
 
 
-def minimum_gke_version(generation_names) -> str:
-    """The oldest GKE version that runs the Ray Operator add-on and every given generation."""
-    versions = [RAY_OPERATOR_MIN_GKE_VERSION] + [generation(g).min_gke_version for g in generation_names]
+def minimum_gke_version(generation_names, autopilot: bool = False, compute_class: bool = False) -> str:
+    """The oldest GKE version that runs the Ray Operator add-on and every given generation (in Autopilot, and with a
+    custom ComputeClass, where those need newer versions)."""
+    versions = [RAY_OPERATOR_MIN_GKE_VERSION]
+    if compute_class:
+        versions.append(AUTOPILOT_TPU_COMPUTE_CLASS_MIN_GKE_VERSION)
+    for name in generation_names:
+        gen = generation(name)
+        versions.append(gen.min_gke_version_autopilot if autopilot and gen.min_gke_version_autopilot
+                        else gen.min_gke_version)
     return max(versions, key=parse_gke_version)
 
 

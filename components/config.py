@@ -315,15 +315,21 @@ class StackConfig:
     def slice(self, name: str) -> TpuSliceConfig:
         return next(s for s in self.tpu_slices if s.name == name)
 
+    @property
+    def bucket_name(self) -> Optional[str]:
+        if not self.storage.enabled:
+            return None
+        return self.storage.bucket_name or f"{self.project}-{self.cluster.name}-ray"[:63]
+
     def slice_zone(self, tpu_slice: TpuSliceConfig) -> Optional[str]:
         return tpu_slice.zone or (self.cluster.location if self.cluster.zonal else None)
 
     @property
     def gke_version(self) -> str:
         """The control plane's minimum version: as configured, or the oldest that runs every generation used."""
-        return self.cluster.min_master_version or catalog.minimum_gke_version(
-            sorted({s.generation for s in self.tpu_slices})
-        )
+        return self.cluster.min_master_version or max(
+            (_needed_gke_version(s, self.cluster) for s in self.tpu_slices),
+            key=catalog.parse_gke_version, default=catalog.RAY_OPERATOR_MIN_GKE_VERSION)
 
 
 # Keys of the `ray-tpu-gke:` namespace, with the model (or scalar type) of each.
@@ -452,6 +458,12 @@ def parse_stack_config(values: dict[str, Any], stack: str) -> StackConfig:
     )
 
 
+def _needed_gke_version(tpu_slice: TpuSliceConfig, cluster: ClusterConfig) -> str:
+    autopilot = cluster.mode == "autopilot"
+    return catalog.minimum_gke_version([tpu_slice.generation], autopilot=autopilot,
+                                       compute_class=autopilot and tpu_slice.capacity == "flexStart")
+
+
 def _slice_shape(item: Any, path: str, problems: list[Problem]) -> Optional[catalog.SliceShape]:
     """Check a slice's shape against the catalogue from the raw entry, so it is judged even if other keys are bad."""
     if not isinstance(item, dict):
@@ -517,12 +529,13 @@ def _check_slices(cluster: Optional[ClusterConfig], slices: list, shapes: list, 
                                             f"{low} exceeds the slice's {shape.hosts} host(s); allowed: 0 to "
                                             f"{shape.hosts}"))
         if shape is not None:
-            needed = catalog.parse_gke_version(catalog.minimum_gke_version([s.generation]))
-            if cluster.min_master_version and catalog.parse_gke_version(cluster.min_master_version) < needed:
+            needed = _needed_gke_version(s, cluster)
+            configured = cluster.min_master_version
+            if configured and catalog.parse_gke_version(configured) < catalog.parse_gke_version(needed):
                 problems.append(Problem(
                     f"{PROJECT}:cluster.minMasterVersion",
-                    f"{show(cluster.min_master_version)} is older than {s.generation} (tpuSlices[{i}]) and the Ray "
-                    f"Operator add-on need; allowed: {catalog.minimum_gke_version([s.generation])} or later"))
+                    f"{show(configured)} is older than {s.generation} (tpuSlices[{i}]) and the Ray Operator add-on "
+                    f"need in {cluster.mode} mode; allowed: {needed} or later"))
             zone = s.zone or (cluster.location if cluster.zonal else None)
             offered = catalog.ZONES.get(s.generation, ())
             if zone and zone not in offered:

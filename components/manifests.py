@@ -34,6 +34,11 @@ class RenderContext:
     labels: dict[str, str] = field(default_factory=dict)
 
 
+def render_context(config: StackConfig, service_account: str) -> RenderContext:
+    return RenderContext(standard=config.standard, service_account=service_account, bucket=config.bucket_name,
+                         labels=dict(config.labels))
+
+
 def compute_class_name(tpu_slice: TpuSliceConfig) -> str:
     return f"{tpu_slice.name}-flex-start"
 

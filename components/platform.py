@@ -11,7 +11,7 @@ from .identity import RAY_KSA, Identity
 from .network import Network
 from .ray import RayWorkload, custom_resource
 from .slice_pool import TpuSlicePools
-from .storage import Storage, bucket_name
+from .storage import Storage
 
 
 class RayTpuPlatform(pulumi.ComponentResource):
@@ -43,12 +43,7 @@ class RayTpuPlatform(pulumi.ComponentResource):
                     compute_classes[tpu_slice.name] = custom_resource(
                         manifests.compute_class_name(tpu_slice), manifests.compute_class(tpu_slice), k8s_child)
 
-        ctx = manifests.RenderContext(
-            standard=config.standard,
-            service_account=RAY_KSA,
-            bucket=bucket_name(config) if storage else None,
-            labels={"environment": config.environment},
-        )
+        ctx = manifests.render_context(config, RAY_KSA)
         self.workloads = []
         for obj in config.ray_objects:
             slices = [g.slice for g in obj.worker_groups]

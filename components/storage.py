@@ -8,10 +8,6 @@ import pulumi_gcp as gcp
 from .config import StackConfig
 
 
-def bucket_name(config: StackConfig) -> str:
-    return config.storage.bucket_name or f"{config.project}-{config.cluster.name}-ray"[:63]
-
-
 class Storage(pulumi.ComponentResource):
     bucket: pulumi.Output[str]
 
@@ -21,7 +17,7 @@ class Storage(pulumi.ComponentResource):
         storage = config.storage
         bucket = gcp.storage.Bucket(
             name,
-            name=bucket_name(config),
+            name=config.bucket_name,
             project=config.project,
             location=(storage.location or config.region).upper(),
             uniform_bucket_level_access=True,

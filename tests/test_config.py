@@ -233,3 +233,16 @@ def test_strict_types_no_silent_coercion():
     assert one_problem(values).startswith("ray-tpu-gke:tpuSlices[0].count: \"2\" is invalid")
     values = minimal_values(tpuSlices=slices({"count": True}))
     assert one_problem(values).startswith("ray-tpu-gke:tpuSlices[0].count: true is invalid")
+
+
+def test_autopilot_ironwood_needs_its_own_newer_version():
+    values = minimal_values(tpuSlices=[{"name": "iw", "generation": "tpu7x", "topology": "2x2x1"}],
+                            rayClusters=[])
+    values["ray-tpu-gke:cluster"].update(minMasterVersion="1.34.0-gke.2201000")
+    parse_stack_config(values, "test")  # enough for Standard
+    values["ray-tpu-gke:cluster"]["mode"] = "autopilot"
+    problem = one_problem(values)
+    assert problem.startswith("ray-tpu-gke:cluster.minMasterVersion: \"1.34.0-gke.2201000\" is older than tpu7x")
+    assert "1.34.1-gke.3084001 or later" in problem
+    del values["ray-tpu-gke:cluster"]["minMasterVersion"]
+    assert parse_stack_config(values, "test").gke_version == "1.34.1-gke.3084001"

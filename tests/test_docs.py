@@ -7,7 +7,6 @@ import yaml
 from components import manifests
 from components.config import parse_stack_config
 from components.identity import RAY_KSA
-from components.storage import bucket_name
 from helpers import ROOT
 
 
@@ -23,8 +22,7 @@ def test_each_documented_manifest_is_what_its_config_renders():
     for stack_file, documented in examples():
         config = parse_stack_config(stack_file["config"], "dev")
         (obj,) = config.ray_objects
-        ctx = manifests.RenderContext(standard=True, service_account=RAY_KSA, bucket=bucket_name(config),
-                                      labels={"environment": "dev"})
+        ctx = manifests.render_context(config, RAY_KSA)
         assert manifests.ray_manifest(obj, config, ctx) == documented
         kinds.append(documented["kind"])
     assert kinds == ["RayCluster", "RayService", "RayJob"]
