@@ -223,3 +223,48 @@ def test_no_kuberay_crds_or_operator_beside_the_add_on():
     for stack in ("dev", "staging", "prod"):
         types = {s["newState"]["type"] for s in plan_of(stack)["steps"]}
         assert not any("CustomResourceDefinition" in t or "helm" in t for t in types)
+
+
+def test_existing_network_is_used_not_created():
+    values = minimal_values()
+    values["ray-tpu-gke:cluster"]["network"] = {
+        "network": "projects/acme-net/global/networks/shared", "subnetwork": "projects/acme-net/regions/us-east5/"
+        "subnetworks/ml", "podsRangeName": "ml-pods", "servicesRangeName": "ml-services"}
+    plan = run(values)
+    assert not steps_of_type(plan, "gcp:compute/network:Network")
+    assert not steps_of_type(plan, "gcp:compute/routerNat:RouterNat")
+    (cluster,) = steps_of_type(plan, CLUSTER)
+    assert inputs(cluster)["network"] == "projects/acme-net/global/networks/shared"
+    assert inputs(cluster)["ipAllocationPolicy"] == {"clusterSecondaryRangeName": "ml-pods",
+                                                    "servicesSecondaryRangeName": "ml-services"}
+
+
+def test_new_network_is_private_with_nat_and_flow_logs():
+    plan = plan_of("dev")
+    (subnet,) = steps_of_type(plan, "gcp:compute/subnetwork:Subnetwork")
+    assert inputs(subnet)["privateIpGoogleAccess"] is True
+    assert {r["rangeName"] for r in inputs(subnet)["secondaryIpRanges"]} == {"pods", "services"}
+    assert inputs(subnet)["logConfig"]["metadata"] == "INCLUDE_ALL_METADATA"
+    (nat,) = steps_of_type(plan, "gcp:compute/routerNat:RouterNat")
+    assert inputs(nat)["sourceSubnetworkIpRangesToNat"] == "ALL_SUBNETWORKS_ALL_IP_RANGES"
+
+
+def test_identity_and_bucket_least_privilege():
+    plan = plan_of("prod")
+    roles = sorted(inputs(s)["role"] for s in steps_of_type(plan, "gcp:projects/iAMMember:IAMMember"))
+    assert roles == ["roles/artifactregistry.reader", "roles/container.defaultNodeServiceAccount"]
+    bindings = steps_of_type(plan, "gcp:serviceaccount/iAMMember:IAMMember")
+    assert {inputs(b)["member"] for b in bindings} == {
+        "serviceAccount:acme-ml-prod.svc.id.goog[serving/ray]", "serviceAccount:acme-ml-prod.svc.id.goog[training/ray]"}
+    (bucket,) = steps_of_type(plan, "gcp:storage/bucket:Bucket")
+    b = inputs(bucket)
+    assert b["uniformBucketLevelAccess"] is True and b["publicAccessPrevention"] == "enforced"
+    assert b["versioning"] == {"enabled": True} and b["logging"] == {"logBucket": "acme-ml-prod-access-logs"}
+    assert bucket["newState"]["options"]["protect"] is True
+    (grant,) = steps_of_type(plan, "gcp:storage/bucketIAMMember:BucketIAMMember")
+    assert inputs(grant)["role"] == "roles/storage.objectUser"
+    assert inputs(grant)["member"].startswith("serviceAccount:ray-tpu-prod-ray@")
+    accounts = {inputs(s)["metadata"]["namespace"]: inputs(s) for s in
+                steps_of_type(plan, "kubernetes:core/v1:ServiceAccount")}
+    assert accounts["training"]["metadata"]["annotations"] == {
+        "iam.gke.io/gcp-service-account": "ray-tpu-prod-ray@acme-ml-prod.iam.gserviceaccount.com"}
