@@ -16,7 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
 from . import catalog
@@ -38,6 +38,8 @@ PositiveInt = Annotated[StrictInt, Field(ge=1)]
 
 
 def _dns_label(max_length: int):
+    """A Kubernetes/GKE name of at most `max_length` characters (GKE cluster and pool names allow 40)."""
+
     def check(value: str) -> str:
         if len(value) > max_length or not DNS_LABEL.match(value):
             raise ValueError(
@@ -46,7 +48,12 @@ def _dns_label(max_length: int):
             )
         return value
 
-    return check
+    return Annotated[str, AfterValidator(check)]
+
+
+Name = _dns_label(40)
+SliceName = _dns_label(30)  # leaves room for the pool index in node pool names
+Namespace = _dns_label(63)
 
 
 class Model(BaseModel):
@@ -105,7 +112,7 @@ class RayOperatorConfig(Model):
 
 
 class ClusterConfig(Model):
-    name: Annotated[str, field_validator] = Field(...)
+    name: Name
     mode: Literal["standard", "autopilot"] = "standard"
     location: str
     release_channel: Literal["RAPID", "REGULAR", "STABLE"] = "REGULAR"
@@ -118,8 +125,6 @@ class ClusterConfig(Model):
     ray_operator: RayOperatorConfig = RayOperatorConfig()
     binary_authorization: StrictBool = False
     rbac_security_group: Optional[str] = None
-
-    _name = field_validator("name")(classmethod(lambda cls, v: _dns_label(40)(v)))
 
     @field_validator("location")
     @classmethod
@@ -185,7 +190,7 @@ class SliceAutoscaling(Model):
 
 
 class TpuSliceConfig(Model):
-    name: str
+    name: SliceName
     generation: Literal["v4", "v5e", "v5p", "v6e", "tpu7x"]
     topology: str
     machine_type: Optional[str] = None
@@ -194,8 +199,6 @@ class TpuSliceConfig(Model):
     reservation: Optional[str] = None
     zone: Optional[str] = None
     autoscaling: Optional[SliceAutoscaling] = None
-
-    _name = field_validator("name")(classmethod(lambda cls, v: _dns_label(30)(v)))
 
     @field_validator("zone")
     @classmethod
@@ -224,13 +227,11 @@ class TpuSliceConfig(Model):
 
 
 class WorkerGroupConfig(Model):
-    name: str
+    name: Name
     slice: str
     replicas: NonNegativeInt = 1
     min_replicas: NonNegativeInt = 0
     max_replicas: Optional[NonNegativeInt] = None
-
-    _name = field_validator("name")(classmethod(lambda cls, v: _dns_label(40)(v)))
 
     @property
     def max(self) -> int:
@@ -250,8 +251,8 @@ class RayAutoscalingConfig(Model):
 class RayObjectConfig(Model):
     """What RayCluster, RayService and RayJob share: the Ray cluster they run."""
 
-    name: str
-    namespace: str = "ray"
+    name: Name
+    namespace: Namespace = "ray"
     image: str = DEFAULT_RAY_IMAGE
     ray_version: str = DEFAULT_RAY_VERSION
     head: HeadConfig = HeadConfig()
@@ -259,9 +260,6 @@ class RayObjectConfig(Model):
     autoscaling: RayAutoscalingConfig = RayAutoscalingConfig()
     gcs_fuse: StrictBool = True
     wait_for_ready: StrictBool = False
-
-    _name = field_validator("name")(classmethod(lambda cls, v: _dns_label(40)(v)))
-    _namespace = field_validator("namespace")(classmethod(lambda cls, v: _dns_label(63)(v)))
 
 
 class RayClusterConfig(RayObjectConfig):
