@@ -1,0 +1,373 @@
+"""`python -m plan --diff-against REF`: resource-level changes between a git revision and the working tree.
+
+End to end on a temporary git repository holding a copy of the project: a clean tree diffs to nothing, an added slice
+creates node pools, a changed topology of a multi-host slice replaces its pool and is flagged. Each revision is planned
+in a subprocess (~3 s), so the repository and its diffs are built once per module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pulumi
+import pulumi_gcp as gcp
+import pytest
+import yaml
+from rich.console import Console
+
+from plan import diff
+
+ROOT = Path(__file__).resolve().parent.parent
+PROJECT_FILES = ("Pulumi.yaml", "__main__.py", "components", "plan", "stacks")
+GIT_ENV = dict(os.environ, GIT_AUTHOR_NAME="test", GIT_AUTHOR_EMAIL="test@example.com", GIT_COMMITTER_NAME="test",
+               GIT_COMMITTER_EMAIL="test@example.com", GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, env=GIT_ENV, check=True, capture_output=True, text=True).stdout
+
+
+def edit_stack(repo: Path, stack: str, change) -> None:
+    path = repo / "stacks" / f"Pulumi.{stack}.yaml"
+    document = yaml.safe_load(path.read_text())
+    change(document["config"])
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+
+
+def add_slice(config: dict) -> None:
+    config["ray-tpu-gke:tpuSlices"].append({"name": "v6e-8", "generation": "v6e", "topology": "2x4", "count": 2,
+                                             "capacity": "spot", "autoscaling": {"enabled": True, "minNodes": 0}})
+
+
+def change_topology(config: dict) -> None:
+    config["ray-tpu-gke:tpuSlices"][0]["topology"] = "4x8"  # v6e 16 -> 32 chips, 4 -> 8 hosts
+
+
+def break_topology(config: dict) -> None:
+    config["ray-tpu-gke:tpuSlices"][0]["topology"] = "4x5"
+    config["ray-tpu-gke:rayJobs"] = []
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> Path:
+    """A git repository with the project: `broken` (with a stack `legacy` that cannot plan), then `base` (without it),
+    and a clean working tree."""
+    repo = tmp_path_factory.mktemp("project")
+    for name in PROJECT_FILES:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, repo / name)
+    (repo / ".gitignore").write_text("__pycache__/\n")
+    git(repo, "init", "-q", "-b", "main")
+    shutil.copy2(repo / "stacks" / "Pulumi.staging.yaml", repo / "stacks" / "Pulumi.legacy.yaml")
+    edit_stack(repo, "legacy", break_topology)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a legacy stack with an invalid topology")
+    git(repo, "tag", "broken")
+    git(repo, "rm", "-q", "stacks/Pulumi.legacy.yaml")
+    git(repo, "commit", "-q", "-m", "base")
+    git(repo, "tag", "base")
+    return repo
+
+
+@pytest.fixture(scope="module")
+def clean_run(repo):
+    """The CLI on the clean tree, before any edit: JSON of one stack."""
+    done = subprocess.run([sys.executable, "-m", "plan", "dev", "--diff-against", "base", "--format", "json"],
+                          cwd=repo, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(repo)))
+    return done
+
+
+@pytest.fixture(scope="module")
+def changed(repo, clean_run):
+    """dev gains a slice, staging's multi-host slice changes topology."""
+    edit_stack(repo, "dev", add_slice)
+    edit_stack(repo, "staging", change_topology)
+    report = diff.diff_stacks(["dev", "staging"], "base", root=repo)
+    return {d.stack: d for d in report.stacks}, report
+
+
+def by_name(stack_diff, name):
+    return next(c for c in stack_diff.changes if c.name == name)
+
+
+# --- end to end -------------------------------------------------------------------------------------------------------
+
+
+def test_clean_tree_diffs_to_nothing(clean_run):
+    assert clean_run.returncode == 0, clean_run.stderr
+    payload = json.loads(clean_run.stdout)
+    assert payload["stack"] == "dev"
+    assert payload["changes"] == []
+    assert payload["summary"]["same"] > 20
+
+
+def test_worktree_is_removed(repo, changed):
+    assert git(repo, "worktree", "list").count("\n") == 1
+
+
+def test_added_slice_creates_its_node_pools(changed):
+    stacks, _ = changed
+    dev = stacks["dev"]
+    creates = {(c.type, c.name) for c in dev.changes if c.op == "create"}
+    assert ("gcp:container/nodePool:NodePool", "v6e-8-0") in creates
+    assert ("gcp:container/nodePool:NodePool", "v6e-8-1") in creates
+    assert ("ray-tpu-gke:index:TpuSlicePools", "v6e-8") in creates
+    assert not dev.risky
+    assert {c.op for c in dev.changes} == {"create"}
+    pool = by_name(dev, "v6e-8-0")
+    assert "ct6e-standard-8t" in pool.summary
+
+
+def test_changed_topology_replaces_the_pool_and_is_flagged(changed):
+    staging = changed[0]["staging"]
+    pool = by_name(staging, "v6e-16-0")
+    assert pool.op == "replace"
+    assert pool.risky
+    assert "placementPolicy.tpuTopology" in pool.diffs
+    detail = next(d for d in pool.details if d.path == "placementPolicy.tpuTopology")
+    assert (detail.old, detail.new, detail.replaces) == ("4x4", "4x8", True)
+    assert any("TPU node pool v6e-16-0" in r and "capacity" in r for r in pool.reasons)
+    # The Ray objects follow the new shape: an update, not a replacement.
+    ray = by_name(staging, "ray-train")
+    assert ray.op == "update" and not ray.risky
+    assert any(p.endswith("numOfHosts") for p in ray.diffs)
+    # The system pool and the cluster are untouched.
+    assert all(c.type != "gcp:container/cluster:Cluster" for c in staging.changes)
+    assert staging.risky == [pool]
+
+
+def test_stack_missing_at_a_revision_is_all_creates_or_all_deletes(repo):
+    assert diff.plan_revision(repo, "qa").status == "absent"
+    assert set(diff.stacks_at(repo)) >= {"dev", "staging", "prod"}
+    pool = step(diff.NODE_POOL, "p", TPU_POOL)
+    created = diff.compare(diff.Side("absent"), planned(pool), "qa", "base")
+    assert [c.op for c in created.changes] == ["create"] and not created.risky
+    assert "does not exist at base" in created.to_json()["note"]
+    deleted = diff.compare(planned(pool), diff.Side("absent"), "qa", "base")
+    assert [c.op for c in deleted.changes] == ["delete"] and deleted.changes[0].risky
+    assert "removed in the working tree" in deleted.to_json()["note"]
+
+
+def test_json_shape(changed):
+    _, report = changed
+    payload = json.loads(json.dumps(report.to_json(), default=repr))
+    assert payload["against"] == "base" and len(payload["commit"]) == 40
+    staging = next(s for s in payload["stacks"] if s["stack"] == "staging")
+    assert set(staging) >= {"stack", "changes"}
+    for change in staging["changes"]:
+        assert set(change) >= {"op", "urn", "type", "diffs"}
+        assert change["op"] in ("create", "update", "replace", "delete")
+        assert change["urn"].startswith("urn:pulumi:staging::ray-tpu-gke::")
+        assert all(isinstance(p, str) for p in change["diffs"])
+    replaced = next(c for c in staging["changes"] if c["op"] == "replace")
+    assert replaced["risky"] is True and replaced["type"] == "gcp:container/nodePool:NodePool"
+
+
+def test_markdown_comment(changed, repo):
+    _, report = changed
+    text = diff.markdown(report, repo)
+    assert text.startswith(diff.MARKER)
+    assert "| stack | create | update | replace | delete | unchanged | risky |" in text
+    assert re.search(r"\| `staging` \| 0 \| \d+ \| 1 \| 0 \| \d+ \| \*\*1\*\* :warning: \|", text)
+    assert "> [!CAUTION]" in text
+    # Risky first: the caution block precedes the table, and the replaced pool heads staging's details.
+    assert text.index("[!CAUTION]") < text.index("| stack |")
+    staging_details = text[text.index("<summary><b>staging</b>"):]
+    assert staging_details.index("v6e-16-0") < staging_details.index("ray-train")
+    assert "<details>" in text and "</details>" in text
+    assert "placementPolicy.tpuTopology: \"4x4\" => \"4x8\"  (forces replacement)" in text
+    assert "```mermaid" in text and "class slice_v6e_16 risky" in text and "class slice_v6e_8 created" in text
+
+
+def test_text_output(changed):
+    _, report = changed
+    console = Console(record=True, width=200, color_system=None)
+    diff.print_text(report, console)
+    out = console.export_text()
+    assert "RISKY" in out and "forces replacement" in out
+    assert "+- replace" in out and "v6e-16-0" in out
+    assert "Resources:" in out
+
+
+def test_revision_that_cannot_plan_is_reported(repo, changed):
+    report = diff.diff_stacks(["legacy"], "broken", root=repo)
+    (legacy,) = report.stacks
+    assert legacy.old.status == "invalid" and legacy.new.status == "absent"
+    assert "cannot plan stack legacy at broken: the configuration is invalid" in legacy.error
+    assert "ray-tpu-gke:tpuSlices[0].topology" in legacy.error
+    assert report.exit_code == 1
+    assert "cannot plan" in diff.markdown(report, repo)
+
+
+def test_unknown_ref(repo):
+    report = diff.diff_stacks(["dev"], "no-such-ref", root=repo)
+    assert report.error and "no-such-ref" in report.error
+    assert report.exit_code == 1
+
+
+def test_run_formats(monkeypatch, capsys, changed):
+    _, report = changed
+    monkeypatch.setattr(diff, "diff_stacks", lambda *a, **k: report)
+    args = argparse.Namespace(stack=None, all_stacks=True, diff_against="base", format="json", json=False,
+                              config_file=None)
+    assert diff.run(args) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert [s["stack"] for s in payload["stacks"]] == ["dev", "staging"]
+    one = diff.Report(report.ref, report.commit, [report.stacks[1]])
+    monkeypatch.setattr(diff, "diff_stacks", lambda *a, **k: one)
+    args.all_stacks, args.stack = False, "staging"
+    assert diff.run(args) == 0
+    assert json.loads(capsys.readouterr().out)["stack"] == "staging"
+    args.format = "markdown"
+    diff.run(args)
+    assert capsys.readouterr().out.startswith(diff.MARKER)
+
+
+# --- the comparison on hand-made plans --------------------------------------------------------------------------------
+
+
+def step(type_, name, inputs=None, parent="urn:pulumi:s::p::pulumi:pulumi:Stack::p-s", protect=False, ignore=(),
+         parent_type="pulumi:pulumi:Stack"):
+    return {"op": "create", "urn": f"urn:pulumi:s::p::{parent_type}${type_}::{name}",
+            "newState": {"type": type_, "name": name, "custom": True, "parent": parent, "provider": None,
+                         "dependencies": [], "inputs": inputs or {},
+                         "options": {"protect": protect, "ignoreChanges": list(ignore), "deleteBeforeReplace": False}}}
+
+
+def planned(*steps):
+    return diff.Side("planned", {"steps": list(steps), "outputs": {}})
+
+
+TPU_POOL = {"name": "v5p-0", "location": "us-east5-a", "nodeCount": 2,
+            "nodeConfig": {"machineType": "ct5p-hightpu-4t", "labels": {"a": "1"}},
+            "placementPolicy": {"type": "COMPACT", "tpuTopology": "2x2x2"}}
+
+
+def test_update_of_a_tpu_pool_label_is_not_risky():
+    new = json.loads(json.dumps(TPU_POOL))
+    new["nodeConfig"]["labels"]["a"] = "2"
+    result = diff.compare(planned(step(diff.NODE_POOL, "p", TPU_POOL)), planned(step(diff.NODE_POOL, "p", new)), "s")
+    (change,) = result.changes
+    assert (change.op, change.diffs, change.risky) == ("update", ['nodeConfig.labels.a'], False)
+
+
+def test_ignored_changes_are_not_diffs():
+    new = json.loads(json.dumps(TPU_POOL))
+    new["nodeCount"] = 0
+    new["placementPolicy"]["type"] = None
+    old_step = step(diff.NODE_POOL, "p", TPU_POOL, ignore=["nodeCount", "placementPolicy.type"])
+    new_step = step(diff.NODE_POOL, "p", new, ignore=["nodeCount", "placementPolicy.type"])
+    assert diff.compare(planned(old_step), planned(new_step), "s").changes == []
+
+
+def test_machine_type_zone_and_spot_replace_a_tpu_pool():
+    for path, value in ((("nodeConfig", "machineType"), "ct5p-hightpu-8t"), (("location",), "us-east5-b"),
+                        (("nodeConfig", "spot"), True), (("placementPolicy",), None)):
+        new = json.loads(json.dumps(TPU_POOL))
+        target = new
+        for key in path[:-1]:
+            target = target[key]
+        if value is None:
+            del target[path[-1]]
+        else:
+            target[path[-1]] = value
+        (change,) = diff.compare(planned(step(diff.NODE_POOL, "p", TPU_POOL)),
+                                 planned(step(diff.NODE_POOL, "p", new)), "s").changes
+        assert change.op == "replace" and change.risky, path
+
+
+def test_cpu_pool_machine_type_is_an_update_and_deleting_a_tpu_pool_is_risky():
+    cpu = {"name": "system", "nodeConfig": {"machineType": "e2-standard-4"}}
+    bigger = {"name": "system", "nodeConfig": {"machineType": "e2-standard-8"}}
+    (change,) = diff.compare(planned(step(diff.NODE_POOL, "system", cpu)),
+                             planned(step(diff.NODE_POOL, "system", bigger)), "s").changes
+    assert change.op == "update" and not change.risky
+    (change,) = diff.compare(planned(step(diff.NODE_POOL, "p", TPU_POOL)), planned(), "s").changes
+    assert change.op == "delete" and change.risky
+    assert "ct5p-hightpu-4t, topology 2x2x2, 2 hosts" in change.summary
+
+
+def test_cluster_replacement_and_protected_deletion_are_risky():
+    old = step(diff.CLUSTER, "c", {"name": "a", "location": "us-east5"}, protect=True)
+    new = step(diff.CLUSTER, "c", {"name": "a", "location": "us-east5-b"}, protect=True)
+    (change,) = diff.compare(planned(old), planned(new), "s").changes
+    assert change.op == "replace" and change.risky
+    assert any("GKE cluster" in r for r in change.reasons) and any("protected" in r for r in change.reasons)
+    bucket = step("gcp:storage/bucket:Bucket", "b", {"name": "b"}, protect=True)
+    (change,) = diff.compare(planned(bucket), planned(), "s").changes
+    assert change.op == "delete" and change.risky and change.protected
+
+
+def test_new_parent_is_a_replacement():
+    old = step(diff.NODE_POOL, "p", TPU_POOL, parent="urn:a", parent_type="x:index:A")
+    new = step(diff.NODE_POOL, "p", TPU_POOL, parent="urn:b", parent_type="x:index:B")
+    (change,) = diff.compare(planned(old), planned(new), "s").changes
+    assert change.op == "replace" and change.diffs == ["[parent]"] and change.risky
+    assert change.old_urn == old["urn"] and change.urn == new["urn"]
+
+
+def test_renamed_resource_with_same_physical_name_is_a_replacement():
+    old = step("kubernetes:core/v1:Namespace", "ns-a", {"metadata": {"name": "ray"}})
+    new = step("kubernetes:core/v1:Namespace", "ns-b", {"metadata": {"name": "ray"}})
+    (change,) = diff.compare(planned(old), planned(new), "s").changes
+    assert change.op == "replace" and "[name]" in change.diffs
+
+
+def test_subnetwork_range_grows_in_place_and_shrinks_by_replacement():
+    sub = "gcp:compute/subnetwork:Subnetwork"
+    grow = diff.compare(planned(step(sub, "s", {"ipCidrRange": "10.0.0.0/20"})),
+                        planned(step(sub, "s", {"ipCidrRange": "10.0.0.0/16"})), "s").changes
+    shrink = diff.compare(planned(step(sub, "s", {"ipCidrRange": "10.0.0.0/16"})),
+                          planned(step(sub, "s", {"ipCidrRange": "10.0.0.0/20"})), "s").changes
+    assert [c.op for c in grow] == ["update"] and [c.op for c in shrink] == ["replace"]
+
+
+def test_property_paths_round_trip():
+    for text in ('nodeConfig.labels["ray-tpu-gke/topology"]', "spec.workerGroupSpecs[0].numOfHosts", "items[*].x"):
+        tokens = diff.parse_path(text)
+        assert diff.format_path(tokens) == text
+    assert diff.parse_path('a["b.c"][2]') == ("a", "b.c", 2)
+
+
+# --- the replacement table names real inputs --------------------------------------------------------------------------
+
+
+def _args_class(type_token: str):
+    package, module_and_kind = type_token.split(":", 1)
+    module, _, kind = module_and_kind.rpartition(":")
+    return getattr(getattr(gcp, module.split("/")[0]), f"{kind}Args")
+
+
+def _walk(cls, tokens):
+    names = pulumi._types.input_type_py_to_pulumi_names(cls)
+    by_pulumi = {v: k for k, v in names.items()}
+    head, rest = tokens[0], tokens[1:]
+    assert head in by_pulumi, f"{cls.__name__} has no input {head!r}"
+    if not rest:
+        return
+    annotation = str(inspect.signature(cls.__init__).parameters[by_pulumi[head]].annotation)
+    nested = re.search(r"'(\w+Args)'", annotation)
+    assert nested, f"{cls.__name__}.{head} is not an object"
+    _walk(getattr(sys.modules[cls.__module__], nested.group(1)), rest)
+
+
+@pytest.mark.parametrize("type_token", sorted(diff.REPLACE_PATHS))
+def test_replace_paths_are_inputs_of_the_provider(type_token):
+    cls = _args_class(type_token)
+    for rule in diff.REPLACE_PATHS[type_token] + tuple(diff.CONDITIONAL_REPLACE.get(type_token, {})):
+        if rule != "*":
+            _walk(cls, diff.parse_path(rule))
+    if type_token == diff.NODE_POOL:
+        for rule in diff.TPU_POOL_REPLACE_PATHS:
+            _walk(cls, diff.parse_path(rule))
