@@ -20,9 +20,12 @@ from .view import NODE_POOL, RESOURCE_POLICY, Resource, StackView, is_known, loo
 
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 SPOT_LABEL = "cloud.google.com/gke-spot"
+PREEMPTIBLE_LABEL = "cloud.google.com/gke-preemptible"
 FLEX_START_LABEL = "cloud.google.com/gke-flex-start"
 COMPUTE_CLASS_LABEL = "cloud.google.com/compute-class"
 ZONE_LABEL = "topology.kubernetes.io/zone"
+# Labels GKE puts on nodes that a pool's inputs fully determine: a node lacking one does not have it.
+DERIVED_LABELS = (catalog.TOPOLOGY_LABEL, SPOT_LABEL, PREEMPTIBLE_LABEL, FLEX_START_LABEL, NODEPOOL_LABEL)
 ZONE = re.compile(r"^[a-z]+-[a-z]+[0-9]+-[a-z]$")
 
 # machine type name -> (generation, machine type), and accelerator label value -> generation, from the catalogue
@@ -71,8 +74,17 @@ class TpuPool:
         return self.resource.get(f"nodeConfig.labels.{manifests.SLICE_LABEL}")
 
     @property
+    def own_labels(self) -> dict[str, Any]:
+        labels = self.resource.get("nodeConfig.labels")
+        return dict(labels) if isinstance(labels, Mapping) else {}
+
+    @property
     def spot(self) -> bool:
-        return self.resource.get("nodeConfig.spot") is True or self.resource.get("nodeConfig.preemptible") is True
+        return self.resource.get("nodeConfig.spot") is True
+
+    @property
+    def preemptible(self) -> bool:
+        return self.resource.get("nodeConfig.preemptible") is True
 
     @property
     def flex_start(self) -> bool:
@@ -87,7 +99,7 @@ class TpuPool:
     @cached_property
     def node_labels(self) -> dict[str, str]:
         """The labels every node of the pool carries: its own, and those GKE adds that the inputs determine."""
-        labels = dict(self.resource.get("nodeConfig.labels") or {})
+        labels = self.own_labels
         name = self.resource.get("name") or self.resource.name
         labels[NODEPOOL_LABEL] = name
         labels[catalog.ACCELERATOR_LABEL] = self.generation.accelerator
@@ -95,10 +107,12 @@ class TpuPool:
             labels[catalog.TOPOLOGY_LABEL] = self.topology
         if self.spot:
             labels[SPOT_LABEL] = "true"
+        if self.preemptible:
+            labels[PREEMPTIBLE_LABEL] = "true"
         if self.flex_start:
             labels[FLEX_START_LABEL] = "true"
-        zones = self.resource.get("nodeLocations") or []
-        if len(zones) == 1 and is_known(zones[0]):
+        zones = self.resource.get("nodeLocations")
+        if isinstance(zones, list) and len(zones) == 1 and is_known(zones[0]):
             labels[ZONE_LABEL] = zones[0]
         elif is_zone(self.resource.get("location")):
             labels[ZONE_LABEL] = self.resource.get("location")
@@ -112,21 +126,19 @@ class TpuPool:
         """
         labels = self.node_labels
         for key, value in selector.items():
-            if key in ignore or (key == catalog.TOPOLOGY_LABEL and self.topology is None):
+            if key in ignore or not is_known(value) or (key == catalog.TOPOLOGY_LABEL and self.topology is None):
                 continue
             if key in labels:
                 if str(labels[key]) != str(value):
                     return False
-            elif key in (catalog.TOPOLOGY_LABEL, SPOT_LABEL, FLEX_START_LABEL, NODEPOOL_LABEL) or not (
-                    key.startswith("cloud.google.com/") or "kubernetes.io/" in key):
+            elif key in DERIVED_LABELS or not (key.startswith("cloud.google.com/") or "kubernetes.io/" in key):
                 return False
         return True
-
 
     def pinned_by(self, selector: Mapping[str, Any]) -> bool:
         """Whether a selector means this pool in particular: it names one of the pool's own labels (its slice,
         its name) and matches everything else but the topology."""
-        own = set(self.resource.get("nodeConfig.labels") or {}) | {NODEPOOL_LABEL}
+        own = set(self.own_labels) | {NODEPOOL_LABEL}
         return bool(own & set(selector)) and self.selected_by(selector, ignore=(catalog.TOPOLOGY_LABEL,))
 
 
@@ -229,7 +241,8 @@ class WorkerGroup:
 
     @property
     def pod_spec(self) -> Mapping[str, Any]:
-        return lookup(self.spec, "template.spec", {}) or {}
+        spec = lookup(self.spec, "template.spec", {})
+        return spec if isinstance(spec, Mapping) else {}
 
     @property
     def node_selector(self) -> Mapping[str, Any]:
@@ -262,13 +275,21 @@ class WorkerGroup:
     @property
     def topology(self) -> str | None:
         value = self.node_selector.get(catalog.TOPOLOGY_LABEL)
-        return value if isinstance(value, str) else None
+        return value if isinstance(value, str) and is_known(value) else None
+
+    @property
+    def known(self) -> bool:
+        """Whether the TPU selectors are known (always, but in a preview of values computed elsewhere)."""
+        return all(is_known(self.node_selector.get(k)) for k in (catalog.ACCELERATOR_LABEL, catalog.TOPOLOGY_LABEL)
+                   if k in self.node_selector)
 
     @property
     def shape_error(self) -> str | None:
-        """Why the selectors give no slice shape of the catalogue, or None when they do."""
+        """Why the selectors give no slice shape of the catalogue, or None when they do (or are not known)."""
         selector = self.node_selector
         accelerator = selector.get(catalog.ACCELERATOR_LABEL)
+        if not self.known:
+            return None
         missing = [k for k in (catalog.ACCELERATOR_LABEL, catalog.TOPOLOGY_LABEL) if k not in selector]
         if missing:
             return f"nodeSelector lacks {' and '.join(missing)}"
@@ -282,11 +303,16 @@ class WorkerGroup:
         return None
 
     @property
+    def shape(self) -> catalog.SliceShape | None:
+        """The slice the selectors ask for, in its default layout; None when they name none (or are not known)."""
+        if not self.known or self.shape_error is not None:
+            return None
+        return catalog.resolve(self.generation.name, self.topology)
+
+    @property
     def chips(self) -> int | None:
         """Chips of the slice the selectors ask for (the catalogue's topology arithmetic)."""
-        if self.shape_error is not None:
-            return None
-        return catalog.resolve(self.generation.name, self.topology).chips
+        return self.shape.chips if self.shape is not None else None
 
     @property
     def chips_per_host(self) -> int | None:
@@ -300,7 +326,7 @@ class WorkerGroup:
     @property
     def host_sizes(self) -> tuple[int, ...]:
         """Chips per host of every machine type that lays out the selected shape."""
-        if self.shape_error is not None:
+        if self.shape is None:
             return ()
         return tuple(m.chips for m in catalog.layouts(self.generation, self.topology))
 
@@ -309,12 +335,27 @@ class WorkerGroup:
         return [p for p in pools if p.selected_by(self.node_selector, ignore)]
 
 
+def _group_specs(resource: Resource) -> list | None:
+    """The workerGroupSpecs of a KubeRay object, wherever its kind keeps the cluster spec; None if not known."""
+    spec = resource.get("spec")
+    if not isinstance(spec, Mapping):
+        return None
+    try:
+        specs = manifests.tpu_worker_groups({"spec": spec})
+    except AttributeError:  # a part of the spec not known during a preview
+        return None
+    return specs if isinstance(specs, list) else None
+
+
+def groups_known(resource: Resource) -> bool:
+    return _group_specs(resource) is not None
+
+
 def worker_groups(resource: Resource) -> list[WorkerGroup]:
-    """Every worker group of a KubeRay object, wherever its kind keeps the cluster spec."""
+    """Every worker group of a KubeRay object (none where they are not known yet)."""
     if not resource.is_ray_object:
         return []
-    manifest = {"spec": resource.get("spec") or {}}
-    return [WorkerGroup(resource, g) for g in manifests.tpu_worker_groups(manifest) if isinstance(g, Mapping)]
+    return [WorkerGroup(resource, g) for g in _group_specs(resource) or [] if isinstance(g, Mapping)]
 
 
 def tpu_worker_groups(resource: Resource) -> list[WorkerGroup]:

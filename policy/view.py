@@ -21,7 +21,7 @@ RAY_KINDS = ("RayCluster", "RayService", "RayJob")
 RAY_API = "ray.io"
 
 
-# Where a resource carries the stack's `environment` label (config `ray-tpu-gke:environment`, the stack name by default).
+# Where a resource carries the stack's `environment` label (config `ray-tpu-gke:environment`; default: the stack).
 ENVIRONMENT_LABELS = ("resourceLabels.environment", "nodeConfig.resourceLabels.environment",
                       "metadata.labels.environment")
 

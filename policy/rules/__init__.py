@@ -1,13 +1,15 @@
 """Every rule of the pack, in the order they are reported: TPU invariants, security baseline, prod, cost."""
 
 # Importing a module registers its rules, in this order.
-from . import tpu  # noqa: F401  isort:skip
-from . import security  # noqa: F401  isort:skip
-from . import production  # noqa: F401  isort:skip
-from . import cost  # noqa: F401  isort:skip
+from . import tpu  # isort:skip
+from . import security  # isort:skip
+from . import production  # isort:skip
+from . import cost  # isort:skip
 from .base import ADVISORY, MANDATORY, RULES, Rule  # isort:skip
 
-__all__ = ["ADVISORY", "MANDATORY", "RULES", "Rule", "by_id"]
+GROUPS = (tpu, security, production, cost)
+
+__all__ = ["ADVISORY", "GROUPS", "MANDATORY", "RULES", "Rule", "by_id"]
 
 
 def by_id(rule_id: str) -> Rule:

@@ -28,6 +28,8 @@ def tpu_autoscaling(r: Resource) -> Messages:
     "A provisioned slice that no Ray object selects is paid for and idle.",
 )
 def unused_slice(view: StackView) -> Findings:
+    if not all(slices.groups_known(r) for r in view.ray_objects):
+        return  # a preview of Ray objects whose spec is not known yet: nothing to conclude
     groups = [g for r in view.ray_objects for g in slices.tpu_worker_groups(r)]
     for pool in slices.tpu_pools(view):
         if not any(pool.selected_by(g.node_selector) for g in groups):

@@ -95,7 +95,7 @@ def serving_capacity(view: StackView) -> Findings:
             if compute_class in flex_classes:
                 yield r, f"{where} selects ComputeClass {compute_class}, which provisions flex-start VMs"
             for pool in group.pools(pools):
-                if pool.spot and slices.SPOT_LABEL not in selector:
+                if (pool.spot or pool.preemptible) and slices.SPOT_LABEL not in selector:
                     yield r, f"{where} runs on node pool {pool.name}, which has Spot VMs"
                 if pool.flex_start and slices.FLEX_START_LABEL not in selector:
                     yield r, f"{where} runs on node pool {pool.name}, which has flex-start VMs"
