@@ -458,6 +458,21 @@ def test_plan_cli_with_policy_pack():
     assert result.stdout.rstrip().endswith("No policy violations.")
 
 
+def test_plan_cli_fails_on_a_mandatory_violation(tmp_path, capsys):
+    """A prod config without deletion protection plans fine, and the pack stops it (in-process: fast)."""
+    from plan.__main__ import main
+
+    values = yaml.safe_load((ROOT / "stacks" / "Pulumi.prod.yaml").read_text())
+    values["config"]["ray-tpu-gke:cluster"]["deletionProtection"] = False
+    config_file = tmp_path / "Pulumi.prod.yaml"
+    config_file.write_text(yaml.safe_dump(values))
+    assert main(["prod", "--config-file", str(config_file), "--json", "--policy-pack", "policy"]) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out)["stack"] == "prod"  # --json: the plan alone on stdout, the report on stderr
+    assert "prod-deletion-protection  (gcp:container/cluster:Cluster: ray-tpu-prod)" in err
+    assert "prod-protect  (gcp:container/nodePool:NodePool: v6e-64-0)" in err
+
+
 # --- the PolicyPack the Pulumi CLI runs ----------------------------------------------------------------------------
 
 
