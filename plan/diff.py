@@ -505,8 +505,9 @@ def _risk(change: Change, old: dict | None, new: dict | None, tpu_pool: bool, po
     verb = "replaces" if change.op == "replace" else "deletes"
     if tpu_pool:
         change.risky = True
+        was = _pool_summary(old) if old is not None and is_tpu_pool(old) else change.summary
         change.reasons.append(
-            f"{verb} TPU node pool {change.name} ({change.summary}): the slice on it is torn down"
+            f"{verb} TPU node pool {change.name} ({was}): the slice on it is torn down"
             + (" and its capacity must be obtained again, which may not succeed" if change.op == "replace"
                else " and its capacity released"))
     if change.type == CLUSTER:
@@ -772,14 +773,18 @@ def _md_code(text: str) -> str:
     return f"{fence}{text}{fence}" if fence == "`" else f"{fence} {text} {fence}"
 
 
+# In a ```diff block GitHub colours lines by their first character: "+" green, "-" red.
+_MD_SYMBOL = {"create": "+", "update": "~", "replace": "-/+", "delete": "-"}
+
+
 def _md_change_block(change: Change, limit: int) -> list[str]:
-    lines = [f"{_SYMBOL[change.op]:<2} {change.op:<7} {change.type} {change.name}"
+    lines = [f"{_MD_SYMBOL[change.op]:<3} {change.op:<7} {change.type} {change.name}"
              + (f" ({change.summary})" if change.summary else "") + ("  <-- RISKY" if change.risky else "")]
     for d in change.details[:limit]:
-        lines.append(f"!      {d.path}: {show(d.old, 80)} => {show(d.new, 80)}"
+        lines.append(f"!       {d.path}: {show(d.old, 80)} => {show(d.new, 80)}"
                      + ("  (forces replacement)" if d.replaces else ""))
     if len(change.details) > limit:
-        lines.append(f"!      ... {len(change.details) - limit} more")
+        lines.append(f"!       ... {len(change.details) - limit} more")
     return lines
 
 
