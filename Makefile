@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.requirements-installed
 STACK ?= dev
 
-.PHONY: plan test snapshots bench clean
+.PHONY: plan test policy snapshots bench clean
 
 # (Re)build the virtualenv whenever requirements.txt is newer than the last install.
 $(STAMP): requirements.txt
@@ -18,6 +18,10 @@ plan: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# The policy pack's rules over the offline plan (docs/policy.md); non-zero on a mandatory violation.
+policy: $(STAMP)
+	$(BIN)/python -m plan $(STACK) --policy-pack policy
 
 # Refresh the committed plan snapshots after an intended change; review the diff before committing.
 snapshots: $(STAMP)
