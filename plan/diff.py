@@ -301,7 +301,7 @@ def plan_revision(root: Path, stack: str, config_file: Path | None = None) -> Si
         return Side("absent")
     command = [sys.executable, "-m", "plan", stack, "--json"]
     if config_file is not None:
-        command += ["--config-file", str(config_file)]
+        command += ["--config-file", str(config_file.resolve())]
     env = dict(os.environ, PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1", NO_COLOR="1")
     done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True)
     if done.returncode == 0:
@@ -660,25 +660,25 @@ def diff_stacks(stacks: list[str] | None, ref: str, root: Path = ROOT, config_fi
                 workers: int | None = None) -> Report:
     """Diff each stack (None: every stack at REF or in the working tree) between REF and the working tree."""
     try:
-        context = worktree(root, ref)
-        checkout, commit = context.__enter__()
+        with worktree(root, ref) as (checkout, commit):
+            names = stacks if stacks is not None else sorted(set(stacks_at(root)) | set(stacks_at(checkout)))
+            jobs = [(checkout, name, None) for name in names] + [(root, name, config_file) for name in names]
+            with ThreadPoolExecutor(max_workers=workers or max(2, os.cpu_count() or 2)) as pool:
+                sides = list(pool.map(lambda job: plan_revision(*job), jobs))
     except GitError as error:
         return Report(ref, "", [], error=f"cannot check out {ref!r}: {error}")
-    try:
-        names = stacks if stacks is not None else sorted(set(stacks_at(root)) | set(stacks_at(checkout)))
-        jobs = [(checkout, name, None) for name in names] + [(root, name, config_file) for name in names]
-        with ThreadPoolExecutor(max_workers=workers or max(2, os.cpu_count() or 2)) as pool:
-            sides = list(pool.map(lambda job: plan_revision(*job), jobs))
-    finally:
-        context.__exit__(None, None, None)
     olds, news = sides[:len(names)], sides[len(names):]
     return Report(ref, commit, [compare(o, n, name, ref, commit) for name, o, n in zip(names, olds, news)])
 
 
 def run(args) -> int:
     """The `--diff-against` entry point of `python -m plan`."""
+    config_file = getattr(args, "config_file", None)
+    if args.all_stacks and config_file is not None:
+        print("error: --config-file replaces one stack's file; it cannot be combined with --all-stacks", file=sys.stderr)
+        return EXIT_ERROR
     stacks = None if args.all_stacks else [args.stack]
-    report = diff_stacks(stacks, args.diff_against, ROOT, getattr(args, "config_file", None))
+    report = diff_stacks(stacks, args.diff_against, ROOT, config_file)
     fmt = "json" if getattr(args, "json", False) else args.format
     if fmt == "json":
         payload = report.to_json()

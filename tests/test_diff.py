@@ -90,10 +90,10 @@ def clean_run(repo):
 
 @pytest.fixture(scope="module")
 def changed(repo, clean_run):
-    """dev gains a slice, staging's multi-host slice changes topology."""
-    edit_stack(repo, "dev", add_slice)
+    """staging gains a slice, and its multi-host slice changes topology (one stack: two plans)."""
+    edit_stack(repo, "staging", add_slice)
     edit_stack(repo, "staging", change_topology)
-    report = diff.diff_stacks(["dev", "staging"], "base", root=repo)
+    report = diff.diff_stacks(["staging"], "base", root=repo)
     return {d.stack: d for d in report.stacks}, report
 
 
@@ -105,6 +105,7 @@ def by_name(stack_diff, name):
 
 
 def test_clean_tree_diffs_to_nothing(clean_run):
+    """Through the CLI, as CI runs it."""
     assert clean_run.returncode == 0, clean_run.stderr
     payload = json.loads(clean_run.stdout)
     assert payload["stack"] == "dev"
@@ -117,16 +118,12 @@ def test_worktree_is_removed(repo, changed):
 
 
 def test_added_slice_creates_its_node_pools(changed):
-    stacks, _ = changed
-    dev = stacks["dev"]
-    creates = {(c.type, c.name) for c in dev.changes if c.op == "create"}
-    assert ("gcp:container/nodePool:NodePool", "v6e-8-0") in creates
-    assert ("gcp:container/nodePool:NodePool", "v6e-8-1") in creates
-    assert ("ray-tpu-gke:index:TpuSlicePools", "v6e-8") in creates
-    assert not dev.risky
-    assert {c.op for c in dev.changes} == {"create"}
-    pool = by_name(dev, "v6e-8-0")
-    assert "ct6e-standard-8t" in pool.summary
+    staging = changed[0]["staging"]
+    creates = {(c.type, c.name) for c in staging.changes if c.op == "create"}
+    assert creates == {("ray-tpu-gke:index:TpuSlicePools", "v6e-8"), ("gcp:container/nodePool:NodePool", "v6e-8-0"),
+                       ("gcp:container/nodePool:NodePool", "v6e-8-1")}
+    pool = by_name(staging, "v6e-8-0")
+    assert not pool.risky and "ct6e-standard-8t" in pool.summary
 
 
 def test_changed_topology_replaces_the_pool_and_is_flagged(changed):
@@ -179,7 +176,7 @@ def test_markdown_comment(changed, repo):
     text = diff.markdown(report, repo)
     assert text.startswith(diff.MARKER)
     assert "| stack | create | update | replace | delete | unchanged | risky |" in text
-    assert re.search(r"\| `staging` \| 0 \| \d+ \| 1 \| 0 \| \d+ \| \*\*1\*\* :warning: \|", text)
+    assert re.search(r"\| `staging` \| 3 \| \d+ \| 1 \| 0 \| \d+ \| \*\*1\*\* :warning: \|", text)
     assert "> [!CAUTION]" in text
     # Risky first: the caution block precedes the table, and the replaced pool heads staging's details.
     assert text.index("[!CAUTION]") < text.index("| stack |")
@@ -188,6 +185,7 @@ def test_markdown_comment(changed, repo):
     assert "<details>" in text and "</details>" in text
     assert "placementPolicy.tpuTopology: \"4x4\" => \"4x8\"  (forces replacement)" in text
     assert "```mermaid" in text and "class slice_v6e_16 risky" in text and "class slice_v6e_8 created" in text
+    assert "-/+ replace gcp:container/nodePool:NodePool v6e-16-0" in text  # red in GitHub's diff colouring
 
 
 def test_text_output(changed):
@@ -223,15 +221,19 @@ def test_run_formats(monkeypatch, capsys, changed):
                               config_file=None)
     assert diff.run(args) == 0
     payload = json.loads(capsys.readouterr().out)
-    assert [s["stack"] for s in payload["stacks"]] == ["dev", "staging"]
-    one = diff.Report(report.ref, report.commit, [report.stacks[1]])
-    monkeypatch.setattr(diff, "diff_stacks", lambda *a, **k: one)
+    assert [s["stack"] for s in payload["stacks"]] == ["staging"]
     args.all_stacks, args.stack = False, "staging"
     assert diff.run(args) == 0
     assert json.loads(capsys.readouterr().out)["stack"] == "staging"
     args.format = "markdown"
     diff.run(args)
     assert capsys.readouterr().out.startswith(diff.MARKER)
+    args.format = "text"
+    diff.run(args)
+    assert "Stack staging: the working tree against base" in capsys.readouterr().out
+    args.all_stacks, args.config_file = True, Path("x.yaml")
+    assert diff.run(args) == 1
+    assert "--config-file" in capsys.readouterr().err
 
 
 # --- the comparison on hand-made plans --------------------------------------------------------------------------------
