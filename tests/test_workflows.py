@@ -174,3 +174,15 @@ def test_actionlint():
     else:
         done = subprocess.run([linter, *map(str, FILES)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_every_variable_and_secret_is_documented():
+    review = (ROOT / "docs" / "review.md").read_text()
+    names = set()
+    for path in FILES:
+        names |= set(re.findall(r"\b(?:vars|secrets)\.([A-Z_]+)", path.read_text()))
+    names.discard("GITHUB_TOKEN")
+    assert names >= {"GCP_WORKLOAD_IDENTITY_PROVIDER", "GCP_PREVIEW_SERVICE_ACCOUNT", "GCP_SERVICE_ACCOUNT",
+                     "PULUMI_BACKEND_URL"}
+    for name in names:
+        assert f"`{name}`" in review, f"{name} is not documented in docs/review.md"
