@@ -4,6 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.requirements-installed
 STACK ?= dev
+# Checkov (tests/test_cis.py) cannot share .venv: it pins packaging<24, which pulumi and pytest exclude.
+CHECKOV_VENV := .venv-checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.requirements-installed
 
 .PHONY: plan test policy snapshots bench clean
 
@@ -13,11 +16,16 @@ $(STAMP): requirements.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $@
 
+$(CHECKOV_STAMP): requirements-checkov.txt
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
+	touch $@
+
 plan: $(STAMP)
 	$(BIN)/python -m plan $(STACK)
 
-test: $(STAMP)
-	$(BIN)/python -m pytest -q
+test: $(STAMP) $(CHECKOV_STAMP)
+	CHECKOV=$(CURDIR)/$(CHECKOV_VENV)/bin/checkov $(BIN)/python -m pytest -q
 
 # The policy pack's rules over the offline plan (docs/policy.md); non-zero on a mandatory violation.
 policy: $(STAMP)
@@ -32,4 +40,4 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) $(CHECKOV_VENV) .pytest_cache

@@ -128,8 +128,10 @@ class GkeCluster(pulumi.ComponentResource):
                 enable_components=monitoring,
                 managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
             ),
-            # Dataplane V2 enforces network policy; Autopilot always runs it.
+            # Dataplane V2 enforces network policy itself (Autopilot always runs it), so the older Calico
+            # enforcement is declared off rather than left to a default.
             datapath_provider="ADVANCED_DATAPATH" if standard else None,
+            network_policy=gcp.container.ClusterNetworkPolicyArgs(enabled=False) if standard else None,
             enable_intranode_visibility=True if standard else None,
             enable_shielded_nodes=True if standard else None,
             enable_legacy_abac=False,

@@ -56,6 +56,20 @@ class Network(pulumi.ComponentResource):
                 ),
                 opts=child,
             )
+            # An explicit, logged deny of all other ingress; GKE adds its own higher-priority allow rules for the
+            # control plane and in-cluster traffic.
+            gcp.compute.Firewall(
+                f"{name}-deny-ingress",
+                name=f"{name}-deny-ingress",
+                project=config.project,
+                network=vpc.id,
+                direction="INGRESS",
+                priority=65534,
+                denies=[gcp.compute.FirewallDenyArgs(protocol="all")],
+                source_ranges=["0.0.0.0/0"],
+                log_config=gcp.compute.FirewallLogConfigArgs(metadata="INCLUDE_ALL_METADATA"),
+                opts=child,
+            )
             router = gcp.compute.Router(
                 name, name=name, project=config.project, region=config.region, network=vpc.id, opts=child
             )

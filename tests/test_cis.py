@@ -64,13 +64,7 @@ BY_CONFIG: dict[str, dict[str, str]] = {
 
 # Fixable findings, in every stack that creates the resource, awaiting a change to components/ (then delete the
 # entry: the test says when).
-PENDING: dict[str, str] = {
-    "CKV_GCP_12": "components/cluster.py: Dataplane V2 enforces network policy, but Checkov passes it only beside "
-                  "a network_policy block; on Standard add network_policy=ClusterNetworkPolicyArgs(enabled=False) "
-                  "next to datapath_provider='ADVANCED_DATAPATH'",
-    "CKV2_GCP_18": "components/network.py: the VPC has no firewall rule of its own; add a google_compute_firewall "
-                   "on vpc.id (e.g. deny all ingress at priority 65534, logged)",
-}
+PENDING: dict[str, str] = {}
 
 # CIS controls the prod plan must be seen to pass: proof that Checkov read the converted fields, not absent ones.
 PROVEN_IN_PROD = {
