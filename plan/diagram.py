@@ -60,11 +60,13 @@ def mermaid(config: StackConfig, marks: dict[str, str] | None = None) -> str:
     c = config.cluster
     lines = ["flowchart LR"]
     where = f"{c.mode} · {c.location}" + ("" if c.zonal else " (regional)")
-    lines.append(f"  cluster[{label(f'<b>GKE cluster {c.name}</b>', where, f'{c.release_channel} channel · project {config.project}')}]")
+    channel = f"{c.release_channel} channel · project {config.project}"
+    lines.append(f"  cluster[{label(f'<b>GKE cluster {c.name}</b>', where, channel)}]")
     lines.append("  class cluster gke")
     if config.standard:
         p = c.system_pool
-        lines.append(f"  system[{label('system pool', f'{p.machine_type} × {p.min_nodes}–{p.max_nodes} nodes', 'Ray heads, system pods')}]")
+        size = f"{p.machine_type} × {p.min_nodes}–{p.max_nodes} nodes"
+        lines.append(f"  system[{label('system pool', size, 'Ray heads, system pods')}]")
         lines.append("  cluster --> system")
         lines.append("  class system sys")
 
@@ -75,9 +77,10 @@ def mermaid(config: StackConfig, marks: dict[str, str] | None = None) -> str:
         slice_ids[s.name] = sid
         capacity = CAPACITY[s.capacity] + (f" {s.reservation}" if s.reservation else "")
         zone = config.slice_zone(s)
+        shape_line = f"TPU {shape.generation.name} {shape.topology} · {shape.chips} chips"
         host_line = f"{shape.machine_type.name} × {_plural(shape.hosts, 'host')}"
-        count_line = f"{_plural(s.count, 'slice')} · {capacity}"
-        lines.append(f"  {sid}[{label(f'<b>{s.name}</b>', f'TPU {shape.generation.name} {shape.topology} · {shape.chips} chips', host_line, count_line + (f' · {zone}' if zone else ''))}]")
+        count_line = f"{_plural(s.count, 'slice')} · {capacity}" + (f" · {zone}" if zone else "")
+        lines.append(f"  {sid}[{label(f'<b>{s.name}</b>', shape_line, host_line, count_line)}]")
         if config.standard:
             lines.append(f'  cluster -->|"{_plural(s.count, "node pool")}"| {sid}')
         else:

@@ -103,7 +103,9 @@ REPLACE_PATHS: dict[str, tuple[str, ...]] = {
     "gcp:compute/router:Router": (
         "encryptedInterconnectRouter", "name", "nccGateway", "network", "params", "project", "region",
     ),
-    "gcp:compute/routerNat:RouterNat": ("endpointTypes", "initialNatIps", "name", "project", "region", "router", "type"),
+    "gcp:compute/routerNat:RouterNat": (
+        "endpointTypes", "initialNatIps", "name", "project", "region", "router", "type",
+    ),
     # Workload policies (Ironwood placement) cannot be changed in place in the provider versions this project pins
     # against: treat every change as a replacement, the cautious reading.
     "gcp:compute/resourcePolicy:ResourcePolicy": ("*",),
@@ -675,7 +677,8 @@ def run(args) -> int:
     """The `--diff-against` entry point of `python -m plan`."""
     config_file = getattr(args, "config_file", None)
     if args.all_stacks and config_file is not None:
-        print("error: --config-file replaces one stack's file; it cannot be combined with --all-stacks", file=sys.stderr)
+        print("error: --config-file replaces one stack's file; it cannot be combined with --all-stacks",
+              file=sys.stderr)
         return EXIT_ERROR
     stacks = None if args.all_stacks else [args.stack]
     report = diff_stacks(stacks, args.diff_against, ROOT, config_file)
@@ -705,7 +708,7 @@ def run(args) -> int:
 def show(value: Any, limit: int = 100) -> str:
     if value is ABSENT:
         return "(none)"
-    text = json.dumps(value, sort_keys=True, default=str)
+    text = json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
@@ -765,12 +768,6 @@ def print_text(report: Report, console) -> None:
             console.print(f"  [cyan]output[/] {escape(d.path)}: {escape(show(d.old))} [dim]=>[/] {escape(show(d.new))}")
         console.print(f"  [bold]Resources:[/] {summary_line(diff)}")
         console.print()
-
-
-def _md_code(text: str) -> str:
-    text = text.replace("\n", " ")
-    fence = "``" if "`" in text else "`"
-    return f"{fence}{text}{fence}" if fence == "`" else f"{fence} {text} {fence}"
 
 
 # In a ```diff block GitHub colours lines by their first character: "+" green, "-" red.
