@@ -373,3 +373,13 @@ def test_replace_paths_are_inputs_of_the_provider(type_token):
     if type_token == diff.NODE_POOL:
         for rule in diff.TPU_POOL_REPLACE_PATHS:
             _walk(cls, diff.parse_path(rule))
+
+
+def test_documented_sample_comment_has_the_current_format():
+    """docs/review.md pastes a real comment; a change of format must refresh it."""
+    review = (ROOT / "docs" / "review.md").read_text()
+    assert diff.MARKER in review
+    assert "| stack | create | update | replace | delete | unchanged | risky |" in review
+    assert "-/+ replace gcp:container/nodePool:NodePool v6e-16-0" in review
+    assert "placementPolicy.tpuTopology: \"4x4\" => \"4x8\"  (forces replacement)" in review
+    assert "```mermaid\nflowchart LR" in review
