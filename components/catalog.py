@@ -172,6 +172,11 @@ def generation(name: str) -> Generation:
         raise CatalogError(f"unknown TPU generation; allowed: {', '.join(GENERATIONS)}") from None
 
 
+def generation_of_machine_type(name: str) -> Generation | None:
+    """The generation whose hosts are of this machine type, or None for a machine type without TPUs."""
+    return next((g for g in GENERATIONS.values() if g.machine_type(name)), None)
+
+
 def parse_topology(topology: str) -> tuple[int, ...]:
     try:
         dims = tuple(int(d) for d in topology.split("x"))

@@ -33,6 +33,8 @@ from typing import Any, Callable, Iterator
 import yaml
 from rich.console import Console
 
+from components import catalog
+
 ROOT = Path(__file__).resolve().parent.parent
 
 EXIT_INVALID = 2
@@ -40,7 +42,6 @@ EXIT_ERROR = 1
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"
-TPU_MACHINE_PREFIXES = ("ct", "tpu")
 MARKER = "<!-- ray-tpu-gke:offline-diff -->"
 
 # --- which input changes replace a resource -------------------------------------------------------------------------
@@ -451,7 +452,7 @@ def is_tpu_pool(*steps: dict | None) -> bool:
     for step in steps:
         if step and _state(step)["type"] == NODE_POOL:
             machine = lookup(_state(step)["inputs"], ("nodeConfig", "machineType"))
-            if isinstance(machine, str) and machine.startswith(TPU_MACHINE_PREFIXES):
+            if isinstance(machine, str) and catalog.generation_of_machine_type(machine):
                 return True
     return False
 

@@ -110,3 +110,9 @@ def test_gke_versions_compare_numerically():
 def test_catalogue_imports_no_pulumi():
     source = (catalog.__file__ and open(catalog.__file__).read())
     assert "import pulumi" not in source
+
+
+def test_machine_types_name_their_generation():
+    assert catalog.generation_of_machine_type("ct6e-standard-4t").name == "v6e"
+    assert catalog.generation_of_machine_type("tpu7x-standard-1t").name == "tpu7x"
+    assert catalog.generation_of_machine_type("e2-standard-8") is None
