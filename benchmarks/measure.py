@@ -71,6 +71,7 @@ def _time_monitor(monitor_class) -> list[float]:
 
 def measure(program: str, slices: int | None = None, plan_file: Path | None = None,
             plan_out: Path | None = None) -> dict:
+    """Run the real program for `slices`, or the floor for the plan in `plan_file`, once; the clock covers the run."""
     from benchmarks import floor, synthetic
     from plan import harness
 
