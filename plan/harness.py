@@ -208,6 +208,18 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         self.steps: list[Step] = []
         self.outputs: dict[str, Any] = {}
         self.stack_urn = ""
+        self.declared: dict[str, int] = {}  # URN -> position in the program's own order of declaration
+
+    def in_declaration_order(self) -> list[Step]:
+        """The steps in the order the program declared its resources.
+
+        The SDK registers a resource once its inputs and dependencies resolve, and awaits dependencies in the order of
+        Python sets of resources (memory addresses), so the raw order can differ between two runs of a large stack.
+        Declaration order is deterministic, and a valid registration order: a resource can only name a parent or a
+        dependency that was declared before it.
+        """
+        last = len(self.declared)
+        return sorted(self.steps, key=lambda step: self.declared.get(step.urn, last))
 
     def RegisterResource(self, request):
         urn = self.make_urn(request.parent, request.type, request.name)
@@ -294,13 +306,33 @@ def run_program(stack: str, values: dict[str, Any], secret_keys: list[str] | Non
     program_path = program or ROOT / "__main__.py"
     sys.path.insert(0, str(program_path.parent))
     try:
-        with _young_garbage_only(), _without_source_positions():
+        with _young_garbage_only(), _without_source_positions(), _declaration_order(monitor):
             loop.run_until_complete(pulumi_stack.run_in_stack(lambda: runpy.run_path(str(program_path))))
     finally:
         sys.path.remove(str(program_path.parent))
         loop.close()
         asyncio.set_event_loop(None)
-    return Plan(stack=stack, steps=monitor.steps, outputs=monitor.outputs, warnings=warnings)
+    return Plan(stack=stack, steps=monitor.in_declaration_order(), outputs=monitor.outputs, warnings=warnings)
+
+
+@contextlib.contextmanager
+def _declaration_order(monitor: RecordingMonitor):
+    """Note each resource's URN, in the order the program constructs them; restored afterwards."""
+    original = pulumi.Resource.__init__
+    urns: dict[int, str] = {}  # id(resource) -> URN, for the children's URNs
+
+    def init(self, t, name, custom, props=None, opts=None, *args, **kwargs):
+        parent = opts.parent if opts is not None and opts.parent is not None else settings.get_root_resource()
+        urn = monitor.make_urn(urns.get(id(parent), "") if parent is not None else "", t, name)
+        urns[id(self)] = urn
+        monitor.declared.setdefault(urn, len(monitor.declared))
+        original(self, t, name, custom, props, opts, *args, **kwargs)
+
+    pulumi.Resource.__init__ = init
+    try:
+        yield
+    finally:
+        pulumi.Resource.__init__ = original
 
 
 # A registration allocates a few hundred tracked objects (futures, tasks, outputs) that live until the program ends.

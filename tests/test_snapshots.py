@@ -47,3 +47,16 @@ def test_plan_json_shape():
                                                            "ray-tpu-gke:index:GkeCluster"}
     text = json.dumps(plan)
     assert ".0," not in text.replace("10.0.0", "")  # whole numbers are integers, not floats
+
+
+def test_large_plan_is_byte_identical_across_processes():
+    """Memory addresses differ between processes; the step order must not depend on them."""
+    import subprocess
+    import sys
+
+    script = ("import sys, hashlib; sys.setrecursionlimit(10000); from benchmarks import synthetic; "
+              "from plan import harness; "
+              "print(hashlib.sha256(harness.run_program('big', synthetic.values(48)).dumps().encode()).hexdigest())")
+    digests = {subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout for _ in range(2)}
+    assert len(digests) == 1
