@@ -177,6 +177,7 @@ def generation_of_machine_type(name: str) -> Generation | None:
     return next((g for g in GENERATIONS.values() if g.machine_type(name)), None)
 
 
+@lru_cache(maxsize=None)
 def parse_topology(topology: str) -> tuple[int, ...]:
     try:
         dims = tuple(int(d) for d in topology.split("x"))

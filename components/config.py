@@ -7,6 +7,7 @@ is allowed. Field names are snake_case here and camelCase in YAML.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import re
@@ -310,8 +311,12 @@ class StackConfig:
     def ray_objects(self) -> tuple[RayObjectConfig, ...]:
         return self.ray_clusters + self.ray_services + self.ray_jobs
 
+    @functools.cached_property
+    def _slices_by_name(self) -> dict[str, TpuSliceConfig]:
+        return {s.name: s for s in self.tpu_slices}
+
     def slice(self, name: str) -> TpuSliceConfig:
-        return next(s for s in self.tpu_slices if s.name == name)
+        return self._slices_by_name[name]
 
     @property
     def bucket_name(self) -> Optional[str]:
