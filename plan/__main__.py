@@ -13,12 +13,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from components.config import ConfigError, parse_stack_config
+from components.config import ConfigError
 
 from . import harness, render, stackfile
 
-EXIT_INVALID = 2
-EXIT_ERROR = 1
 
 
 def parse_args(argv):
@@ -45,15 +43,9 @@ def main(argv=None) -> int:
         return diff.run(args)
     err = Console(stderr=True, highlight=False)
     try:
-        values, secret_keys = stackfile.load(args.stack, args.config_file)
-        config = parse_stack_config(values, args.stack)
-    except ConfigError as error:
-        for problem in error.problems:
-            print(problem, file=sys.stderr)
-        return EXIT_INVALID
-    except stackfile.StackNotFound as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_ERROR
+        values, secret_keys, config = stackfile.load_checked(args.stack, args.config_file)
+    except (ConfigError, stackfile.StackNotFound) as error:
+        return stackfile.report(error)
     plan = harness.run_program(args.stack, values, secret_keys)
     if args.json:
         sys.stdout.write(plan.dumps())

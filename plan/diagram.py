@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from components.config import (ConfigError, RayClusterConfig, RayJobConfig, RayObjectConfig, RayServiceConfig,
-                               StackConfig, parse_stack_config)
+                               StackConfig)
 
 from . import stackfile
 
@@ -122,15 +122,9 @@ def main(argv=None) -> int:
     parser.add_argument("--markdown", action="store_true", help="wrap the chart in a ```mermaid fence")
     args = parser.parse_args(argv)
     try:
-        values, _ = stackfile.load(args.stack, args.config_file)
-        config = parse_stack_config(values, args.stack)
-    except ConfigError as error:
-        for problem in error.problems:
-            print(problem, file=sys.stderr)
-        return 2
-    except stackfile.StackNotFound as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+        _, _, config = stackfile.load_checked(args.stack, args.config_file)
+    except (ConfigError, stackfile.StackNotFound) as error:
+        return stackfile.report(error)
     chart = mermaid(config)
     sys.stdout.write(fenced(chart) if args.markdown else chart)
     return 0

@@ -35,10 +35,9 @@ from rich.console import Console
 
 from components import catalog
 
-ROOT = Path(__file__).resolve().parent.parent
+from .stackfile import EXIT_ERROR, EXIT_INVALID
 
-EXIT_INVALID = 2
-EXIT_ERROR = 1
+ROOT = Path(__file__).resolve().parent.parent
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from components.config import PROJECT, ConfigError, Problem
+from components.config import PROJECT, ConfigError, Problem, StackConfig, parse_stack_config
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET_PLACEHOLDER = "[secret]"
@@ -64,3 +65,23 @@ def load(stack: str, config_file: Path | None = None) -> tuple[dict[str, Any], l
             value = SECRET_PLACEHOLDER
         values[key] = value
     return values, secret_keys
+
+
+EXIT_INVALID = 2  # the configuration is invalid
+EXIT_ERROR = 1  # anything else
+
+
+def load_checked(stack: str, config_file: Path | None = None) -> tuple[dict[str, Any], list[str], StackConfig]:
+    """The config map, its secret keys and the validated config; ConfigError or StackNotFound otherwise."""
+    values, secret_keys = load(stack, config_file)
+    return values, secret_keys, parse_stack_config(values, stack)
+
+
+def report(error: ConfigError | StackNotFound) -> int:
+    """For command-line tools: every problem on stderr, one per line, and the exit status that goes with it."""
+    if isinstance(error, ConfigError):
+        for problem in error.problems:
+            print(problem, file=sys.stderr)
+        return EXIT_INVALID
+    print(f"error: {error}", file=sys.stderr)
+    return EXIT_ERROR
