@@ -189,7 +189,7 @@ class GkeCluster(pulumi.ComponentResource):
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=self.provider,
                                           depends_on=[r for r in (self.cluster, self.system_pool) if r])
         self.namespaces = {}
-        for namespace in sorted({obj.namespace for obj in config.ray_objects}):
+        for namespace in config.namespaces:
             ns = k8s.core.v1.Namespace(
                 f"{name}-{namespace}",
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=namespace, labels=labels),

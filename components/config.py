@@ -300,16 +300,17 @@ class StackConfig:
     warnings: tuple[str, ...] = ()
 
     @property
-    def production(self) -> bool:
-        return self.environment.startswith("prod")
-
-    @property
     def standard(self) -> bool:
         return self.cluster.mode == "standard"
 
     @property
     def ray_objects(self) -> tuple[RayObjectConfig, ...]:
         return self.ray_clusters + self.ray_services + self.ray_jobs
+
+    @property
+    def namespaces(self) -> list[str]:
+        """The Kubernetes namespaces the Ray objects live in, each created once."""
+        return sorted({obj.namespace for obj in self.ray_objects})
 
     @functools.cached_property
     def _slices_by_name(self) -> dict[str, TpuSliceConfig]:

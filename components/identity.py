@@ -45,7 +45,7 @@ class Identity(pulumi.ComponentResource):
             opts=child,
         )
         # Each namespace's `ray` Kubernetes service account may act as the Ray Google service account, nothing else.
-        for namespace in sorted({obj.namespace for obj in config.ray_objects}):
+        for namespace in config.namespaces:
             gcp.serviceaccount.IAMMember(
                 f"{name}-ray-wi-{namespace}",
                 service_account_id=ray.name,

@@ -18,11 +18,9 @@ SLICE_LABEL = "ray-tpu-gke/slice"
 SYSTEM_POOL = "system"
 TPU_TAINT = {"key": catalog.TPU_RESOURCE, "value": "present", "effect": "NoSchedule"}
 GCS_MOUNT = "/gcs"
+KINDS = {"rayClusters": "RayCluster", "rayServices": "RayService", "rayJobs": "RayJob"}  # config key -> kind
 # Share of a TPU host's vCPUs and memory a Ray worker requests; the rest is for the kubelet, system and add-on pods.
 HOST_SHARE = 0.85
-
-KINDS = {"rayClusters": "RayCluster", "rayServices": "RayService", "rayJobs": "RayJob"}
-
 
 @dataclass(frozen=True)
 class RenderContext:

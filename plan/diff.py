@@ -787,7 +787,7 @@ def _md_change_block(change: Change, limit: int) -> list[str]:
 
 def _diagram(diff: StackDiff, root: Path) -> str | None:
     """The working tree's diagram of a stack, slices touched by the change marked; None if it cannot be drawn."""
-    from components.config import ConfigError, parse_stack_config
+    from components.config import ConfigError
 
     from . import diagram, stackfile
 
@@ -795,8 +795,7 @@ def _diagram(diff: StackDiff, root: Path) -> str | None:
     if diff.new.status != "planned" or path is None or not path.is_file():
         return None
     try:
-        values, _ = stackfile.load(diff.stack, path)
-        config = parse_stack_config(values, diff.stack)
+        _, _, config = stackfile.load_checked(diff.stack, path)
     except (ConfigError, OSError, ValueError):
         return None
     return diagram.mermaid(config, marks=slice_marks(diff))

@@ -80,9 +80,7 @@ class Plan:
     warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        summary: dict[str, int] = {}
-        for _ in self.steps:
-            summary["create"] = summary.get("create", 0) + 1
+        summary = {"create": len(self.steps)} if self.steps else {}  # offline, everything is new
         return {
             "project": PROJECT,
             "stack": self.stack,
