@@ -11,7 +11,7 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.requirements-installed
 .PHONY: plan test policy snapshots bench clean
 
 # (Re)build the virtualenv whenever requirements.txt is newer than the last install.
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $@

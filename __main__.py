@@ -2,8 +2,8 @@
 
 import pulumi
 
-from components.platform import RayTpuPlatform
-from components.stack import load_stack_config
+from ray_tpu_gke.platform import RayTpuPlatform
+from ray_tpu_gke.stack import load_stack_config
 
 config = load_stack_config()
 for warning in config.warnings:

@@ -19,7 +19,7 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-from components.config import ConfigError, parse_stack_config
+from ray_tpu_gke.config import ConfigError, parse_stack_config
 
 from . import synthetic
 

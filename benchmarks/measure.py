@@ -39,7 +39,7 @@ def warm_imports() -> None:
     """Import what either program needs, identically for both."""
     for module, name in SDK_CLASSES:
         getattr(importlib.import_module(module), name)
-    for module in ("plan.harness", "components.platform", "components.stack", "benchmarks.floor",
+    for module in ("plan.harness", "ray_tpu_gke.platform", "ray_tpu_gke.stack", "benchmarks.floor",
                    "benchmarks.synthetic"):
         importlib.import_module(module)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from components.config import ConfigError
+from ray_tpu_gke.config import ConfigError
 
 from . import harness, render, stackfile
 

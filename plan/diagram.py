@@ -12,7 +12,7 @@ import re
 import sys
 from pathlib import Path
 
-from components.config import (ConfigError, RayClusterConfig, RayJobConfig, RayObjectConfig, RayServiceConfig,
+from ray_tpu_gke.config import (ConfigError, RayClusterConfig, RayJobConfig, RayObjectConfig, RayServiceConfig,
                                StackConfig)
 
 from . import stackfile

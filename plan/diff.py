@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterator
 import yaml
 from rich.console import Console
 
-from components import catalog
+from ray_tpu_gke import catalog
 
 from .stackfile import EXIT_ERROR, EXIT_INVALID
 
@@ -787,7 +787,7 @@ def _md_change_block(change: Change, limit: int) -> list[str]:
 
 def _diagram(diff: StackDiff, root: Path) -> str | None:
     """The working tree's diagram of a stack, slices touched by the change marked; None if it cannot be drawn."""
-    from components.config import ConfigError
+    from ray_tpu_gke.config import ConfigError
 
     from . import diagram, stackfile
 

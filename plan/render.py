@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
-from components.config import StackConfig
+from ray_tpu_gke.config import StackConfig
 
 from .harness import Plan
 

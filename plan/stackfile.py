@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from components.config import PROJECT, ConfigError, Problem, StackConfig, parse_stack_config
+from ray_tpu_gke.config import PROJECT, ConfigError, Problem, StackConfig, parse_stack_config
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET_PLACEHOLDER = "[secret]"

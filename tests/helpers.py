@@ -7,7 +7,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from components.config import parse_stack_config
+from ray_tpu_gke.config import parse_stack_config
 from plan import harness, stackfile
 
 ROOT = Path(__file__).resolve().parent.parent

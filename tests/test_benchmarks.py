@@ -4,7 +4,7 @@ resources as the plan it replays. Timing lives in `make bench` only (docs/benchm
 from __future__ import annotations
 
 from benchmarks import floor, measure, synthetic
-from components.config import parse_stack_config
+from ray_tpu_gke.config import parse_stack_config
 from plan import harness
 
 

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from components import catalog
+from ray_tpu_gke import catalog
 
 
 @pytest.mark.parametrize("generation", ["v5e", "v6e"])

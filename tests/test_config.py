@@ -4,7 +4,7 @@ import copy
 
 import pytest
 
-from components.config import ConfigError, parse_stack_config
+from ray_tpu_gke.config import ConfigError, parse_stack_config
 from helpers import minimal_values
 
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from components.config import parse_stack_config
+from ray_tpu_gke.config import parse_stack_config
 from helpers import STACKS, config_of, minimal_values
 from plan import diagram
 

@@ -4,9 +4,9 @@ import re
 
 import yaml
 
-from components import manifests
-from components.config import parse_stack_config
-from components.identity import RAY_KSA
+from ray_tpu_gke import manifests
+from ray_tpu_gke.config import parse_stack_config
+from ray_tpu_gke.identity import RAY_KSA
 from helpers import ROOT
 
 

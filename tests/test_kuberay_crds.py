@@ -15,8 +15,8 @@ import math
 import pytest
 
 import kuberay_schema
-from components import catalog, manifests
-from components.config import parse_stack_config
+from ray_tpu_gke import catalog, manifests
+from ray_tpu_gke.config import parse_stack_config
 from helpers import STACKS, minimal_values, plan_of
 
 RAY_TYPES = {f"kubernetes:ray.io/v1:{kind}" for kind in kuberay_schema.KINDS}

@@ -47,7 +47,8 @@ def test_no_plain_secrets_in_stack_files():
 
 def test_requirements_are_exact_pins():
     for name in ("requirements.txt", "requirements-checkov.txt"):
-        lines = [line for line in (ROOT / name).read_text().splitlines() if line.strip() and not line.startswith("#")]
+        lines = [line for line in (ROOT / name).read_text().splitlines()
+                 if line.strip() and not line.startswith("#") and line != "-e ."]  # -e .: this repository's library
         assert all(re.fullmatch(r"[A-Za-z0-9_.-]+==[0-9][0-9A-Za-z.+]*", line) for line in lines), (name, lines)
     names = {line.split("==")[0].lower() for line in (ROOT / "requirements.txt").read_text().splitlines()}
     assert {"pulumi", "pulumi-gcp", "pulumi-kubernetes", "pydantic", "pytest"} <= names
@@ -59,3 +60,17 @@ def test_ci_runs_the_readme_test_command():
     assert "make test" in ci and "make test" in readme
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^test: \$\(STAMP\).*\n\t.*\$\(BIN\)/python -m pytest", makefile, re.M)
+
+
+def test_library_ranges_admit_the_pinned_versions():
+    """Library users get ranges (pyproject.toml), this repository exact pins: every pin must lie inside its range."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    pins = dict(line.split("==") for line in (ROOT / "requirements.txt").read_text().splitlines()
+                if "==" in line and not line.startswith("#"))
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    for dependency in map(Requirement, project["dependencies"]):
+        assert dependency.name in pins, dependency.name
+        assert dependency.specifier.contains(pins[dependency.name]), (dependency, pins[dependency.name])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components import catalog
+from ray_tpu_gke import catalog
 
 from .. import slices
 from ..view import CLUSTER, Resource, StackView, is_known
