@@ -24,6 +24,9 @@ import yaml
 from rich.console import Console
 
 from plan import diff
+from plan.review import classify, paths, replacement, revisions
+from plan.review.markdown import MARKER, markdown
+from plan.review.text import print_text
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT_FILES = ("Pulumi.yaml", "__main__.py", "components", "plan", "stacks")
@@ -145,13 +148,13 @@ def test_changed_topology_replaces_the_pool_and_is_flagged(changed):
 
 
 def test_stack_missing_at_a_revision_is_all_creates_or_all_deletes(repo):
-    assert diff.plan_revision(repo, "qa").status == "absent"
-    assert set(diff.stacks_at(repo)) >= {"dev", "staging", "prod"}
-    pool = step(diff.NODE_POOL, "p", TPU_POOL)
-    created = diff.compare(diff.Side("absent"), planned(pool), "qa", "base")
+    assert revisions.plan_revision(repo, "qa").status == "absent"
+    assert set(revisions.stacks_at(repo)) >= {"dev", "staging", "prod"}
+    pool = step(replacement.NODE_POOL, "p", TPU_POOL)
+    created = classify.compare(revisions.Side("absent"), planned(pool), "qa", "base")
     assert [c.op for c in created.changes] == ["create"] and not created.risky
     assert "does not exist at base" in created.to_json()["note"]
-    deleted = diff.compare(planned(pool), diff.Side("absent"), "qa", "base")
+    deleted = classify.compare(planned(pool), revisions.Side("absent"), "qa", "base")
     assert [c.op for c in deleted.changes] == ["delete"] and deleted.changes[0].risky
     assert "removed in the working tree" in deleted.to_json()["note"]
 
@@ -173,8 +176,8 @@ def test_json_shape(changed):
 
 def test_markdown_comment(changed, repo):
     _, report = changed
-    text = diff.markdown(report, repo)
-    assert text.startswith(diff.MARKER)
+    text = markdown(report, repo)
+    assert text.startswith(MARKER)
     assert "| stack | create | update | replace | delete | unchanged | risky |" in text
     assert re.search(r"\| `staging` \| 3 \| \d+ \| 1 \| 0 \| \d+ \| \*\*1\*\* :warning: \|", text)
     assert "> [!CAUTION]" in text
@@ -191,7 +194,7 @@ def test_markdown_comment(changed, repo):
 def test_text_output(changed):
     _, report = changed
     console = Console(record=True, width=200, color_system=None)
-    diff.print_text(report, console)
+    print_text(report, console)
     out = console.export_text()
     assert "RISKY" in out and "forces replacement" in out
     assert "+- replace" in out and "v6e-16-0" in out
@@ -205,7 +208,7 @@ def test_revision_that_cannot_plan_is_reported(repo, changed):
     assert "cannot plan stack legacy at broken: the configuration is invalid" in legacy.error
     assert "ray-tpu-gke:tpuSlices[0].topology" in legacy.error
     assert report.exit_code == 1
-    assert "cannot plan" in diff.markdown(report, repo)
+    assert "cannot plan" in markdown(report, repo)
 
 
 def test_unknown_ref(repo):
@@ -227,7 +230,7 @@ def test_run_formats(monkeypatch, capsys, changed):
     assert json.loads(capsys.readouterr().out)["stack"] == "staging"
     args.format = "markdown"
     diff.run(args)
-    assert capsys.readouterr().out.startswith(diff.MARKER)
+    assert capsys.readouterr().out.startswith(MARKER)
     args.format = "text"
     diff.run(args)
     assert "Stack staging: the working tree against base" in capsys.readouterr().out
@@ -248,7 +251,7 @@ def step(type_, name, inputs=None, parent="urn:pulumi:s::p::pulumi:pulumi:Stack:
 
 
 def planned(*steps):
-    return diff.Side("planned", {"steps": list(steps), "outputs": {}})
+    return revisions.Side("planned", {"steps": list(steps), "outputs": {}})
 
 
 TPU_POOL = {"name": "v5p-0", "location": "us-east5-a", "nodeCount": 2,
@@ -259,7 +262,8 @@ TPU_POOL = {"name": "v5p-0", "location": "us-east5-a", "nodeCount": 2,
 def test_update_of_a_tpu_pool_label_is_not_risky():
     new = json.loads(json.dumps(TPU_POOL))
     new["nodeConfig"]["labels"]["a"] = "2"
-    result = diff.compare(planned(step(diff.NODE_POOL, "p", TPU_POOL)), planned(step(diff.NODE_POOL, "p", new)), "s")
+    result = classify.compare(planned(step(replacement.NODE_POOL, "p", TPU_POOL)),
+                              planned(step(replacement.NODE_POOL, "p", new)), "s")
     (change,) = result.changes
     assert (change.op, change.diffs, change.risky) == ("update", ['nodeConfig.labels.a'], False)
 
@@ -268,9 +272,9 @@ def test_ignored_changes_are_not_diffs():
     new = json.loads(json.dumps(TPU_POOL))
     new["nodeCount"] = 0
     new["placementPolicy"]["type"] = None
-    old_step = step(diff.NODE_POOL, "p", TPU_POOL, ignore=["nodeCount", "placementPolicy.type"])
-    new_step = step(diff.NODE_POOL, "p", new, ignore=["nodeCount", "placementPolicy.type"])
-    assert diff.compare(planned(old_step), planned(new_step), "s").changes == []
+    old_step = step(replacement.NODE_POOL, "p", TPU_POOL, ignore=["nodeCount", "placementPolicy.type"])
+    new_step = step(replacement.NODE_POOL, "p", new, ignore=["nodeCount", "placementPolicy.type"])
+    assert classify.compare(planned(old_step), planned(new_step), "s").changes == []
 
 
 def test_machine_type_zone_and_spot_replace_a_tpu_pool():
@@ -284,37 +288,37 @@ def test_machine_type_zone_and_spot_replace_a_tpu_pool():
             del target[path[-1]]
         else:
             target[path[-1]] = value
-        (change,) = diff.compare(planned(step(diff.NODE_POOL, "p", TPU_POOL)),
-                                 planned(step(diff.NODE_POOL, "p", new)), "s").changes
+        (change,) = classify.compare(planned(step(replacement.NODE_POOL, "p", TPU_POOL)),
+                                 planned(step(replacement.NODE_POOL, "p", new)), "s").changes
         assert change.op == "replace" and change.risky, path
 
 
 def test_cpu_pool_machine_type_is_an_update_and_deleting_a_tpu_pool_is_risky():
     cpu = {"name": "system", "nodeConfig": {"machineType": "e2-standard-4"}}
     bigger = {"name": "system", "nodeConfig": {"machineType": "e2-standard-8"}}
-    (change,) = diff.compare(planned(step(diff.NODE_POOL, "system", cpu)),
-                             planned(step(diff.NODE_POOL, "system", bigger)), "s").changes
+    (change,) = classify.compare(planned(step(replacement.NODE_POOL, "system", cpu)),
+                             planned(step(replacement.NODE_POOL, "system", bigger)), "s").changes
     assert change.op == "update" and not change.risky
-    (change,) = diff.compare(planned(step(diff.NODE_POOL, "p", TPU_POOL)), planned(), "s").changes
+    (change,) = classify.compare(planned(step(replacement.NODE_POOL, "p", TPU_POOL)), planned(), "s").changes
     assert change.op == "delete" and change.risky
     assert "ct5p-hightpu-4t, topology 2x2x2, 2 hosts" in change.summary
 
 
 def test_cluster_replacement_and_protected_deletion_are_risky():
-    old = step(diff.CLUSTER, "c", {"name": "a", "location": "us-east5"}, protect=True)
-    new = step(diff.CLUSTER, "c", {"name": "a", "location": "us-east5-b"}, protect=True)
-    (change,) = diff.compare(planned(old), planned(new), "s").changes
+    old = step(replacement.CLUSTER, "c", {"name": "a", "location": "us-east5"}, protect=True)
+    new = step(replacement.CLUSTER, "c", {"name": "a", "location": "us-east5-b"}, protect=True)
+    (change,) = classify.compare(planned(old), planned(new), "s").changes
     assert change.op == "replace" and change.risky
     assert any("GKE cluster" in r for r in change.reasons) and any("protected" in r for r in change.reasons)
     bucket = step("gcp:storage/bucket:Bucket", "b", {"name": "b"}, protect=True)
-    (change,) = diff.compare(planned(bucket), planned(), "s").changes
+    (change,) = classify.compare(planned(bucket), planned(), "s").changes
     assert change.op == "delete" and change.risky and change.protected
 
 
 def test_new_parent_is_a_replacement():
-    old = step(diff.NODE_POOL, "p", TPU_POOL, parent="urn:a", parent_type="x:index:A")
-    new = step(diff.NODE_POOL, "p", TPU_POOL, parent="urn:b", parent_type="x:index:B")
-    (change,) = diff.compare(planned(old), planned(new), "s").changes
+    old = step(replacement.NODE_POOL, "p", TPU_POOL, parent="urn:a", parent_type="x:index:A")
+    new = step(replacement.NODE_POOL, "p", TPU_POOL, parent="urn:b", parent_type="x:index:B")
+    (change,) = classify.compare(planned(old), planned(new), "s").changes
     assert change.op == "replace" and change.diffs == ["[parent]"] and change.risky
     assert change.old_urn == old["urn"] and change.urn == new["urn"]
 
@@ -322,24 +326,24 @@ def test_new_parent_is_a_replacement():
 def test_renamed_resource_with_same_physical_name_is_a_replacement():
     old = step("kubernetes:core/v1:Namespace", "ns-a", {"metadata": {"name": "ray"}})
     new = step("kubernetes:core/v1:Namespace", "ns-b", {"metadata": {"name": "ray"}})
-    (change,) = diff.compare(planned(old), planned(new), "s").changes
+    (change,) = classify.compare(planned(old), planned(new), "s").changes
     assert change.op == "replace" and "[name]" in change.diffs
 
 
 def test_subnetwork_range_grows_in_place_and_shrinks_by_replacement():
     sub = "gcp:compute/subnetwork:Subnetwork"
-    grow = diff.compare(planned(step(sub, "s", {"ipCidrRange": "10.0.0.0/20"})),
+    grow = classify.compare(planned(step(sub, "s", {"ipCidrRange": "10.0.0.0/20"})),
                         planned(step(sub, "s", {"ipCidrRange": "10.0.0.0/16"})), "s").changes
-    shrink = diff.compare(planned(step(sub, "s", {"ipCidrRange": "10.0.0.0/16"})),
+    shrink = classify.compare(planned(step(sub, "s", {"ipCidrRange": "10.0.0.0/16"})),
                           planned(step(sub, "s", {"ipCidrRange": "10.0.0.0/20"})), "s").changes
     assert [c.op for c in grow] == ["update"] and [c.op for c in shrink] == ["replace"]
 
 
 def test_property_paths_round_trip():
     for text in ('nodeConfig.labels["ray-tpu-gke/topology"]', "spec.workerGroupSpecs[0].numOfHosts", "items[*].x"):
-        tokens = diff.parse_path(text)
-        assert diff.format_path(tokens) == text
-    assert diff.parse_path('a["b.c"][2]') == ("a", "b.c", 2)
+        tokens = paths.parse_path(text)
+        assert paths.format_path(tokens) == text
+    assert paths.parse_path('a["b.c"][2]') == ("a", "b.c", 2)
 
 
 # --- the replacement table names real inputs --------------------------------------------------------------------------
@@ -364,21 +368,21 @@ def _walk(cls, tokens):
     _walk(getattr(sys.modules[cls.__module__], nested.group(1)), rest)
 
 
-@pytest.mark.parametrize("type_token", sorted(diff.REPLACE_PATHS))
+@pytest.mark.parametrize("type_token", sorted(replacement.REPLACE_PATHS))
 def test_replace_paths_are_inputs_of_the_provider(type_token):
     cls = _args_class(type_token)
-    for rule in diff.REPLACE_PATHS[type_token] + tuple(diff.CONDITIONAL_REPLACE.get(type_token, {})):
+    for rule in replacement.REPLACE_PATHS[type_token] + tuple(replacement.CONDITIONAL_REPLACE.get(type_token, {})):
         if rule != "*":
-            _walk(cls, diff.parse_path(rule))
-    if type_token == diff.NODE_POOL:
-        for rule in diff.TPU_POOL_REPLACE_PATHS:
-            _walk(cls, diff.parse_path(rule))
+            _walk(cls, paths.parse_path(rule))
+    if type_token == replacement.NODE_POOL:
+        for rule in replacement.TPU_POOL_REPLACE_PATHS:
+            _walk(cls, paths.parse_path(rule))
 
 
 def test_documented_sample_comment_has_the_current_format():
     """docs/review.md pastes a real comment; a change of format must refresh it."""
     review = (ROOT / "docs" / "review.md").read_text()
-    assert diff.MARKER in review
+    assert MARKER in review
     assert "| stack | create | update | replace | delete | unchanged | risky |" in review
     assert "-/+ replace gcp:container/nodePool:NodePool v6e-16-0" in review
     assert "placementPolicy.tpuTopology: \"4x4\" => \"4x8\"  (forces replacement)" in review

@@ -1,0 +1,138 @@
+"""The change model: what a change does to each resource of a stack, and its JSON.
+
+A `Report` is one run: a `StackDiff` per stack, each a list of `Change`s (`create`, `update`, `replace` or `delete`
+of one resource, with the changed inputs as `Detail`s) and the count of unchanged resources. `to_json` gives the
+`--format json` output; `classify.compare` fills a `StackDiff`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..stackfile import EXIT_ERROR, EXIT_INVALID
+from .paths import ABSENT
+from .revisions import Side
+
+
+@dataclass
+class Detail:
+    path: str
+    old: Any
+    new: Any
+    replaces: bool = False
+
+    def to_json(self) -> dict:
+        out: dict = {"path": self.path, "replaces": self.replaces}
+        if self.old is not ABSENT:
+            out["old"] = self.old
+        if self.new is not ABSENT:
+            out["new"] = self.new
+        return out
+
+
+@dataclass
+class Change:
+    op: str
+    urn: str
+    type: str
+    name: str
+    details: list[Detail] = field(default_factory=list)
+    risky: bool = False
+    reasons: list[str] = field(default_factory=list)
+    old_urn: str | None = None
+    protected: bool = False
+    summary: str = ""  # what the resource is, for TPU pools: machine type and shape
+
+    @property
+    def diffs(self) -> list[str]:
+        return [d.path for d in self.details]
+
+    def to_json(self) -> dict:
+        out = {"op": self.op, "urn": self.urn, "type": self.type, "diffs": self.diffs, "name": self.name,
+               "risky": self.risky}
+        if self.reasons:
+            out["reasons"] = self.reasons
+        if self.details:
+            out["details"] = [d.to_json() for d in self.details]
+        if self.old_urn and self.old_urn != self.urn:
+            out["oldUrn"] = self.old_urn
+        if self.protected:
+            out["protected"] = True
+        return out
+
+
+OPS = ("create", "update", "replace", "delete")
+
+
+@dataclass
+class StackDiff:
+    stack: str
+    ref: str
+    commit: str
+    old: Side
+    new: Side
+    changes: list[Change] = field(default_factory=list)
+    unchanged: int = 0
+    outputs: list[Detail] = field(default_factory=list)
+
+    @property
+    def error(self) -> str | None:
+        for side, where in ((self.old, f"at {self.ref}"), (self.new, "in the working tree")):
+            if not side.ok:
+                kind = "the configuration is invalid" if side.status == "invalid" else "planning failed"
+                return f"cannot plan stack {self.stack} {where}: {kind} (exit {side.exit_code})\n{side.message}"
+        return None
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {op: sum(1 for c in self.changes if c.op == op) for op in OPS}
+
+    @property
+    def risky(self) -> list[Change]:
+        return [c for c in self.changes if c.risky]
+
+    def to_json(self) -> dict:
+        out = {"stack": self.stack, "changes": [c.to_json() for c in self.changes], "against": self.ref,
+               "commit": self.commit, "summary": {**self.counts, "same": self.unchanged},
+               "risky": len(self.risky)}
+        if self.outputs:
+            out["outputs"] = [d.to_json() for d in self.outputs]
+        if self.old.status == "absent":
+            out["note"] = f"stack {self.stack} does not exist at {self.ref}: everything is created"
+        elif self.new.status == "absent":
+            out["note"] = f"stack {self.stack} is removed in the working tree: everything is deleted"
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+def summary_line(diff: StackDiff) -> str:
+    """`2 to create, 1 to replace (28 unchanged)`, or `no changes (N unchanged)`."""
+    counts = diff.counts
+    parts = [f"{counts[op]} to {op}" for op in OPS if counts[op]]
+    return ", ".join(parts) + f" ({diff.unchanged} unchanged)" if parts else f"no changes ({diff.unchanged} unchanged)"
+
+
+@dataclass
+class Report:
+    """One run: every stack diffed against REF (its resolved `commit`)."""
+
+    ref: str
+    commit: str
+    stacks: list[StackDiff]
+    error: str | None = None  # a failure before any stack could be planned (REF unknown, no git)
+
+    @property
+    def exit_code(self) -> int:
+        if self.error:
+            return EXIT_ERROR
+        if any(s.new.status == "invalid" for s in self.stacks):
+            return EXIT_INVALID
+        return EXIT_ERROR if any(s.error for s in self.stacks) else 0
+
+    def to_json(self) -> dict:
+        out = {"against": self.ref, "commit": self.commit, "stacks": [s.to_json() for s in self.stacks]}
+        if self.error:
+            out["error"] = self.error
+        return out

@@ -1,0 +1,134 @@
+"""The review as one pull-request comment (`--format markdown`).
+
+Risky changes first in a caution block, a summary table of every stack, then each changed stack's changes folded in a
+`diff` block (GitHub colours its lines) with the stack's Mermaid diagram, the slices the change touches marked.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import ROOT
+from .changes import Change, Report, StackDiff, summary_line
+from .paths import show
+from .replacement import NODE_POOL
+from .revisions import stack_file_at
+
+MARKER = "<!-- ray-tpu-gke:offline-diff -->"
+
+# In a ```diff block GitHub colours lines by their first character: "+" green, "-" red.
+_MD_SYMBOL = {"create": "+", "update": "~", "replace": "-/+", "delete": "-"}
+
+
+def _md_change_block(change: Change, limit: int) -> list[str]:
+    lines = [f"{_MD_SYMBOL[change.op]:<3} {change.op:<7} {change.type} {change.name}"
+             + (f" ({change.summary})" if change.summary else "") + ("  <-- RISKY" if change.risky else "")]
+    for d in change.details[:limit]:
+        lines.append(f"!       {d.path}: {show(d.old, 80)} => {show(d.new, 80)}"
+                     + ("  (forces replacement)" if d.replaces else ""))
+    if len(change.details) > limit:
+        lines.append(f"!       ... {len(change.details) - limit} more")
+    return lines
+
+
+def _diagram(diff: StackDiff, root: Path) -> str | None:
+    """The working tree's diagram of a stack, slices touched by the change marked; None if it cannot be drawn."""
+    from ray_tpu_gke.config import ConfigError
+
+    from .. import diagram, stackfile
+
+    path = stack_file_at(root, diff.stack)
+    if diff.new.status != "planned" or path is None or not path.is_file():
+        return None
+    try:
+        _, _, config = stackfile.load_checked(diff.stack, path)
+    except (ConfigError, OSError, ValueError):
+        return None
+    return diagram.mermaid(config, marks=slice_marks(diff))
+
+
+def slice_marks(diff: StackDiff) -> dict[str, str]:
+    """tpuSlices names whose node pools this change creates, updates or replaces: `risky`, `changed` or `created`."""
+    marks: dict[str, str] = {}
+    rank = {"created": 0, "changed": 1, "risky": 2}
+    for change in diff.changes:
+        if change.type != NODE_POOL or f"ray-tpu-gke:index:TpuSlicePools${NODE_POOL}::" not in change.urn:
+            continue
+        slice_name = change.name.rsplit("-", 1)[0]  # pools are named <slice>-<index>
+        mark = "risky" if change.risky else "created" if change.op == "create" else "changed"
+        if rank[mark] >= rank.get(marks.get(slice_name, "created"), 0):
+            marks[slice_name] = mark
+    return marks
+
+
+MAX_COMMENT = 60_000  # GitHub rejects comments over 65,536 characters
+
+
+def markdown(report: Report, root: Path = ROOT, detail_limit: int = 25, diagrams: bool = True) -> str:
+    """One pull-request comment for every stack: summary table, risky changes first, details folded."""
+    out = [MARKER, f"### Infrastructure diff against `{report.ref}`"
+           + (f" (`{report.commit[:12]}`)" if report.commit else ""), ""]
+    if report.error:
+        out += ["> [!WARNING]", f"> The diff could not be computed: {report.error}", ""]
+        return "\n".join(out) + "\n"
+    risky = [(d, c) for d in report.stacks for c in d.risky]
+    errors = [d for d in report.stacks if d.error]
+    if risky:
+        out += ["> [!CAUTION]",
+                f"> **{len(risky)} risky change{'s' if len(risky) != 1 else ''}**: a TPU node pool or the cluster is "
+                "replaced or deleted. A replaced multi-host pool loses its whole slice, and the capacity may not "
+                "come back.", ">"]
+        for d, c in risky:
+            for reason in c.reasons:
+                out.append(f"> - **{d.stack}** · {c.op} · `{c.type}` **{c.name}**: {reason}")
+        out.append("")
+    if errors:
+        for d in errors:
+            first, _, rest = d.error.partition("\n")
+            out += ["> [!WARNING]", f"> {first}", ""]
+            if rest.strip():
+                out += ["```text", rest.strip(), "```", ""]
+    if not any(d.changes for d in report.stacks) and not errors:
+        out += ["**No changes**: every stack plans the same resources at both revisions.", ""]
+    out += ["| stack | create | update | replace | delete | unchanged | risky |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | :--- |"]
+    for d in report.stacks:
+        if d.error:
+            out.append(f"| `{d.stack}` | | | | | | cannot plan |")
+            continue
+        c = d.counts
+        flag = f"**{len(d.risky)}** :warning:" if d.risky else ("no changes" if not d.changes else "none")
+        out.append(f"| `{d.stack}` | {c['create']} | {c['update']} | {c['replace']} | {c['delete']} | "
+                   f"{d.unchanged} | {flag} |")
+    out.append("")
+    for d in report.stacks:
+        if d.error or not d.changes:
+            continue
+        note = d.to_json().get("note")
+        ordered = d.risky + [c for c in d.changes if not c.risky]
+        block = [f"<details><summary><b>{d.stack}</b>: {summary_line(d)}"
+                 + (" :warning:" if d.risky else "") + "</summary>", ""]
+        if note:
+            block += [f"_{note}_", ""]
+        block += ["```diff"]
+        for change in ordered:
+            block += _md_change_block(change, detail_limit)
+        for o in d.outputs:
+            block.append(f"!  output {o.path}: {show(o.old, 80)} => {show(o.new, 80)}")
+        block += ["```", ""]
+        if diagrams:
+            chart = _diagram(d, root)
+            if chart:
+                block += [f"Slices of `{d.stack}` after this change (red: replaced or deleted pools, amber: "
+                          "changed, green: new):", "", "```mermaid", chart.rstrip(), "```", ""]
+        block += ["</details>", ""]
+        out += block
+    out += ["<sub>Offline plan: both revisions' own program and stack files under Pulumi mocks, no cloud credentials. "
+            "Values only the cloud knows are not compared; where credentials are configured, the `pulumi preview` "
+            "comment of each stack is authoritative.</sub>", ""]
+    text = "\n".join(out)
+    if len(text) > MAX_COMMENT and (detail_limit > 3 or diagrams):
+        return markdown(report, root, detail_limit=3, diagrams=False)
+    if len(text) > MAX_COMMENT:
+        text = text[:MAX_COMMENT] + "\n\n_(truncated: run `python -m plan STACK --diff-against REF` for the rest)_"
+    return text + ("" if text.endswith("\n") else "\n")

@@ -1,0 +1,58 @@
+"""The review for a terminal (`--format text`): risky changes first, then every change with its changed inputs."""
+
+from __future__ import annotations
+
+from .changes import Report, summary_line
+from .paths import show
+
+_SYMBOL = {"create": "+", "update": "~", "replace": "+-", "delete": "-"}
+_STYLE = {"create": "green", "update": "yellow", "replace": "magenta", "delete": "red"}
+
+
+def _header(report: Report) -> str:
+    return f"{report.ref} ({report.commit[:12]})" if report.commit else report.ref
+
+
+def print_text(report: Report, console) -> None:
+    from rich.markup import escape
+
+    if report.error:
+        console.print(f"[bold red]error:[/] {escape(report.error)}")
+        return
+    for diff in report.stacks:
+        console.print(f"[bold]Stack {escape(diff.stack)}[/]: the working tree against {escape(_header(report))}")
+        if diff.error:
+            console.print(f"  [bold red]error:[/] {escape(diff.error)}")
+            console.print()
+            continue
+        note = diff.to_json().get("note")
+        if note:
+            console.print(f"  [yellow]{escape(note)}[/]")
+        if not diff.changes:
+            console.print(f"  [green]No changes.[/] The {diff.unchanged} resources plan the same at both revisions.")
+            console.print()
+            continue
+        for change in diff.risky:
+            for reason in change.reasons:
+                console.print(f"  [bold white on red] RISKY [/] [bold]{change.op}[/] {escape(change.type)} "
+                              f"[bold]{escape(change.name)}[/]: {escape(reason)}")
+        if diff.risky:
+            console.print()
+        for change in diff.changes:
+            style = _STYLE[change.op]
+            line = (f"  [{style}]{_SYMBOL[change.op]:>2} {change.op:<7}[/] {escape(change.type)} "
+                    f"[bold]{escape(change.name)}[/]")
+            if change.summary:
+                line += f" [dim]({escape(change.summary)})[/]"
+            if change.risky:
+                line += " [bold red]RISKY[/]"
+            console.print(line)
+            for d in change.details:
+                mark = " [magenta](forces replacement)[/]" if d.replaces else ""
+                console.print(f"             {escape(d.path)}: {escape(show(d.old))} [dim]=>[/] "
+                              f"{escape(show(d.new))}{mark}")
+        for d in diff.outputs:
+            console.print(f"  [cyan]output[/] {escape(d.path)}: {escape(show(d.old))} [dim]=>[/] {escape(show(d.new))}")
+        console.print(f"  [bold]Resources:[/] {summary_line(diff)}")
+        console.print()
+
