@@ -6,9 +6,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ray_tpu_gke.config import PROJECT, ConfigError, Problem, StackConfig, parse_stack_config
+
+from . import yamlfile
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET_PLACEHOLDER = "[secret]"
@@ -18,8 +18,24 @@ class StackNotFound(FileNotFoundError):
     pass
 
 
+def _project() -> dict[str, Any]:
+    """Pulumi.yaml, read as strictly as a stack file (plan/yamlfile.py)."""
+    path = ROOT / "Pulumi.yaml"
+    project = _read(path)
+    if not isinstance(project, dict):
+        raise ConfigError([Problem(str(path), "must be a mapping (name, runtime, config, ...)")])
+    return project
+
+
+def _read(path: Path) -> Any:
+    try:
+        return yamlfile.read(path)
+    except OSError as error:
+        raise StackNotFound(f"cannot read {path}: {error.strerror or error}") from None
+
+
 def stack_file(stack: str) -> Path:
-    project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
+    project = _project()
     return ROOT / project.get("stackConfigDir", ".") / f"Pulumi.{stack}.yaml"
 
 
@@ -34,9 +50,12 @@ def _full_key(key: str) -> str:
 
 def project_defaults() -> dict[str, Any]:
     """`config:` of Pulumi.yaml: a plain value, or a declaration whose `default` applies to every stack."""
-    project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
+    project = _project()
+    config = project.get("config") or {}
+    if not isinstance(config, dict):
+        raise ConfigError([Problem(str(ROOT / "Pulumi.yaml"), "`config:` must be a mapping")])
     values = {}
-    for key, value in (project.get("config") or {}).items():
+    for key, value in config.items():
         if isinstance(value, dict) and "type" in value:
             if "default" in value:
                 values[_full_key(key)] = value["default"]
@@ -50,10 +69,7 @@ def load(stack: str, config_file: Path | None = None) -> tuple[dict[str, Any], l
     path = config_file or stack_file(stack)
     if not path.is_file():
         raise StackNotFound(f"no stack config {path}; stacks here: {', '.join(stacks()) or 'none'}")
-    try:
-        document = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as error:
-        raise ConfigError([Problem(str(path), f"is not valid YAML: {error}")]) from None
+    document = _read(path) or {}  # ConfigError, one line per problem with its line and column
     if not isinstance(document, dict) or not isinstance(document.get("config", {}), dict):
         raise ConfigError([Problem(str(path), "must be a mapping with a `config:` mapping")])
     values = project_defaults()
