@@ -2,8 +2,7 @@
 
 import pulumi
 
-from ray_tpu_gke.platform import RayTpuPlatform
-from ray_tpu_gke.stack import load_stack_config
+from ray_tpu_gke import RayTpuPlatform, load_stack_config
 
 config = load_stack_config()
 for warning in config.warnings:

@@ -16,10 +16,6 @@ TPU_RESOURCE = "google.com/tpu"
 ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
 TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 
-# The GKE Ray Operator add-on itself needs this version (GKE "About the Ray Operator on GKE").
-RAY_OPERATOR_MIN_GKE_VERSION = "1.30.0-gke.1747000"
-# Autopilot custom ComputeClasses with TPU capacity priorities.
-AUTOPILOT_TPU_COMPUTE_CLASS_MIN_GKE_VERSION = "1.30.3-gke.1451000"
 
 
 class CatalogError(ValueError):
@@ -91,6 +87,11 @@ class SliceShape:
         return {ACCELERATOR_LABEL: self.generation.accelerator, TOPOLOGY_LABEL: self.topology}
 
     @property
+    def min_gke_version(self) -> str:
+        """The oldest GKE version (Standard mode) that runs this generation."""
+        return self.generation.min_gke_version
+
+    @property
     def key(self) -> str:
         """A short identity of the shape, e.g. `v6e-4x4`."""
         return f"{self.generation.name}-{self.topology}"
@@ -100,6 +101,19 @@ def _mt(name, chips, host_topology, vcpus, memory_gib, multi_host=True):
     return MachineType(name, chips, host_topology, vcpus, memory_gib, multi_host)
 
 
+# vCPUs and memory per host. Sources:
+#   [tpu7x]  https://cloud.google.com/tpu/docs/tpu7x, 4-chip VM table: v5p 208 vCPUs / 448 GB, v6e 180 / 720,
+#            TPU7x 224 / 960.
+#   [v5p]    https://cloud.google.com/tpu/docs/v5p: "Number of vCPUs (4-chip VM) 208", "RAM (GB) (4-chip VM) 448".
+#   [plan]   https://cloud.google.com/kubernetes-engine/docs/concepts/plan-tpus, machine type table (vCPUs, chips,
+#            memory): ct6e-standard-8t 180 vCPUs and 1440 GiB (SMT off: 180, not 360).
+#   [v6e]    https://cloud.google.com/tpu/docs/v6e: 8 chips and 1536 GiB per physical host; ct6e-standard-1t holds
+#            an eighth of it. Copies of [plan] disagree on its memory (448 or 176 GiB): the smaller is used, so
+#            what the worker requests is never more than the host has.
+#   [kuberay] KubeRay ray-service.tpu-single-host.yaml: "ct4p-hightpu-4t (v4) TPUs have 240 vCPUs".
+#   [v5e]    https://cloud.google.com/tpu/docs/v5e machine types (24/48, 112/192, 224/384): the tables could not be
+#            read back when this was written; re-check with `gcloud compute machine-types describe`.
+# Numbers marked "unsourced" came from the first version of this catalogue and no primary source was found for them.
 GENERATIONS: dict[str, Generation] = {
     g.name: g
     for g in (
@@ -111,7 +125,7 @@ GENERATIONS: dict[str, Generation] = {
             dimensions=3,
             max_chips=64 * 64,
             any_dimension_order=True,
-            machine_types=(_mt("ct4p-hightpu-4t", 4, (2, 2, 1), 240, 407),),
+            machine_types=(_mt("ct4p-hightpu-4t", 4, (2, 2, 1), 240, 407),),  # [kuberay]; memory: unsourced
         ),
         Generation(
             name="v5e",
@@ -120,7 +134,7 @@ GENERATIONS: dict[str, Generation] = {
             min_gke_version="1.27.2-gke.2100",
             dimensions=2,
             max_chips=256,
-            machine_types=(
+            machine_types=(  # [v5e]
                 _mt("ct5lp-hightpu-1t", 1, (1, 1), 24, 48, multi_host=False),
                 _mt("ct5lp-hightpu-4t", 4, (2, 2), 112, 192),
                 _mt("ct5lp-hightpu-8t", 8, (2, 4), 224, 384, multi_host=False),
@@ -132,8 +146,9 @@ GENERATIONS: dict[str, Generation] = {
             tensorcores_per_chip=2,
             min_gke_version="1.28.3-gke.1024000",
             dimensions=3,
-            max_chips=140 * 64,
-            machine_types=(_mt("ct5p-hightpu-4t", 4, (2, 2, 1), 208, 448),),
+            # [v5p]: "The maximum v5p shape is 16x16x24 (6144 chips, 96 cubes)".
+            max_chips=96 * 64,
+            machine_types=(_mt("ct5p-hightpu-4t", 4, (2, 2, 1), 208, 448),),  # [v5p], [tpu7x]
         ),
         Generation(
             name="v6e",
@@ -143,22 +158,25 @@ GENERATIONS: dict[str, Generation] = {
             dimensions=2,
             max_chips=256,
             machine_types=(
-                _mt("ct6e-standard-1t", 1, (1, 1), 44, 176, multi_host=False),
-                _mt("ct6e-standard-4t", 4, (2, 2), 180, 720),
-                _mt("ct6e-standard-8t", 8, (2, 4), 360, 1440, multi_host=False),
+                _mt("ct6e-standard-1t", 1, (1, 1), 44, 176, multi_host=False),  # [plan], [v6e]
+                _mt("ct6e-standard-4t", 4, (2, 2), 180, 720),  # [tpu7x], [plan]
+                _mt("ct6e-standard-8t", 8, (2, 4), 180, 1440, multi_host=False),  # [plan]
             ),
         ),
         Generation(
             name="tpu7x",
             accelerator="tpu7x",
             tensorcores_per_chip=2,
+            # https://cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood: "available in GKE Standard
+            # clusters that run version 1.34.0-gke.2201000 and later, and in Autopilot clusters that run version
+            # 1.34.1-gke.3084001 and later".
             min_gke_version="1.34.0-gke.2201000",
             dimensions=3,
-            max_chips=144 * 64,
+            max_chips=144 * 64,  # the 9,216-chip pod ([tpu7x]); no smaller slice limit is documented
             min_gke_version_autopilot="1.34.1-gke.3084001",
             machine_types=(
-                _mt("tpu7x-standard-1t", 1, (1, 1, 1), 56, 240, multi_host=False),
-                _mt("tpu7x-standard-4t", 4, (2, 2, 1), 224, 960),
+                _mt("tpu7x-standard-1t", 1, (1, 1, 1), 56, 240, multi_host=False),  # xpk only; shape unsourced
+                _mt("tpu7x-standard-4t", 4, (2, 2, 1), 224, 960),  # [tpu7x]
             ),
         ),
     )
@@ -290,23 +308,11 @@ def parse_gke_version(version: str) -> tuple[int, ...]:
     """`1.31.2-gke.1115000` -> (1, 31, 2, 1115000); missing parts count as 0, so a prefix is judged by its oldest."""
     head, _, build = version.partition("-gke.")
     parts = head.split(".")
-    if not 2 <= len(parts) <= 3 or not all(p.isdigit() for p in parts) or (build and not build.isdigit()):
+    ascii_digits = lambda text: text.isascii() and text.isdigit()  # noqa: E731  (not '١٣', which isdigit() accepts)
+    if not 2 <= len(parts) <= 3 or not all(map(ascii_digits, parts)) or (build and not ascii_digits(build)):
         raise CatalogError("a GKE version looks like 1.31.2-gke.1115000 (or a prefix such as 1.31)")
     numbers = [int(p) for p in parts] + [0] * (3 - len(parts))
     return (*numbers, int(build) if build else 0)
-
-
-def minimum_gke_version(generation_names, autopilot: bool = False, compute_class: bool = False) -> str:
-    """The oldest GKE version that runs the Ray Operator add-on and every given generation (in Autopilot, and with a
-    custom ComputeClass, where those need newer versions)."""
-    versions = [RAY_OPERATOR_MIN_GKE_VERSION]
-    if compute_class:
-        versions.append(AUTOPILOT_TPU_COMPUTE_CLASS_MIN_GKE_VERSION)
-    for name in generation_names:
-        gen = generation(name)
-        versions.append(gen.min_gke_version_autopilot if autopilot and gen.min_gke_version_autopilot
-                        else gen.min_gke_version)
-    return max(versions, key=parse_gke_version)
 
 
 # Zones known to offer each generation (Cloud TPU "regions and zones"). Availability changes and depends on quota,
@@ -320,3 +326,15 @@ ZONES: dict[str, tuple[str, ...]] = {
             "asia-northeast1-b", "southamerica-west1-a"),
     "tpu7x": ("us-central1-c",),
 }
+
+
+def slice_shape(generation: str, topology: str, machine_type: str | None = None) -> SliceShape:
+    """Look up a TPU slice shape: its chips, hosts, machine type, node selector and minimum GKE version.
+
+    >>> shape = slice_shape("v6e", "4x4")
+    >>> shape.chips, shape.hosts, shape.machine_type.name
+    (16, 4, 'ct6e-standard-4t')
+
+    Raises CatalogError, saying what is allowed, for a shape that no generation offers.
+    """
+    return resolve(generation, topology, machine_type)

@@ -8,10 +8,14 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-from . import manifests
-from .config import StackConfig
-from .identity import RAY_KSA
-from .network import Network
+from pydantic import ValidationError
+
+from . import admission, manifests, preflight
+from .args import GkeClusterArgs
+from .config import ConfigError, Paths, Problem, _problems, show
+from .models import ClusterConfig, validate_as
+
+RAY_KSA = "ray"  # the Kubernetes service account of Ray pods in each Ray namespace
 
 OAUTH_SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]  # access is limited by IAM, not scopes
 NODE_LABEL_POOL = "ray-tpu-gke/pool"
@@ -50,28 +54,60 @@ def kubeconfig(name: pulumi.Input[str], endpoint: pulumi.Input[str], ca_certific
     return pulumi.Output.secret(pulumi.Output.all(name, endpoint, ca_certificate).apply(render))
 
 
+def validate_cluster_args(args: GkeClusterArgs, name: str) -> ClusterConfig:
+    root = f"GkeCluster({name}).args"
+    if not isinstance(args, dict):
+        raise ConfigError([Problem(root, f"must be GkeClusterArgs, a mapping (given {show(args)})")])
+    problems = [Problem(f"{root}.{key}", "required argument is missing")
+                for key in ("project", "cluster", "network", "subnetwork", "pods_range_name", "services_range_name",
+                            "node_service_account") if args.get(key) is None]
+    cluster = None
+    if args.get("cluster") is not None:
+        try:
+            cluster = validate_as(ClusterConfig, args["cluster"], "args")
+        except ValidationError as exc:
+            problems += _problems(exc, f"{root}.cluster", ClusterConfig, "args")
+    for i, namespace in enumerate(args.get("namespaces") or []):
+        try:
+            admission.check_namespace(namespace)
+        except (TypeError, ValueError) as error:
+            problems.append(Problem(f"{root}.namespaces[{i}]", f"{show(namespace)} is invalid: {error}"))
+    if cluster is not None:
+        from .checks import check_cluster
+        from .config import ClusterContext
+
+        problems += check_cluster(cluster, ClusterContext(cluster.mode, cluster.location), Paths("args", root))
+    if problems:
+        raise ConfigError(problems)
+    return cluster
+
+
 class GkeCluster(pulumi.ComponentResource):
     """A GKE cluster with the Ray Operator add-on, its system pool, a Kubernetes provider and the Ray namespaces."""
 
-    cluster: gcp.container.Cluster
-    provider: k8s.Provider
-    namespaces: dict[str, k8s.core.v1.ServiceAccount]
+    cluster_name: pulumi.Output[str]
+    """The cluster's name."""
+    endpoint: pulumi.Output[str]
+    kubeconfig: pulumi.Output[str]
+    """A kubeconfig using gke-gcloud-auth-plugin (secret; holds no token)."""
 
-    def __init__(self, name: str, config: StackConfig, network: Network, node_email: pulumi.Input[str],
-                 ray_email: pulumi.Input[str], labels: dict[str, str], opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None):
+        c = validate_cluster_args(args, name)  # before anything is registered
         super().__init__("ray-tpu-gke:index:GkeCluster", name, None, opts)
-        c = config.cluster
-        standard = config.standard
+        standard = c.mode == "standard"
+        project = args["project"]
+        node_email = args["node_service_account"]
+        labels = args.get("labels") or {}
         protect = c.deletion_protection
         monitoring = ["SYSTEM_COMPONENTS"] + (["APISERVER", "SCHEDULER", "CONTROLLER_MANAGER"] if standard else [])
 
         self.cluster = gcp.container.Cluster(
             name,
             name=c.name,
-            project=config.project,
+            project=project,
             location=c.location,
-            network=network.network,
-            subnetwork=network.subnetwork,
+            network=args["network"],
+            subnetwork=args["subnetwork"],
             enable_autopilot=True if not standard else None,
             # Standard: the default pool goes; the system and TPU pools are managed as their own resources.
             remove_default_node_pool=True if standard else None,
@@ -88,11 +124,15 @@ class GkeCluster(pulumi.ComponentResource):
                     service_account=node_email, oauth_scopes=OAUTH_SCOPES),
             ) if not standard else None,
             deletion_protection=protect,
-            min_master_version=config.gke_version,
-            release_channel=gcp.container.ClusterReleaseChannelArgs(channel=c.release_channel),
+            # Unset, the release channel picks the version; its default is checked against what the workloads need.
+            min_master_version=c.min_master_version,
+            release_channel=gcp.container.ClusterReleaseChannelArgs(channel=preflight.gke_version(
+                project, c.location, c.release_channel, c.min_master_version,
+                admission.VersionNeed(args.get("minimum_version") or admission.RAY_OPERATOR_MIN_GKE_VERSION,
+                                      args.get("minimum_version_reason") or "the Ray Operator add-on"))),
             ip_allocation_policy=gcp.container.ClusterIpAllocationPolicyArgs(
-                cluster_secondary_range_name=network.pods_range_name,
-                services_secondary_range_name=network.services_range_name,
+                cluster_secondary_range_name=args["pods_range_name"],
+                services_secondary_range_name=args["services_range_name"],
             ),
             private_cluster_config=gcp.container.ClusterPrivateClusterConfigArgs(
                 enable_private_nodes=True,
@@ -111,7 +151,7 @@ class GkeCluster(pulumi.ComponentResource):
                     issue_client_certificate=False),
             ),
             workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(
-                workload_pool=f"{config.project}.svc.id.goog"),
+                workload_pool=f"{project}.svc.id.goog"),
             addons_config=gcp.container.ClusterAddonsConfigArgs(
                 ray_operator_configs=[gcp.container.ClusterAddonsConfigRayOperatorConfigArgs(
                     enabled=True,
@@ -157,11 +197,14 @@ class GkeCluster(pulumi.ComponentResource):
             self.system_pool = gcp.container.NodePool(
                 f"{name}-{manifests.SYSTEM_POOL}",
                 name=manifests.SYSTEM_POOL,
-                project=config.project,
+                project=project,
                 cluster=self.cluster.name,
                 location=c.location,
+                # Totals for the whole pool: per-zone limits would run in every zone of a regional cluster
+                # (admission.PER_ZONE_LIMITS).
                 autoscaling=gcp.container.NodePoolAutoscalingArgs(
-                    min_node_count=pool.min_nodes, max_node_count=pool.max_nodes),
+                    total_min_node_count=pool.min_nodes, total_max_node_count=pool.max_nodes,
+                    location_policy="BALANCED"),
                 management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
                 node_config=gcp.container.NodePoolNodeConfigArgs(
                     **node_hardening(node_email),
@@ -178,10 +221,11 @@ class GkeCluster(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount", "nodeCount"]),
             )
 
+        self.provider_kubeconfig = kubeconfig(self.cluster.name, self.cluster.endpoint,
+                                              self.cluster.master_auth.apply(lambda auth: auth.cluster_ca_certificate))
         self.provider = k8s.Provider(
             f"{name}-k8s",
-            kubeconfig=kubeconfig(self.cluster.name, self.cluster.endpoint,
-                                  self.cluster.master_auth.apply(lambda auth: auth.cluster_ca_certificate)),
+            kubeconfig=self.provider_kubeconfig,
             enable_server_side_apply=True,
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -189,7 +233,7 @@ class GkeCluster(pulumi.ComponentResource):
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=self.provider,
                                           depends_on=[r for r in (self.cluster, self.system_pool) if r])
         self.namespaces = {}
-        for namespace in config.namespaces:
+        for namespace in args.get("namespaces") or []:
             ns = k8s.core.v1.Namespace(
                 f"{name}-{namespace}",
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=namespace, labels=labels),
@@ -200,10 +244,14 @@ class GkeCluster(pulumi.ComponentResource):
                 metadata=k8s.meta.v1.ObjectMetaArgs(
                     name=RAY_KSA,
                     namespace=ns.metadata.name,
-                    annotations={"iam.gke.io/gcp-service-account": ray_email},
+                    annotations={"iam.gke.io/gcp-service-account": args["ray_service_account"]},
                     labels=labels,
                 ),
                 opts=k8s_opts,
             )
 
-        self.register_outputs({"name": self.cluster.name, "endpoint": self.cluster.endpoint})
+        self.cluster_name = self.cluster.name
+        self.endpoint = self.cluster.endpoint
+        self.kubeconfig = self.provider_kubeconfig
+        self.register_outputs({"clusterName": self.cluster_name, "endpoint": self.endpoint,
+                               "kubeconfig": self.kubeconfig})

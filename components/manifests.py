@@ -6,21 +6,23 @@ rebuild the expectation from the same catalogue.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
+from typing import Mapping
 
 import yaml
 
-from . import catalog
-from .config import RayJobConfig, RayObjectConfig, RayServiceConfig, StackConfig, TpuSliceConfig
+from . import admission, catalog
+from .config import StackConfig
+from .models import RayJobConfig, RayObjectConfig, RayServiceConfig, TpuSliceConfig
 
 SLICE_LABEL = "ray-tpu-gke/slice"
 SYSTEM_POOL = "system"
 TPU_TAINT = {"key": catalog.TPU_RESOURCE, "value": "present", "effect": "NoSchedule"}
 GCS_MOUNT = "/gcs"
 KINDS = {"rayClusters": "RayCluster", "rayServices": "RayService", "rayJobs": "RayJob"}  # config key -> kind
-# Share of a TPU host's vCPUs and memory a Ray worker requests; the rest is for the kubelet, system and add-on pods.
-HOST_SHARE = 0.85
+# Node label GKE puts on nodes placed by a workload policy; xpk selects multi-host Ironwood slices with it
+# (AI-Hypercomputer/xpk src/xpk/core/scheduling.py).
+PLACEMENT_POLICY_LABEL = "cloud.google.com/placement-policy-name"
 
 @dataclass(frozen=True)
 class RenderContext:
@@ -30,18 +32,29 @@ class RenderContext:
     service_account: str
     bucket: str | None = None
     labels: dict[str, str] = field(default_factory=dict)
+    cluster_name: str = ""  # names the Autopilot workload policies of multi-host Ironwood slices
 
 
 def render_context(config: StackConfig, service_account: str) -> RenderContext:
     return RenderContext(standard=config.standard, service_account=service_account, bucket=config.bucket_name,
-                         labels=dict(config.labels))
+                         labels=dict(config.labels), cluster_name=config.cluster.name)
+
+
+def needs_workload_policy(shape: catalog.SliceShape) -> bool:
+    """GKE places multi-host Ironwood slices through a HIGH_THROUGHPUT workload policy, which replaces the TPU topology
+    flag (GKE "About Ironwood (TPU7x) in GKE")."""
+    return shape.multi_host and shape.generation.name == "tpu7x"
+
+
+def workload_policy_name(cluster_name: str, tpu_slice: TpuSliceConfig) -> str:
+    return f"{cluster_name}-{tpu_slice.name}"[:63].rstrip("-")
 
 
 def compute_class_name(tpu_slice: TpuSliceConfig) -> str:
     return f"{tpu_slice.name}-flex-start"
 
 
-def capacity_selector(tpu_slice: TpuSliceConfig, standard: bool) -> dict[str, str]:
+def capacity_selector(tpu_slice: TpuSliceConfig, standard: bool, cluster_name: str = "") -> dict[str, str]:
     """Node labels that steer a pod to the slice's capacity type.
 
     Standard mode: the slice's own pools carry SLICE_LABEL, which is exact. Autopilot: GKE provisions nodes from what the
@@ -53,17 +66,23 @@ def capacity_selector(tpu_slice: TpuSliceConfig, standard: bool) -> dict[str, st
     if tpu_slice.capacity == "spot":
         selector["cloud.google.com/gke-spot"] = "true"
     elif tpu_slice.capacity == "reservation":
-        selector["cloud.google.com/reservation-name"] = tpu_slice.reservation
+        # A label value holds no '/': the short name, and the owner project of a shared reservation apart
+        # (admission.RESERVATION_SELECTOR).
+        selector["cloud.google.com/reservation-name"] = tpu_slice.reservation_name
+        if tpu_slice.reservation_project:
+            selector["cloud.google.com/reservation-project"] = tpu_slice.reservation_project
         selector["cloud.google.com/reservation-affinity"] = "specific"
     elif tpu_slice.capacity == "flexStart":
         selector["cloud.google.com/compute-class"] = compute_class_name(tpu_slice)
+    if needs_workload_policy(tpu_slice.shape):
+        selector[PLACEMENT_POLICY_LABEL] = workload_policy_name(cluster_name, tpu_slice)
     if tpu_slice.zone:
         selector["topology.kubernetes.io/zone"] = tpu_slice.zone
     return selector
 
 
-def slice_node_selector(tpu_slice: TpuSliceConfig, standard: bool) -> dict[str, str]:
-    return {**tpu_slice.shape.node_selector, **capacity_selector(tpu_slice, standard)}
+def slice_node_selector(tpu_slice: TpuSliceConfig, standard: bool, cluster_name: str = "") -> dict[str, str]:
+    return {**tpu_slice.shape.node_selector, **capacity_selector(tpu_slice, standard, cluster_name)}
 
 
 def compute_class(tpu_slice: TpuSliceConfig) -> dict:
@@ -84,14 +103,6 @@ def compute_class(tpu_slice: TpuSliceConfig) -> dict:
             "whenUnsatisfiable": "DoNotScaleUp",
         },
     }
-
-
-def _quantity_cpu(vcpus: float) -> str:
-    return str(max(1, math.floor(vcpus)))
-
-
-def _quantity_memory(gib: float) -> str:
-    return f"{max(1, math.floor(gib))}Gi"
 
 
 def _gcs_fuse(ctx: RenderContext, obj: RayObjectConfig):
@@ -139,9 +150,11 @@ def _head_group(obj: RayObjectConfig, ctx: RenderContext) -> dict:
 def _worker_group(group, tpu_slice: TpuSliceConfig, obj: RayObjectConfig, ctx: RenderContext) -> dict:
     shape = tpu_slice.shape
     annotations, volumes, mounts = _gcs_fuse(ctx, obj)
+    # Sized from what the host allocates to pods (admission.ALLOCATABLE), less the GCS FUSE sidecar it shares.
+    cpu, memory = admission.tpu_worker_resources(shape.machine_type, gcs_fuse=bool(mounts))
     resources = {
-        "cpu": _quantity_cpu(shape.machine_type.vcpus * HOST_SHARE),
-        "memory": _quantity_memory(shape.machine_type.memory_gib * HOST_SHARE),
+        "cpu": str(cpu),
+        "memory": f"{memory}Gi",
         # Whole chips only: a TPU host is never shared, and KubeRay derives Ray's TPU resource from this limit.
         catalog.TPU_RESOURCE: str(shape.chips_per_host),
     }
@@ -169,7 +182,7 @@ def _worker_group(group, tpu_slice: TpuSliceConfig, obj: RayObjectConfig, ctx: R
         container["volumeMounts"] = mounts
     spec = {
         "serviceAccountName": ctx.service_account,
-        "nodeSelector": slice_node_selector(tpu_slice, ctx.standard),
+        "nodeSelector": slice_node_selector(tpu_slice, ctx.standard, ctx.cluster_name),
         "tolerations": [{"key": catalog.TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}],
         "containers": [container],
     }
@@ -189,11 +202,11 @@ def _worker_group(group, tpu_slice: TpuSliceConfig, obj: RayObjectConfig, ctx: R
     }
 
 
-def ray_cluster_spec(obj: RayObjectConfig, config: StackConfig, ctx: RenderContext) -> dict:
+def ray_cluster_spec(obj: RayObjectConfig, slices: Mapping[str, TpuSliceConfig], ctx: RenderContext) -> dict:
     spec = {
         "rayVersion": obj.ray_version,
         "headGroupSpec": _head_group(obj, ctx),
-        "workerGroupSpecs": [_worker_group(g, config.slice(g.slice), obj, ctx) for g in obj.worker_groups],
+        "workerGroupSpecs": [_worker_group(g, slices[g.slice], obj, ctx) for g in obj.worker_groups],
     }
     if obj.autoscaling.enabled:
         spec["enableInTreeAutoscaling"] = True
@@ -217,10 +230,10 @@ def kind_of(obj: RayObjectConfig) -> str:
     return "RayCluster"
 
 
-def ray_manifest(obj: RayObjectConfig, config: StackConfig, ctx: RenderContext) -> dict:
+def ray_manifest(obj: RayObjectConfig, slices: Mapping[str, TpuSliceConfig], ctx: RenderContext) -> dict:
     """The whole KubeRay object (apiVersion, kind, metadata, spec) for a RayCluster, RayService or RayJob."""
     kind = kind_of(obj)
-    cluster_spec = ray_cluster_spec(obj, config, ctx)
+    cluster_spec = None if getattr(obj, "cluster", None) else ray_cluster_spec(obj, slices, ctx)
     if kind == "RayService":
         spec = {
             "serveConfigV2": yaml.safe_dump(obj.serve_config, sort_keys=True),
@@ -231,7 +244,8 @@ def ray_manifest(obj: RayObjectConfig, config: StackConfig, ctx: RenderContext) 
         spec = {
             "entrypoint": obj.entrypoint,
             "submissionMode": obj.submission_mode,
-            "shutdownAfterJobFinishes": obj.shutdown_after_job_finishes,
+            # A job on an existing RayCluster never shuts that cluster down.
+            "shutdownAfterJobFinishes": obj.shutdown_after_job_finishes and obj.cluster is None,
         }
         if obj.runtime_env is not None:
             spec["runtimeEnvYAML"] = yaml.safe_dump(obj.runtime_env, sort_keys=True)
@@ -239,7 +253,11 @@ def ray_manifest(obj: RayObjectConfig, config: StackConfig, ctx: RenderContext) 
             spec["ttlSecondsAfterFinished"] = obj.ttl_seconds_after_finished
         if obj.active_deadline_seconds is not None:
             spec["activeDeadlineSeconds"] = obj.active_deadline_seconds
-        spec["rayClusterSpec"] = cluster_spec
+        if obj.cluster is not None:
+            # KubeRay RayJob clusterSelector: the job is submitted to the RayCluster labelled ray.io/cluster=<name>.
+            spec["clusterSelector"] = {"ray.io/cluster": obj.cluster}
+        else:
+            spec["rayClusterSpec"] = cluster_spec
     else:
         spec = cluster_spec
     metadata = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_gcp as gcp
 
-from .config import StackConfig
+from .models import NetworkConfig
 
 PODS_RANGE = "pods"
 SERVICES_RANGE = "services"
@@ -19,9 +19,9 @@ class Network(pulumi.ComponentResource):
     pods_range_name: str
     services_range_name: str
 
-    def __init__(self, name: str, config: StackConfig, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, project: str, region: str, net: NetworkConfig,
+                 opts: pulumi.ResourceOptions | None = None):
         super().__init__("ray-tpu-gke:index:Network", name, None, opts)
-        net = config.cluster.network
         child = pulumi.ResourceOptions(parent=self)
         if net.existing:
             self.network = pulumi.Output.from_input(net.network)
@@ -32,7 +32,7 @@ class Network(pulumi.ComponentResource):
             vpc = gcp.compute.Network(
                 name,
                 name=name,
-                project=config.project,
+                project=project,
                 auto_create_subnetworks=False,
                 routing_mode="REGIONAL",
                 opts=child,
@@ -40,8 +40,8 @@ class Network(pulumi.ComponentResource):
             subnet = gcp.compute.Subnetwork(
                 name,
                 name=name,
-                project=config.project,
-                region=config.region,
+                project=project,
+                region=region,
                 network=vpc.id,
                 ip_cidr_range=net.subnet_cidr,
                 secondary_ip_ranges=[
@@ -61,7 +61,7 @@ class Network(pulumi.ComponentResource):
             gcp.compute.Firewall(
                 f"{name}-deny-ingress",
                 name=f"{name}-deny-ingress",
-                project=config.project,
+                project=project,
                 network=vpc.id,
                 direction="INGRESS",
                 priority=65534,
@@ -71,13 +71,13 @@ class Network(pulumi.ComponentResource):
                 opts=child,
             )
             router = gcp.compute.Router(
-                name, name=name, project=config.project, region=config.region, network=vpc.id, opts=child
+                name, name=name, project=project, region=region, network=vpc.id, opts=child
             )
             gcp.compute.RouterNat(
                 name,
                 name=name,
-                project=config.project,
-                region=config.region,
+                project=project,
+                region=region,
                 router=router.name,
                 nat_ip_allocate_option="AUTO_ONLY",
                 source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",

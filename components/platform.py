@@ -4,36 +4,76 @@ from __future__ import annotations
 
 import pulumi
 
-from . import manifests
-from .cluster import GkeCluster
-from .config import StackConfig
-from .identity import RAY_KSA, Identity
+from . import admission, manifests, preflight
+from .args import RayTpuPlatformArgs
+from .cluster import RAY_KSA, GkeCluster
+from .config import StackConfig, validate_platform_args
+from .identity import Identity
 from .network import Network
 from .ray import RayWorkload, custom_resource
 from .slice_pool import TpuSlicePools
 from .storage import Storage
 
 
+def quota_needs(config: StackConfig) -> list[admission.QuotaNeed]:
+    """The TPU quota each Standard-mode slice entry draws on at its largest (every pool at every host)."""
+    needs = []
+    for s in config.tpu_slices:
+        need = admission.tpu_quota_need(s.generation, s.capacity, s.shape.chips * s.count, config.region,
+                                        f"{s.name}: {s.count} x {s.shape.chips} chips")
+        if need is not None:
+            needs.append(need)
+    return needs
+
+
 class RayTpuPlatform(pulumi.ComponentResource):
-    def __init__(self, name: str, config: StackConfig, opts: pulumi.ResourceOptions | None = None):
+    """Ray on TPUs in GKE: network, identity, bucket, cluster with the Ray Operator add-on, one node pool per TPU slice,
+    and the KubeRay objects, from RayTpuPlatformArgs (or a stack file, through `load_stack_config`)."""
+
+    cluster_name: pulumi.Output[str]
+    """The GKE cluster's name."""
+    kubeconfig: pulumi.Output[str]
+    """A kubeconfig for the cluster using gke-gcloud-auth-plugin (secret)."""
+    bucket: pulumi.Output[str]
+    """The bucket's name (empty when storage is disabled)."""
+    pool_names: pulumi.Output[list[str]]
+    """Every TPU node pool's name."""
+
+    def __init__(self, name: str, args: RayTpuPlatformArgs, opts: pulumi.ResourceOptions | None = None):
+        # The stack file's front end hands over the configuration it already validated (with stack-file key paths).
+        config = args if isinstance(args, StackConfig) else validate_platform_args(args, name)
+        if not isinstance(args, StackConfig):
+            for warning in config.warnings:
+                pulumi.log.warn(warning)
         super().__init__("ray-tpu-gke:index:RayTpuPlatform", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         labels = {**config.labels, "managed-by": "pulumi", "app": "ray-tpu-gke"}
+        c = config.cluster
 
-        network = Network(config.cluster.name, config, opts=child)
-        identity = Identity(config.cluster.name, config, opts=child)
-        storage = Storage(config.cluster.name, config, identity.ray_email, labels, opts=child) \
+        network = Network(c.name, config.project, config.region, c.network, opts=child)
+        identity = Identity(c.name, config.project, c.name, config.namespaces, opts=child)
+        storage = Storage(c.name, config.project, config.region, config.bucket_name, config.storage,
+                          identity.ray_email, labels, c.deletion_protection, opts=child) \
             if config.storage.enabled else None
-        cluster = GkeCluster(config.cluster.name, config, network, identity.node_email, identity.ray_email, labels,
-                             opts=child)
+        need = config.gke_version_need
+        cluster = GkeCluster(c.name, {
+            "project": config.project, "cluster": c, "network": network.network, "subnetwork": network.subnetwork,
+            "pods_range_name": network.pods_range_name, "services_range_name": network.services_range_name,
+            "node_service_account": identity.node_email, "ray_service_account": identity.ray_email,
+            "namespaces": config.namespaces, "labels": labels,
+            "minimum_version": need.version, "minimum_version_reason": need.reason,
+        }, opts=child)
 
         pools_of: dict[str, list] = {}
         if config.standard:
+            # Node pools wait for the project's TPU quota to be checked: a shortfall stops before any is created.
+            cluster_name = preflight.tpu_quota(config.project, quota_needs(config), cluster.cluster.name)
             for tpu_slice in config.tpu_slices:
-                pools_of[tpu_slice.name] = TpuSlicePools(
-                    tpu_slice.name, tpu_slice, config, cluster.cluster, identity.node_email, labels,
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster.cluster]),
-                ).pools
+                pools_of[tpu_slice.name] = TpuSlicePools(tpu_slice.name, {
+                    "project": config.project, "cluster": cluster_name, "location": c.location,
+                    "slice": tpu_slice, "node_service_account": identity.node_email, "labels": labels,
+                    "environment": config.environment, "deletion_protection": c.deletion_protection,
+                }, opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster.cluster])).pools
 
         k8s_child = pulumi.ResourceOptions(parent=self, provider=cluster.provider, depends_on=[cluster.cluster])
         compute_classes = {}
@@ -54,12 +94,14 @@ class RayTpuPlatform(pulumi.ComponentResource):
                 depends_on.append(cluster.system_pool)
             self.workloads.append(RayWorkload(
                 f"{obj.namespace}-{obj.name}",
-                manifests.ray_manifest(obj, config, ctx),
+                manifests.ray_manifest(obj, config.slices_by_name, ctx),
                 cluster.provider,
                 depends_on,
                 opts=child,
             ))
 
         self.cluster_name = cluster.cluster.name
-        self.bucket = storage.bucket if storage else None
+        self.kubeconfig = cluster.kubeconfig
+        self.bucket = storage.bucket if storage else pulumi.Output.from_input("")
+        self.pool_names = pulumi.Output.all(*[p.name for pools in pools_of.values() for p in pools])
         self.register_outputs({"clusterName": self.cluster_name})

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import pulumi
 import pulumi_kubernetes as k8s
+from pydantic import ValidationError
+
+from . import admission, manifests
+from .args import RayClusterArgs, RayJobArgs, RayServiceArgs
+from .config import ClusterContext, ConfigError, Paths, Problem, _problems, show
+from .models import RayClusterConfig, RayJobConfig, RayObjectConfig, RayServiceConfig, TpuSliceConfig, validate_as
 
 
 def custom_resource(name: str, manifest: dict, opts: pulumi.ResourceOptions) -> k8s.apiextensions.CustomResource:
@@ -18,13 +24,99 @@ def custom_resource(name: str, manifest: dict, opts: pulumi.ResourceOptions) -> 
     )
 
 
+def _validate(kind: str, model: type[RayObjectConfig], args, name: str):
+    """The validated Ray object, its slices and render context from RayClusterArgs (or its RayService/RayJob forms)."""
+    from . import checks
+
+    root = f"{kind}({name}).args"
+    paths = Paths("args", root)
+    if not isinstance(args, dict):
+        raise ConfigError([Problem(root, f"must be {kind}Args, a mapping (given {show(args)})")])
+    problems = [Problem(f"{root}.{key}", "required argument is missing")
+                for key in ("kubernetes_provider", "spec", "tpu_slices") if args.get(key) is None]
+    mode = args.get("mode", "standard")
+    if mode not in ("standard", "autopilot"):
+        problems.append(Problem(f"{root}.mode", f"{show(mode)} is invalid: allowed: standard, autopilot"))
+    obj, slices = None, []
+    try:
+        obj = validate_as(model, args.get("spec"), "args") if args.get("spec") is not None else None
+    except ValidationError as exc:
+        problems += _problems(exc, f"{root}.spec", model, "args")
+    for i, item in enumerate(args.get("tpu_slices") or []):
+        try:
+            slices.append(validate_as(TpuSliceConfig, item, "args"))
+        except ValidationError as exc:
+            problems += _problems(exc, f"{root}.tpu_slices[{i}]", TpuSliceConfig, "args")
+            slices.append(None)
+    if obj is not None and not problems:
+        section = {"RayCluster": "ray_clusters", "RayService": "ray_services", "RayJob": "ray_jobs"}[kind]
+        lists = {"tpu_slices": slices, "ray_clusters": [], "ray_services": [], "ray_jobs": [], section: [obj]}
+        raw = {k: list(v) for k, v in lists.items()}
+        problems += [Problem(p.path.replace(f"{root}.{section}[0]", f"{root}.spec"), p.message)
+                     for p in checks.check_ray_objects(ClusterContext(mode), raw, lists, paths, [])]
+    if problems:
+        raise ConfigError(problems)
+    ctx = manifests.RenderContext(standard=mode == "standard", service_account=args.get("service_account", "default"),
+                                  bucket=args.get("bucket"), labels=dict(args.get("labels") or {}))
+    return obj, {s.name: s for s in slices}, ctx
+
+
 class RayWorkload(pulumi.ComponentResource):
-    """One KubeRay object, ordered after the cluster and the TPU pools it runs on."""
+    """One KubeRay object, ordered after what it runs on; the type token is its kind."""
+
+    name: pulumi.Output[str]
+    namespace: pulumi.Output[str]
+    head_service: pulumi.Output[str]
+    """The Ray head's Kubernetes service, `<namespace>/<name>-head-svc` (dashboard 8265, client 10001)."""
 
     def __init__(self, name: str, manifest: dict, provider: k8s.Provider, depends_on: list[pulumi.Resource],
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"ray-tpu-gke:index:{manifest['kind']}", name, None, opts)
+        problems = [f"{manifest['kind']} {name}: {p}" for p in manifest_label_problems(manifest)]
+        if problems:
+            raise ConfigError([Problem(name, p) for p in problems])
         self.resource = custom_resource(
             name, manifest, pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends_on)
         )
-        self.register_outputs({"name": manifest["metadata"]["name"], "namespace": manifest["metadata"]["namespace"]})
+        meta = manifest["metadata"]
+        self.name = pulumi.Output.from_input(meta["name"])
+        self.namespace = pulumi.Output.from_input(meta["namespace"])
+        # KubeRay names the head service <cluster>-head-svc (RayService: <service>-head-svc as well).
+        self.head_service = pulumi.Output.from_input(f"{meta['namespace']}/{meta['name']}-head-svc")
+        self.register_outputs({"name": meta["name"], "namespace": meta["namespace"]})
+
+
+def manifest_label_problems(manifest: dict) -> list[str]:
+    """Node selectors and labels of every pod template of a KubeRay object that Kubernetes would refuse."""
+    spec = manifest.get("spec", {})
+    cluster = spec.get("rayClusterConfig") or spec.get("rayClusterSpec") or (spec if "headGroupSpec" in spec else {})
+    groups = ([cluster["headGroupSpec"]] if "headGroupSpec" in cluster else []) + cluster.get("workerGroupSpecs", [])
+    problems = admission.pod_label_problems({}, manifest.get("metadata", {}).get("labels"))
+    for group in groups:
+        template = group.get("template", {})
+        problems += admission.pod_label_problems(template.get("spec", {}), template.get("metadata", {}).get("labels"))
+    return problems
+
+
+class RayCluster(RayWorkload):
+    """A KubeRay RayCluster whose worker groups run on TPU slices of the catalogue."""
+
+    def __init__(self, name: str, args: RayClusterArgs, opts: pulumi.ResourceOptions | None = None):
+        obj, slices, ctx = _validate("RayCluster", RayClusterConfig, args, name)
+        super().__init__(name, manifests.ray_manifest(obj, slices, ctx), args["kubernetes_provider"], [], opts)
+
+
+class RayService(RayWorkload):
+    """A KubeRay RayService (Ray Serve) on TPU slices."""
+
+    def __init__(self, name: str, args: RayServiceArgs, opts: pulumi.ResourceOptions | None = None):
+        obj, slices, ctx = _validate("RayService", RayServiceConfig, args, name)
+        super().__init__(name, manifests.ray_manifest(obj, slices, ctx), args["kubernetes_provider"], [], opts)
+
+
+class RayJob(RayWorkload):
+    """A KubeRay RayJob on a Ray cluster of its own, or on an existing RayCluster (`spec.cluster`)."""
+
+    def __init__(self, name: str, args: RayJobArgs, opts: pulumi.ResourceOptions | None = None):
+        obj, slices, ctx = _validate("RayJob", RayJobConfig, args, name)
+        super().__init__(name, manifests.ray_manifest(obj, slices, ctx), args["kubernetes_provider"], [], opts)

@@ -1,4 +1,5 @@
-"""Reads the running stack's configuration from the Pulumi runtime, the same way under the CLI and under mocks."""
+"""The stack file front end: reads the running stack's configuration from the Pulumi runtime (the same way under the
+CLI and under mocks) and validates it into the platform's configuration."""
 
 from __future__ import annotations
 

@@ -5,21 +5,21 @@ from __future__ import annotations
 import pulumi
 import pulumi_gcp as gcp
 
-from .config import StackConfig
+from .models import StorageConfig
 
 
 class Storage(pulumi.ComponentResource):
     bucket: pulumi.Output[str]
 
-    def __init__(self, name: str, config: StackConfig, ray_email: pulumi.Input[str],
-                 labels: dict[str, str], opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, project: str, region: str, bucket_name: str, storage: StorageConfig,
+                 ray_email: pulumi.Input[str], labels: dict[str, str], protect: bool,
+                 opts: pulumi.ResourceOptions | None = None):
         super().__init__("ray-tpu-gke:index:Storage", name, None, opts)
-        storage = config.storage
         bucket = gcp.storage.Bucket(
             name,
-            name=config.bucket_name,
-            project=config.project,
-            location=(storage.location or config.region).upper(),
+            name=bucket_name,
+            project=project,
+            location=(storage.location or region).upper(),
             uniform_bucket_level_access=True,
             public_access_prevention="enforced",
             versioning=gcp.storage.BucketVersioningArgs(enabled=storage.versioning),
@@ -27,7 +27,7 @@ class Storage(pulumi.ComponentResource):
             if storage.access_log_bucket else None,
             force_destroy=storage.force_destroy,
             labels=labels,
-            opts=pulumi.ResourceOptions(parent=self, protect=config.cluster.deletion_protection),
+            opts=pulumi.ResourceOptions(parent=self, protect=protect),
         )
         gcp.storage.BucketIAMMember(
             f"{name}-ray",

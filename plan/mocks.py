@@ -7,6 +7,8 @@ import base64
 
 from pulumi.runtime import mocks as pulumi_mocks
 
+from ray_tpu_gke import admission
+
 MOCK_CA = base64.b64encode(b"mock-cluster-ca").decode()
 
 
@@ -35,4 +37,27 @@ class PlanMocks(pulumi_mocks.Mocks):
         return f"{name}-id", inputs
 
     def call(self, args: pulumi_mocks.MockCallArgs):
+        if args.token == "gcp:container/getEngineVersions:getEngineVersions":
+            return dict(ENGINE_VERSIONS)
+        if args.token == "gcp:cloudquota/getSQuotaInfos:getSQuotaInfos":
+            return {"quotaInfos": [
+                {"quotaId": quota_id, "dimensionsInfos": [
+                    {"dimensions": {"region": region, **dict(extra)}, "details": [{"value": str(MOCK_TPU_QUOTA)}],
+                     "applicableLocations": [region]} for region in MOCK_REGIONS]}
+                for quota_id, extra in MOCK_QUOTA_IDS]}
         return {}
+
+
+# What GKE answers offline: the versions of the release notes of 2026-09 (1.35.8-gke.1225000 the default for new
+# clusters, 1.34.11-gke.1209000 available), so the deploy-time version check runs in every plan.
+ENGINE_VERSIONS = {
+    "releaseChannelDefaultVersion": {"RAPID": "1.35.8-gke.1225000", "REGULAR": "1.35.8-gke.1225000",
+                                     "STABLE": "1.34.11-gke.1209000"},
+    "latestMasterVersion": "1.34.11-gke.1209000",
+    "validMasterVersions": ["1.35.8-gke.1225000", "1.34.11-gke.1209000"],
+    "defaultClusterVersion": "1.35.8-gke.1225000",
+}
+# A project with ample TPU quota everywhere the stacks deploy (the deploy-time quota check then passes).
+MOCK_TPU_QUOTA = 4096
+MOCK_REGIONS = ("us-central1", "us-east5", "us-east1", "us-south1", "us-west4", "europe-west4", "asia-northeast1")
+MOCK_QUOTA_IDS = tuple((q.quota_id, q.dimensions) for pair in admission.TPU_QUOTA_IDS.values() for q in pair if q)
