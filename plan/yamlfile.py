@@ -17,6 +17,7 @@ Pulumi's own reader would read differently (see `_resolve_plain`).
 
 from __future__ import annotations
 
+import gc
 import math
 import re
 from pathlib import Path
@@ -69,14 +70,19 @@ def read(path: Path) -> Any:
 def loads(data: bytes, name: str) -> Any:
     """`read` on bytes already in memory; `name` names the file in every problem."""
     reader = _Reader(data, name)
+    collecting = gc.isenabled()
+    gc.disable()  # the cyclic collector rescans every node made so far: 1 MiB took 3 s with it, 0.8 s without
     try:
         reader.check_text()
         node = reader.compose()
         value = None if node is None else reader.value(node, 1)
     except _Fatal:
         pass
+    finally:
+        if collecting:
+            gc.enable()
     if reader.problems:
-        raise ConfigError(reader.problems)
+        raise ConfigError(reader.sorted_problems())
     return value
 
 
@@ -246,6 +252,7 @@ class _Reader:
         self.name = name
         self.text = ""
         self.problems: list[Problem] = []
+        self.positions: list[tuple[int, int]] = []  # of each problem, to report them in the file's order
         self.anchors_reported = False
 
     # Problems ---------------------------------------------------------------------------------------------------
@@ -254,8 +261,14 @@ class _Reader:
         where = self.name if mark is None else f"{self.name}:{mark.line + 1}:{mark.column + 1}"
         if len(self.problems) == MAX_PROBLEMS:
             self.problems.append(Problem(self.name, f"more problems not shown; fix these {MAX_PROBLEMS} first"))
+            self.positions.append((1 << 62, 0))
             raise _Fatal()
         self.problems.append(Problem(where, _one_line(message)))
+        self.positions.append((-1, -1) if mark is None else (mark.line, mark.column))
+
+    def sorted_problems(self) -> list[Problem]:
+        order = sorted(range(len(self.problems)), key=lambda i: self.positions[i])
+        return [self.problems[i] for i in order]
 
     def fatal(self, mark, message: str):
         self.problem(mark, message)
