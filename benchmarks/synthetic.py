@@ -48,8 +48,8 @@ def tpu_slice(i: int) -> dict[str, Any]:
     }
     if capacity == "reservation":
         entry["reservation"] = f"res-{generation}"
-    if capacity == "flexStart":
-        entry["autoscaling"] = {"enabled": True, "minNodes": 0}
+    if capacity == "flexStart" and generation == "v4":
+        entry["capacity"] = "spot"  # GKE offers no flex-start for v4
     return entry
 
 
@@ -63,11 +63,14 @@ def ray_object(k: int, slices: list[dict[str, Any]]) -> tuple[str, dict[str, Any
     }
     if key == "rayServices":
         obj["serveConfig"] = {"applications": [{"name": "app", "import_path": "serve_app:app", "route_prefix": "/"}]}
+        obj["upgradeStrategy"] = "None"  # NewCluster would need twice the slices during an upgrade
     elif key == "rayJobs":
         obj["entrypoint"] = "python train.py"
         obj["ttlSecondsAfterFinished"] = 600
     else:
+        # Ray 2.56 is the first whose autoscaler knows Ironwood (tpu7x) worker groups.
         obj["autoscaling"] = {"enabled": True, "idleTimeoutSeconds": 900}
+        obj["rayVersion"] = "2.56.0"
     return key, obj
 
 
@@ -80,8 +83,8 @@ def values(n: int) -> dict[str, Any]:
         "ray-tpu-gke:cluster": {
             "name": "ray-tpu-bench",
             "location": REGION,
-            # Ironwood (tpu7x) needs this version or later.
-            "minMasterVersion": "1.34.1-gke.3084001",
+            # Ironwood (tpu7x) needs 1.34.1-gke.3084001 or later; a minor alias lets GKE pick the newest patch.
+            "minMasterVersion": "1.34",
             "deletionProtection": False,
         },
         "ray-tpu-gke:tpuSlices": slices,

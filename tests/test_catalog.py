@@ -26,7 +26,7 @@ def test_2d_generations_offer_exactly_the_documented_shapes(generation):
     ("v4", "4x4x4", "ct4p-hightpu-4t", 16),
     ("v4", "16x16x16", "ct4p-hightpu-4t", 1024),
     ("v5p", "2x4x4", "ct5p-hightpu-4t", 8),
-    ("v5p", "16x20x28", "ct5p-hightpu-4t", 2240),
+    ("v5p", "16x16x24", "ct5p-hightpu-4t", 1536),  # the largest v5p slice (Cloud TPU v5p: 6144 chips)
     ("tpu7x", "1x1x1", "tpu7x-standard-1t", 1),
     ("tpu7x", "2x2x1", "tpu7x-standard-4t", 1),
     ("tpu7x", "4x4x8", "tpu7x-standard-4t", 32),
@@ -100,9 +100,7 @@ def test_labels_tensorcores_and_versions():
 def test_gke_versions_compare_numerically():
     assert catalog.parse_gke_version("1.31.2-gke.1115000") > catalog.parse_gke_version("1.31.2-gke.999999")
     assert catalog.parse_gke_version("1.31") < catalog.parse_gke_version("1.31.2-gke.1115000")
-    assert catalog.minimum_gke_version(["v4", "v6e"]) == "1.31.2-gke.1115000"
-    assert catalog.minimum_gke_version([]) == catalog.RAY_OPERATOR_MIN_GKE_VERSION
-    for bad in ("latest", "1", "1.31.x", "1.31.2-gke.abc"):
+    for bad in ("latest", "1", "1.31.x", "1.31.2-gke.abc", "1.\u0663\u0664"):  # Arabic-Indic digits too
         with pytest.raises(catalog.CatalogError):
             catalog.parse_gke_version(bad)
 
@@ -116,3 +114,23 @@ def test_machine_types_name_their_generation():
     assert catalog.generation_of_machine_type("ct6e-standard-4t").name == "v6e"
     assert catalog.generation_of_machine_type("tpu7x-standard-1t").name == "tpu7x"
     assert catalog.generation_of_machine_type("e2-standard-8") is None
+
+
+def test_v5p_stops_at_the_documented_largest_slice():
+    assert catalog.is_valid_topology(catalog.generation("v5p"), "16x16x24")
+    with pytest.raises(catalog.CatalogError, match="at most 6144 chips"):
+        catalog.resolve("v5p", "16x20x28")
+
+
+def test_v6e_8_chip_host_has_180_vcpus():
+    """Cloud TPU / GKE plan-tpus: ct6e-standard-8t has 180 vCPUs (not 360) and 1440 GiB."""
+    machine = catalog.resolve("v6e", "2x4").machine_type
+    assert (machine.name, machine.vcpus, machine.memory_gib) == ("ct6e-standard-8t", 180, 1440)
+
+
+def test_public_lookup():
+    shape = catalog.slice_shape("v6e", "4x4")
+    assert (shape.chips, shape.hosts, shape.machine_type.name, shape.min_gke_version) == \
+        (16, 4, "ct6e-standard-4t", "1.31.2-gke.1115000")
+    assert shape.node_selector == {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+                                   "cloud.google.com/gke-tpu-topology": "4x4"}

@@ -28,7 +28,8 @@ def test_minimal_config_is_valid_and_typed():
     config = parse_stack_config(minimal_values(), "dev")
     assert config.cluster.mode == "standard"
     assert config.tpu_slices[0].shape.hosts == 1
-    assert config.gke_version == "1.31.2-gke.1115000"  # derived: the newest minimum of the generations used
+    assert config.gke_version is None  # unpinned: the release channel chooses
+    assert config.gke_version_need.version == "1.31.2-gke.1115000"  # checked against the channel at deploy time
     assert config.labels["environment"] == "dev"
 
 
@@ -62,7 +63,7 @@ def test_every_problem_is_reported_at_once():
     ("name", "Ray_TPU", "DNS label"),
     ("name", "a" * 41, "at most 40"),
     ("deletionProtection", "yes", "boolean"),
-    ("minMasterVersion", "latest", "1.31.2-gke.1115000"),
+    ("minMasterVersion", "latest", "a minor such as 1.34"),
     ("rbacSecurityGroup", "admins@acme.example", "gke-security-groups@"),
 ])
 def test_cluster_fields(key, value, fragment):
@@ -128,12 +129,14 @@ def test_standard_mode_demand_must_fit_the_provisioned_slices():
     values = minimal_values(rayServices=[{"name": "serve", "serveConfig": {"applications": []},
                                           "workerGroups": [{"name": "tpu", "slice": "v6e-4", "replicas": 1}]}])
     problem = one_problem(values)
-    assert problem.startswith("ray-tpu-gke:tpuSlices[0].count: 1 slice(s) of v6e-4 are provisioned")
-    assert "ask for 2" in problem
+    assert problem.startswith("ray-tpu-gke:tpuSlices[0].count: 1 slice(s) of v6e-4, but the Ray objects ask for 3")
+    assert "ray/serve group tpu (twice: NewCluster upgrades): 2" in problem and "ray/train group tpu: 1" in problem
+    values["ray-tpu-gke:rayServices"][0]["upgradeStrategy"] = "None"
+    assert "ask for 2 at once" in one_problem(values)
     values["ray-tpu-gke:tpuSlices"][0]["count"] = 2
     parse_stack_config(values, "test")
     values["ray-tpu-gke:tpuSlices"][0]["count"] = 1
-    values["ray-tpu-gke:cluster"]["mode"] = "autopilot"  # Autopilot provisions on demand: no pool count to exceed
+    values["ray-tpu-gke:cluster"].update(mode="autopilot", location="us-east5")  # Autopilot provisions on demand: no pool count to exceed
     parse_stack_config(values, "test")
 
 
@@ -146,6 +149,7 @@ def test_names_are_unique():
     assert one_problem(values).startswith("ray-tpu-gke:rayClusters[1].name: \"train\" is used twice")
     values = minimal_values()
     values["ray-tpu-gke:rayClusters"][0]["workerGroups"].append({"name": "tpu", "slice": "v6e-4", "replicas": 0})
+    values["ray-tpu-gke:rayClusters"][0]["autoscaling"] = {"enabled": True}
     assert one_problem(values).startswith("ray-tpu-gke:rayClusters[0].workerGroups[1].name")
 
 
@@ -172,8 +176,11 @@ def test_capacity_enum():
 
 
 def test_flex_start_needs_autoscaling_and_multi_host_scales_atomically():
-    problem = one_problem(minimal_values(tpuSlices=slices({"capacity": "flexStart"})))
+    config = parse_stack_config(minimal_values(tpuSlices=slices({"capacity": "flexStart"})), "t")
+    assert config.tpu_slices[0].autoscaled  # flex-start implies autoscaling from 0
+    problem = one_problem(minimal_values(tpuSlices=slices({"capacity": "flexStart", "autoscaling": False})))
     assert problem.startswith("ray-tpu-gke:tpuSlices[0].autoscaling: flexStart capacity needs autoscaling")
+    assert parse_stack_config(minimal_values(tpuSlices=slices({"autoscaling": True})), "t").tpu_slices[0].autoscaled
     values = minimal_values(tpuSlices=slices({"topology": "4x4", "autoscaling": {"minNodes": 2}}))
     problem = one_problem(values)
     assert problem.startswith("ray-tpu-gke:tpuSlices[0].autoscaling.minNodes: 2 would split a 4-host slice")
@@ -181,11 +188,11 @@ def test_flex_start_needs_autoscaling_and_multi_host_scales_atomically():
 
 
 def test_ray_job_rules():
-    job = {"name": "job", "workerGroups": [{"name": "tpu", "slice": "v6e-4", "replicas": 0}]}
+    job = {"name": "job", "workerGroups": [{"name": "tpu", "slice": "v6e-4", "replicas": 1}]}
     values = minimal_values(rayJobs=[job])
     assert one_problem(values) == "ray-tpu-gke:rayJobs[0].entrypoint: required key is missing"
     values = minimal_values(rayJobs=[{**job, "entrypoint": "python x.py", "shutdownAfterJobFinishes": False,
-                                      "ttlSecondsAfterFinished": 60}])
+                                      "ttlSecondsAfterFinished": 60}], rayClusters=[])
     assert one_problem(values).startswith("ray-tpu-gke:rayJobs[0].ttlSecondsAfterFinished: 60 is only allowed with")
 
 
@@ -215,13 +222,13 @@ def test_unknown_zone_for_a_generation_is_only_a_warning():
 
 def test_autopilot_refuses_node_pool_settings():
     values = minimal_values(tpuSlices=slices({"autoscaling": {"enabled": True}}))
-    values["ray-tpu-gke:cluster"]["mode"] = "autopilot"
+    values["ray-tpu-gke:cluster"].update(mode="autopilot", location="us-east5")
     assert one_problem(values).startswith("ray-tpu-gke:tpuSlices[0].autoscaling: Autopilot has no node pools")
 
 
 def test_labels_must_be_gcp_label_values():
     problem = one_problem(minimal_values(team="ML Platform"))
-    assert problem.startswith("ray-tpu-gke:team: \"ML Platform\" is not a label value")
+    assert problem.startswith("ray-tpu-gke:team: \"ML Platform\" is invalid: must be a label value")
 
 
 def test_lists_must_be_lists():
@@ -240,9 +247,10 @@ def test_autopilot_ironwood_needs_its_own_newer_version():
                             rayClusters=[])
     values["ray-tpu-gke:cluster"].update(minMasterVersion="1.34.0-gke.2201000")
     parse_stack_config(values, "test")  # enough for Standard
-    values["ray-tpu-gke:cluster"]["mode"] = "autopilot"
+    values["ray-tpu-gke:cluster"].update(mode="autopilot", location="us-east5")
     problem = one_problem(values)
-    assert problem.startswith("ray-tpu-gke:cluster.minMasterVersion: \"1.34.0-gke.2201000\" is older than tpu7x")
+    assert problem.startswith("ray-tpu-gke:cluster.minMasterVersion: \"1.34.0-gke.2201000\" is older than TPU tpu7x "
+                              "in Autopilot")
     assert "1.34.1-gke.3084001 or later" in problem
     del values["ray-tpu-gke:cluster"]["minMasterVersion"]
-    assert parse_stack_config(values, "test").gke_version == "1.34.1-gke.3084001"
+    assert parse_stack_config(values, "test").gke_version_need.version == "1.34.1-gke.3084001"

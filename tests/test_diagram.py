@@ -35,12 +35,12 @@ def test_prod_diagram_shows_every_slice_shape_and_who_uses_it():
     ironwood = node_label(chart, "slice_ironwood_64")
     assert "TPU tpu7x 4x4x4 · 64 chips" in ironwood and "tpu7x-standard-4t × 16 hosts" in ironwood
     serve = node_label(chart, "slice_v6e_8_serve")
-    assert "ct6e-standard-8t × 1 host<" in serve and "3 slices · on-demand" in serve
+    assert "ct6e-standard-8t × 1 host<" in serve and "4 slices · on-demand" in serve
 
     assert ("cluster", "system") in edges(chart)
     assert '-->|"2 node pools"| slice_v6e_64' in chart
     assert {("slice_v6e_64", "RayCluster_training_train_v6e_64"),
-            ("slice_ironwood_64", "RayCluster_training_train_ironwood"),
+            ("slice_ironwood_64", "RayCluster_training_train_ironwood_ironwood"),
             ("slice_v6e_8_serve", "RayService_serving_llm_v6e_8")} <= edges(chart)
     assert 'subgraph RayService_serving_llm["RayService serving/llm"]' in chart
     group = node_label(chart, "RayCluster_training_train_v6e_64")

@@ -49,7 +49,7 @@ def cluster_spec(manifest: dict) -> dict:
     """Where each kind keeps its RayCluster spec (read here independently of components.manifests)."""
     spec = manifest["spec"]
     return {"RayCluster": lambda: spec, "RayService": lambda: spec["rayClusterConfig"],
-            "RayJob": lambda: spec["rayClusterSpec"]}[manifest["kind"]]()
+            "RayJob": lambda: spec.get("rayClusterSpec", {})}[manifest["kind"]]()
 
 
 def pod_tpu(pod_spec: dict, which: str) -> list:
@@ -125,9 +125,11 @@ def webhook_problems(manifest: dict) -> list[str]:
 
 
 def render(values: dict, kind_key: str = "rayClusters", index: int = 0, ctx=CONTEXT) -> dict:
+    for tpu_slice in values.get("ray-tpu-gke:tpuSlices", []):
+        tpu_slice.setdefault("count", 2)  # room for a RayService's NewCluster upgrade
     config = parse_stack_config(values, "test")
     objects = {"rayClusters": config.ray_clusters, "rayServices": config.ray_services, "rayJobs": config.ray_jobs}
-    return manifests.ray_manifest(objects[kind_key][index], config, ctx)
+    return manifests.ray_manifest(objects[kind_key][index], config.slices_by_name, ctx)
 
 
 def base_manifest() -> dict:

@@ -168,8 +168,8 @@ def test_requests_differ_from_limits():
 
 def test_missing_topology_selector():
     plan = plan_of("prod")
-    del groups(ray(plan, "training-train"))[1]["template"]["spec"]["nodeSelector"][catalog.TOPOLOGY_LABEL]
-    assert_violation(plan, "tpu-node-selectors", "training-train", "worker group ironwood",
+    del groups(ray(plan, "training-train-ironwood"))[0]["template"]["spec"]["nodeSelector"][catalog.TOPOLOGY_LABEL]
+    assert_violation(plan, "tpu-node-selectors", "training-train-ironwood", "worker group ironwood",
                      f"lacks {catalog.TOPOLOGY_LABEL}")
 
 
@@ -240,9 +240,9 @@ def test_regional_multihost_pool_in_several_zones():
 
 def test_ray_object_not_after_cluster():
     plan = plan_of("staging")
-    job = ray(plan, "ray-jobs-smoke", "RayJob")
+    job = ray(plan, "ray-smoke", "RayJob")
     job["dependencies"].remove(urn_of(plan, view.CLUSTER, "ray-tpu-staging"))
-    assert_violation(plan, "ray-after-cluster", "ray-jobs-smoke", "does not depend on the GKE cluster ray-tpu-staging")
+    assert_violation(plan, "ray-after-cluster", "ray-smoke", "does not depend on the GKE cluster ray-tpu-staging")
 
 
 def test_ray_object_not_after_its_pools():
