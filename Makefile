@@ -1,42 +1,83 @@
 # Two commands for a fresh machine with python3 and make: `make plan` and `make test`.
+# PYTHON, VENV and CHECKOV_VENV may be overridden, e.g. `make plan PYTHON=/usr/bin/python3 VENV=.venv-system-python`.
 PYTHON ?= python3
-VENV := .venv
+VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.requirements-installed
+# `python -m plan` from any directory: a .pth file in the venv lists this checkout (written once, see below).
+ON_PATH := $(VENV)/.checkout-on-path
 STACK ?= dev
 # Checkov (tests/test_cis.py) cannot share .venv: it pins packaging<24, which pulumi and pytest exclude.
-CHECKOV_VENV := .venv-checkov
+CHECKOV_VENV ?= .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.requirements-installed
 
-.PHONY: plan test policy snapshots bench clean
+# The supported Pythons are pyproject.toml's requires-python, stated nowhere else. Checked before a venv is created;
+# plain re and tuples, so that even an old python3 prints this one line instead of a traceback.
+define CHECK_PYTHON
+import re, sys
+spec = re.search(r'(?m)^requires-python\s*=\s*["\']([^"\']*)', open(sys.argv[1]).read()).group(1)
+have = sys.version_info[:3]
+def ok(clause):
+    op, want, star = re.match(r'\s*(~=|==|!=|<=|>=|<|>)\s*([0-9.]*[0-9])(\.\*)?\s*$$', clause).groups()
+    want = tuple(int(x) for x in want.split('.'))
+    if star or op == '~=':
+        prefix = want[:-1] if op == '~=' else want
+        same = have[:len(prefix)] == prefix
+        return (same and have >= want) if op == '~=' else (same == (op == '=='))
+    want = (want + (0, 0))[:3]
+    return {'==': have == want, '!=': have != want, '<': have < want, '<=': have <= want,
+            '>': have > want, '>=': have >= want}[op]
+if not all(ok(c) for c in spec.split(',') if c.strip()):
+    sys.stderr.write('%s is Python %s; this project needs Python %s (pyproject.toml requires-python): run make '
+                     'with PYTHON=/path/to/a/supported/python3\n' % (sys.argv[2], '.'.join(map(str, have)), spec))
+    sys.exit(1)
+endef
+export CHECK_PYTHON
+GUARD = @$(PYTHON) -c "$$CHECK_PYTHON" pyproject.toml '$(PYTHON)'
 
-# (Re)build the virtualenv whenever requirements.txt is newer than the last install.
+.PHONY: plan test policy snapshots bench clean check-python
+
+# Fails, with one line on stderr, when $(PYTHON) is outside pyproject.toml's requires-python.
+check-python:
+	$(GUARD)
+
+# (Re)build the virtualenv whenever requirements.txt is newer than the last install. The venv ignores itself in git.
 $(STAMP): requirements.txt pyproject.toml
+	$(GUARD)
 	$(PYTHON) -m venv $(VENV)
+	@echo '*' > $(VENV)/.gitignore
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $@
 
+# The checkout's root goes after site-packages on sys.path, so `python -m plan` works from any directory while a
+# current directory or PYTHONPATH still comes first (--diff-against plans a git worktree with cwd = the worktree).
+$(ON_PATH): $(STAMP)
+	echo '$(CURDIR)' > "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/ray-tpu-gke-checkout.pth"
+	touch $@
+
 $(CHECKOV_STAMP): requirements-checkov.txt
+	$(GUARD)
 	$(PYTHON) -m venv $(CHECKOV_VENV)
+	@echo '*' > $(CHECKOV_VENV)/.gitignore
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
 	touch $@
 
-plan: $(STAMP)
+plan: $(STAMP) $(ON_PATH)
 	$(BIN)/python -m plan $(STACK)
 
-test: $(STAMP) $(CHECKOV_STAMP)
-	CHECKOV=$(CURDIR)/$(CHECKOV_VENV)/bin/checkov $(BIN)/python -m pytest -q
+test: $(STAMP) $(ON_PATH) $(CHECKOV_STAMP)
+	CHECKOV=$(abspath $(CHECKOV_VENV))/bin/checkov $(BIN)/python -m pytest -q
 
 # The policy pack's rules over the offline plan (docs/policy.md); non-zero on a mandatory violation.
-policy: $(STAMP)
+policy: $(STAMP) $(ON_PATH)
 	$(BIN)/python -m plan $(STACK) --policy-pack policy
 
 # Refresh the committed plan snapshots after an intended change; review the diff before committing.
-snapshots: $(STAMP)
+snapshots: $(STAMP) $(ON_PATH)
 	$(BIN)/python -m pytest -q tests/test_snapshots.py --update-snapshots
 
 # Plan synthetic stacks of 1 to 512 slices against the bare-SDK floor (docs/benchmarks.md).
-bench: $(STAMP)
+bench: $(STAMP) $(ON_PATH)
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
 clean:

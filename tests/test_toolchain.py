@@ -1,0 +1,134 @@
+"""The toolchain a newcomer meets: `make` accepts exactly the Pythons pyproject.toml's `requires-python` names (and
+refuses any other in one line, before creating a venv), and `python -m plan` runs from any directory of the checkout
+(the venv's site-packages lists the checkout in a .pth file) while a current directory still comes first, as
+`--diff-against` needs for the revision it plans in a git worktree. Fast, no network: no venv gets a package here."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+from packaging.specifiers import SpecifierSet
+
+from helpers import ROOT, plan_of
+
+MAKE = shutil.which("make")
+MAJOR, MINOR, MICRO = sys.version_info[:3]
+ME = f"{MAJOR}.{MINOR}.{MICRO}"
+PTH = "ray-tpu-gke-checkout.pth"
+
+pytestmark = pytest.mark.skipif(MAKE is None, reason="make is not installed")
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """This process's environment without what a calling `make` or a user's shell would leak into the child."""
+    leaks = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "PYTHONPATH", "PYTHONHOME")
+    return dict({k: v for k, v in os.environ.items() if k not in leaks}, **extra)
+
+
+def make(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([MAKE, "--no-print-directory", *args], cwd=cwd, env=clean_env(), capture_output=True,
+                          text=True, timeout=120)
+
+
+@pytest.fixture
+def checkout(tmp_path):
+    """A copy of the files the Makefile reads, with `requires-python` set to the range given."""
+    for name in ("Makefile", "pyproject.toml", "requirements.txt", "requirements-checkov.txt"):
+        shutil.copy2(ROOT / name, tmp_path / name)
+
+    def with_range(spec: str) -> Path:
+        path = tmp_path / "pyproject.toml"
+        text, count = re.subn(r'(?m)^requires-python = ".*"$', f'requires-python = "{spec}"', path.read_text())
+        assert count == 1, "pyproject.toml has no requires-python line"
+        path.write_text(text)
+        return tmp_path
+
+    return with_range
+
+
+def test_this_python_is_in_the_supported_range():
+    text = (ROOT / "pyproject.toml").read_text()
+    spec = re.search(r'(?m)^requires-python = "(.*)"$', text).group(1)
+    assert SpecifierSet(spec).contains(ME), (spec, ME)
+    done = make("check-python", f"PYTHON={sys.executable}", cwd=ROOT)
+    assert done.returncode == 0 and not done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("spec", [
+    f">={MAJOR}.{MINOR}", f">{ME}", f"<{MAJOR}.{MINOR}", f"=={MAJOR}.{MINOR}.*", f"!={MAJOR}.{MINOR}.*", f"=={ME}",
+    f">={MAJOR}.{MINOR},<{MAJOR}.{MINOR + 1}", f">={MAJOR}.{MINOR}, !={ME}", f"~={MAJOR}.{MINOR}",
+    f"~={MAJOR}.{MINOR}.{MICRO + 1}", f"<={MAJOR}.{MINOR}", f">={MAJOR}.{MINOR}.{MICRO + 1}",
+])
+def test_make_reads_the_range_from_pyproject(checkout, spec):
+    """Change requires-python and the Makefile's guard follows it, with the same answer as packaging's."""
+    done = make("check-python", f"PYTHON={sys.executable}", cwd=checkout(spec))
+    assert (done.returncode == 0) == SpecifierSet(spec).contains(ME), (spec, ME, done.stderr)
+
+
+@pytest.mark.parametrize("target", ["plan", "test"])
+def test_make_refuses_an_unsupported_python_before_creating_a_venv(checkout, target):
+    folder = checkout(f">{ME}")
+    done = make(target, f"PYTHON={sys.executable}", cwd=folder)
+    assert done.returncode != 0
+    ours = [line for line in done.stderr.splitlines() if not line.startswith("make")]
+    assert ours == [f"{sys.executable} is Python {ME}; this project needs Python >{ME} (pyproject.toml "
+                    f"requires-python): run make with PYTHON=/path/to/a/supported/python3"], done.stderr
+    assert "Traceback" not in done.stderr and "-m venv" not in done.stdout
+    assert not (folder / ".venv").exists() and not (folder / ".venv-checkov").exists()
+
+
+def test_venv_set_up_lists_the_checkout(tmp_path):
+    """The Makefile's recipe, on a bare venv: the .pth names this checkout, so `plan` imports from anywhere."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, env=clean_env())
+    (venv / ".requirements-installed").touch()  # as if installed: nothing to download
+    done = make(f"VENV={venv}", f"{venv}/.checkout-on-path", cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    probe = "import importlib.util; print(importlib.util.find_spec('plan').origin)"
+    found = subprocess.run([str(venv / "bin" / "python"), "-c", probe], cwd=tmp_path, env=clean_env(),
+                           capture_output=True, text=True, check=True)
+    assert Path(found.stdout.strip()) == ROOT / "plan" / "__init__.py"
+
+
+def venv_lists_checkout() -> bool:
+    path = Path(sysconfig.get_path("purelib")) / PTH
+    return path.is_file() and Path(path.read_text().strip()).resolve() == ROOT
+
+
+@pytest.mark.parametrize("folder", ["stacks", "tests"])
+def test_plan_runs_from_a_subdirectory(folder):
+    assert venv_lists_checkout(), f"{sys.prefix} has no {PTH} naming {ROOT}: let `make plan` or `make test` set it up"
+    done = subprocess.run([sys.executable, "-m", "plan", "dev", "--json"], cwd=ROOT / folder, env=clean_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == plan_of("dev")
+
+
+def test_current_directory_comes_before_the_checkout(tmp_path):
+    """`--diff-against` runs `python -m plan` with cwd (and PYTHONPATH) = a worktree: its own `plan` must win."""
+    assert venv_lists_checkout(), f"{sys.prefix} has no {PTH} naming {ROOT}: let `make plan` or `make test` set it up"
+    package = tmp_path / "plan"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "__main__.py").write_text("print(__file__)\n")
+    for env in (clean_env(), clean_env(PYTHONPATH=str(tmp_path))):
+        done = subprocess.run([sys.executable, "-m", "plan"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              check=True)
+        assert Path(done.stdout.strip()).resolve() == (package / "__main__.py").resolve()
+
+
+def test_ci_output_ends_with_the_test_suite():
+    """CI reads pytest's closing summary: `make test` is .ci/run's last command, after the Debian Python's plan."""
+    commands = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()
+                if line.strip() and not line.strip().startswith("#")]
+    assert commands[-1] == "make test"
+    debian = next(i for i, line in enumerate(commands) if re.search(r"\bmake plan PYTHON=\S+ VENV=\S+", line))
+    assert debian < len(commands) - 1
