@@ -16,6 +16,7 @@ from rich.console import Console
 from ray_tpu_gke.config import ConfigError
 
 from . import harness, render, stackfile
+from .review import gates
 
 
 
@@ -28,10 +29,13 @@ def parse_args(argv):
     parser.add_argument("--all-stacks", action="store_true", help="with --diff-against: every stack in stacks/")
     parser.add_argument("--format", choices=("text", "markdown", "json"), default="text",
                         help="with --diff-against: output format")
+    gates.add_arguments(parser)  # --fail-on-risk: each gate's option (plan/review/gates.py)
     parser.add_argument("--policy-pack", type=Path, metavar="DIR", help="run the policy pack's rules over the plan")
     args = parser.parse_args(argv)
     if args.stack is None and not (args.all_stacks and args.diff_against):
         parser.error("a stack is required (or --all-stacks with --diff-against)")
+    if gates.requested(args) and not args.diff_against:
+        parser.error(f"{gates.requested(args)[0].option} is a gate on a diff: it needs --diff-against")
     return args
 
 

@@ -9,14 +9,16 @@ Replacing or deleting a TPU node pool or the cluster is flagged as risky: a repl
 slice, and the capacity may not come back.
 
 Output: `--format text` (rich, for a terminal), `markdown` (a pull-request comment: summary table, risky changes first,
-details folded) or `json` (`{"stack": ..., "changes": [{"op", "urn", "type", "diffs", ...}]}`). Exit status: 0 every
-stack was diffed; 2 the working tree's configuration of a stack is invalid; 1 anything else (REF unknown, a revision
-that cannot be planned).
+details folded) or `json` (`{"stack": ..., "changes": [{"op", "urn", "type", "diffs", ...}], "capacity": ...}`). Each
+output states the TPU chips and hosts the change adds and removes per slice. Exit status: 0 every stack was diffed; 2
+the working tree's configuration of a stack is invalid; 1 anything else (REF unknown, a revision that cannot be
+planned); then, only where asked for, the status of a CI gate that fails (`--fail-on-risk`: 3; see `review.gates`).
 
 This module is the command; the review itself is the package `plan.review`, one module per concern: `revisions`
 (git worktrees, one revision's plan), `paths` (input paths and their differences), `replacement` (the Google
-provider's replacement rules), `changes` (the change model and its JSON), `classify` (two plans -> changes, risky
-ones flagged), `text` and `markdown` (the outputs).
+provider's replacement rules), `tpu` (TPU node pools as the catalogue reads them), `changes` (the change model and its
+JSON), `classify` (two plans -> changes, risky ones flagged), `capacity` (TPU chips and hosts added and removed),
+`gates` (CI gates: exit statuses of their own), `text` and `markdown` (the outputs).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from pathlib import Path
 from rich.console import Console
 
 from . import ROOT
+from .review import gates
 from .review.changes import Report
 from .review.classify import compare
 from .review.markdown import markdown
@@ -62,6 +65,7 @@ def run(args) -> int:
         return EXIT_ERROR
     stacks = None if args.all_stacks else [args.stack]
     report = diff_stacks(stacks, args.diff_against, ROOT, config_file)
+    report.failed_gates = gates.evaluate(report, args)
     fmt = "json" if getattr(args, "json", False) else args.format
     if fmt == "json":
         payload = report.to_json()
@@ -79,5 +83,8 @@ def run(args) -> int:
         for problem in [report.error] + [s.error for s in report.stacks]:
             if problem:
                 print(f"error: {problem}", file=sys.stderr)
+    for failure in report.failed_gates:
+        for problem in failure.problems:
+            print(f"gate {failure.option} (exit {failure.exit_code}): {problem}", file=sys.stderr)
     return report.exit_code
 

@@ -1,13 +1,15 @@
 """`python -m plan --diff-against REF`: resource-level changes between a git revision and the working tree.
 
 End to end on a temporary git repository holding a copy of the project: a clean tree diffs to nothing, an added slice
-creates node pools, a changed topology of a multi-host slice replaces its pool and is flagged. Each revision is planned
-in a subprocess (~3 s), so the repository and its diffs are built once per module.
+creates node pools, a changed topology of a multi-host slice replaces its pool and is flagged, a removed slice deletes
+its pool; each reports the TPU chips and hosts it adds or removes, and `--fail-on-risk` turns the risky ones into exit
+status 3. Each revision is planned in a subprocess (~3 s), so the repository and its diffs are built once per module.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import inspect
 import json
 import os
@@ -54,6 +56,11 @@ def change_topology(config: dict) -> None:
     config["ray-tpu-gke:tpuSlices"][0]["topology"] = "4x8"  # v6e 16 -> 32 chips, 4 -> 8 hosts
 
 
+def add_spare_slice(config: dict) -> None:
+    config["ray-tpu-gke:tpuSlices"].append({"name": "v6e-4", "generation": "v6e", "topology": "2x2",
+                                             "capacity": "spot"})
+
+
 def break_topology(config: dict) -> None:
     config["ray-tpu-gke:tpuSlices"][0]["topology"] = "4x5"
     config["ray-tpu-gke:rayJobs"] = []
@@ -62,7 +69,8 @@ def break_topology(config: dict) -> None:
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory) -> Path:
     """A git repository with the project: `broken` (with a stack `legacy` that cannot plan), then `base` (without it),
-    and a clean working tree."""
+    `extra` (base with a spare single-host slice in staging, on a branch of its own), and a clean working tree at
+    base."""
     repo = tmp_path_factory.mktemp("project")
     for name in PROJECT_FILES:
         source = ROOT / name
@@ -80,6 +88,10 @@ def repo(tmp_path_factory) -> Path:
     git(repo, "rm", "-q", "stacks/Pulumi.legacy.yaml")
     git(repo, "commit", "-q", "-m", "base")
     git(repo, "tag", "base")
+    edit_stack(repo, "staging", add_spare_slice)
+    git(repo, "commit", "-qam", "a spare slice")
+    git(repo, "tag", "extra")
+    git(repo, "reset", "-q", "--hard", "base")
     return repo
 
 
@@ -98,6 +110,14 @@ def changed(repo, clean_run):
     edit_stack(repo, "staging", change_topology)
     report = diff.diff_stacks(["staging"], "base", root=repo)
     return {d.stack: d for d in report.stacks}, report
+
+
+@pytest.fixture(scope="module")
+def gated_run(repo, changed):
+    """The CLI with --fail-on-risk, against `extra`: staging's spare slice is removed besides the changes above."""
+    return subprocess.run([sys.executable, "-m", "plan", "staging", "--diff-against", "extra", "--fail-on-risk",
+                           "--format", "json"], cwd=repo, capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(repo)))
 
 
 def by_name(stack_diff, name):
@@ -147,6 +167,60 @@ def test_changed_topology_replaces_the_pool_and_is_flagged(changed):
     assert staging.risky == [pool]
 
 
+# TPU numbers as Google documents them (v6e: ct6e-standard-8t one 8-chip host, ct6e-standard-4t 4 chips per host),
+# written out here to check the catalogue-derived counts against.
+
+
+def test_added_and_replaced_slices_report_the_chips_and_hosts_they_add_and_remove(changed):
+    capacity = changed[0]["staging"].capacity
+    slices = {s.slice: s for s in capacity.slices}
+    assert set(slices) == {"v6e-8", "v6e-16"}
+    # Two new 2x4 slices, each one 8-chip host (autoscaled: its maximum).
+    added = slices["v6e-8"]
+    assert added.pools == [("v6e-8-0", "create"), ("v6e-8-1", "create")]
+    assert (added.chips_added, added.hosts_added, added.chips_removed, added.hosts_removed) == (16, 2, 0, 0)
+    # 4x4 (16 chips on 4 hosts) torn down, 4x8 (32 chips on 8 hosts) to be obtained.
+    replaced = slices["v6e-16"]
+    assert replaced.pools == [("v6e-16-0", "replace")]
+    assert (replaced.chips_added, replaced.hosts_added, replaced.chips_removed,
+            replaced.hosts_removed) == (32, 8, 16, 4)
+    assert capacity.total() == {"chipsAdded": 48, "chipsRemoved": 16, "hostsAdded": 10, "hostsRemoved": 4}
+
+
+def test_removed_slice_reports_the_chips_and_hosts_it_removes(gated_run):
+    capacity = json.loads(gated_run.stdout)["capacity"]
+    removed = next(s for s in capacity["slices"] if s["slice"] == "v6e-4")
+    # One 2x2 slice on one 4-chip host, not autoscaled: its node count.
+    assert removed == {"slice": "v6e-4", "pools": [{"pool": "v6e-4-0", "op": "delete"}],
+                       "chipsAdded": 0, "chipsRemoved": 4, "hostsAdded": 0, "hostsRemoved": 1}
+    assert capacity["total"] == {"chipsAdded": 48, "chipsRemoved": 20, "hostsAdded": 10, "hostsRemoved": 5}
+
+
+def test_fail_on_risk_exits_3_on_a_risky_replacement_or_deletion(gated_run):
+    assert gated_run.returncode == 3, gated_run.stderr
+    assert json.loads(gated_run.stdout)["risky"] == 2  # the output is complete: the gate only sets the status
+    assert gated_run.stderr.splitlines() == [
+        "gate --fail-on-risk (exit 3): staging: replace gcp:container/nodePool:NodePool v6e-16-0",
+        "gate --fail-on-risk (exit 3): staging: delete gcp:container/nodePool:NodePool v6e-4-0",
+    ]
+
+
+def test_risky_change_exits_0_without_the_gate_and_3_with_it(monkeypatch, capsys, changed):
+    _, report = changed
+    monkeypatch.setattr(diff, "diff_stacks", lambda *a, **k: dataclasses.replace(report))
+    args = argparse.Namespace(stack="staging", all_stacks=False, diff_against="base", format="markdown", json=False,
+                              config_file=None, fail_on_risk=False)
+    assert diff.run(args) == 0
+    out = capsys.readouterr()
+    assert "[!IMPORTANT]" not in out.out and not out.err
+    args.fail_on_risk = True
+    assert diff.run(args) == 3
+    out = capsys.readouterr()
+    assert "> `--fail-on-risk` is on, so this check fails (exit status 3):" in out.out
+    assert "> - staging: replace gcp:container/nodePool:NodePool v6e-16-0" in out.out
+    assert "gate --fail-on-risk (exit 3): staging: replace" in out.err
+
+
 def test_stack_missing_at_a_revision_is_all_creates_or_all_deletes(repo):
     assert revisions.plan_revision(repo, "qa").status == "absent"
     assert set(revisions.stacks_at(repo)) >= {"dev", "staging", "prod"}
@@ -170,6 +244,9 @@ def test_json_shape(changed):
         assert change["op"] in ("create", "update", "replace", "delete")
         assert change["urn"].startswith("urn:pulumi:staging::ray-tpu-gke::")
         assert all(isinstance(p, str) for p in change["diffs"])
+    assert set(staging["capacity"]) == {"slices", "total"}
+    for entry in staging["capacity"]["slices"]:
+        assert set(entry) == {"slice", "pools", "chipsAdded", "chipsRemoved", "hostsAdded", "hostsRemoved"}
     replaced = next(c for c in staging["changes"] if c["op"] == "replace")
     assert replaced["risky"] is True and replaced["type"] == "gcp:container/nodePool:NodePool"
 
@@ -189,6 +266,11 @@ def test_markdown_comment(changed, repo):
     assert "placementPolicy.tpuTopology: \"4x4\" => \"4x8\"  (forces replacement)" in text
     assert "```mermaid" in text and "class slice_v6e_16 risky" in text and "class slice_v6e_8 created" in text
     assert "-/+ replace gcp:container/nodePool:NodePool v6e-16-0" in text  # red in GitHub's diff colouring
+    # The capacity next to the risky changes, before the table of every stack.
+    assert "**TPU capacity**: 48 chips (10 hosts) added, 16 chips (4 hosts) removed" in text
+    assert "| `staging` | `v6e-16` | replace v6e-16-0 | 32 | 16 | 8 | 4 |" in text
+    assert "| `staging` | `v6e-8` | create v6e-8-0, v6e-8-1 | 16 | 0 | 2 | 0 |" in text
+    assert text.index("[!CAUTION]") < text.index("**TPU capacity**") < text.index("| stack |")
 
 
 def test_text_output(changed):
@@ -199,6 +281,8 @@ def test_text_output(changed):
     assert "RISKY" in out and "forces replacement" in out
     assert "+- replace" in out and "v6e-16-0" in out
     assert "Resources:" in out
+    assert "TPU capacity: 48 chips (10 hosts) added, 16 chips (4 hosts) removed" in out
+    assert "v6e-8 (create v6e-8-0, v6e-8-1): 16 chips (2 hosts) added" in out
 
 
 def test_revision_that_cannot_plan_is_reported(repo, changed):
@@ -266,6 +350,18 @@ def test_update_of_a_tpu_pool_label_is_not_risky():
                               planned(step(replacement.NODE_POOL, "p", new)), "s")
     (change,) = result.changes
     assert (change.op, change.diffs, change.risky) == ("update", ['nodeConfig.labels.a'], False)
+
+
+def test_a_tpu_pool_resized_in_place_adds_the_difference():
+    new = json.loads(json.dumps(TPU_POOL))
+    new["nodeCount"] = 4
+    result = classify.compare(planned(step(replacement.NODE_POOL, "v5p-0", TPU_POOL)),
+                              planned(step(replacement.NODE_POOL, "v5p-0", new)), "s")
+    assert [c.op for c in result.changes] == ["update"]
+    # ct5p-hightpu-4t: 4 chips per host; 2 -> 4 hosts.
+    assert result.to_json()["capacity"]["slices"] == [{"slice": "v5p", "pools": [{"pool": "v5p-0", "op": "update"}],
+                                                        "chipsAdded": 8, "chipsRemoved": 0, "hostsAdded": 2,
+                                                        "hostsRemoved": 0}]
 
 
 def test_ignored_changes_are_not_diffs():

@@ -1,18 +1,24 @@
 """The change model: what a change does to each resource of a stack, and its JSON.
 
 A `Report` is one run: a `StackDiff` per stack, each a list of `Change`s (`create`, `update`, `replace` or `delete`
-of one resource, with the changed inputs as `Detail`s) and the count of unchanged resources. `to_json` gives the
-`--format json` output; `classify.compare` fills a `StackDiff`.
+of one resource, with the changed inputs as `Detail`s), the count of unchanged resources and the TPU capacity the
+change adds and removes. `to_json` gives the `--format json` output; `classify.compare` fills a `StackDiff`, and
+`gates.evaluate` the gates a `Report` fails.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..stackfile import EXIT_ERROR, EXIT_INVALID
+from .capacity import Capacity, of_changes
 from .paths import ABSENT
 from .revisions import Side
+
+if TYPE_CHECKING:
+    from .gates import Failure
+    from .tpu import PoolSize
 
 
 @dataclass
@@ -43,6 +49,8 @@ class Change:
     old_urn: str | None = None
     protected: bool = False
     summary: str = ""  # what the resource is, for TPU pools: machine type and shape
+    before: PoolSize | None = None  # a TPU pool's slice, hosts and chips at REF
+    after: PoolSize | None = None  # and in the working tree
 
     @property
     def diffs(self) -> list[str]:
@@ -92,10 +100,15 @@ class StackDiff:
     def risky(self) -> list[Change]:
         return [c for c in self.changes if c.risky]
 
+    @property
+    def capacity(self) -> Capacity:
+        """The TPU chips and hosts the change adds and removes, per slice."""
+        return of_changes(self.changes)
+
     def to_json(self) -> dict:
         out = {"stack": self.stack, "changes": [c.to_json() for c in self.changes], "against": self.ref,
                "commit": self.commit, "summary": {**self.counts, "same": self.unchanged},
-               "risky": len(self.risky)}
+               "risky": len(self.risky), "capacity": self.capacity.to_json()}
         if self.outputs:
             out["outputs"] = [d.to_json() for d in self.outputs]
         if self.old.status == "absent":
@@ -122,14 +135,18 @@ class Report:
     commit: str
     stacks: list[StackDiff]
     error: str | None = None  # a failure before any stack could be planned (REF unknown, no git)
+    failed_gates: list[Failure] = field(default_factory=list)  # filled by gates.evaluate
 
     @property
     def exit_code(self) -> int:
+        """1 or 2 where a stack could not be diffed; else the lowest status of a failed gate; else 0."""
         if self.error:
             return EXIT_ERROR
         if any(s.new.status == "invalid" for s in self.stacks):
             return EXIT_INVALID
-        return EXIT_ERROR if any(s.error for s in self.stacks) else 0
+        if any(s.error for s in self.stacks):
+            return EXIT_ERROR
+        return min((g.exit_code for g in self.failed_gates), default=0)
 
     def to_json(self) -> dict:
         out = {"against": self.ref, "commit": self.commit, "stacks": [s.to_json() for s in self.stacks]}

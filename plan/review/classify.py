@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ray_tpu_gke import catalog
-
 from .changes import Change, Detail, StackDiff
+from . import tpu
 from .paths import ABSENT, apply_ignore_changes, format_path, leaf_diffs, lookup
 from .replacement import CLUSTER, NODE_POOL, replace_rule
 from .revisions import Side
@@ -23,33 +22,10 @@ def _state(step: dict) -> dict:
     return step["newState"]
 
 
-def is_tpu_pool(*steps: dict | None) -> bool:
-    for step in steps:
-        if step and _state(step)["type"] == NODE_POOL:
-            machine = lookup(_state(step)["inputs"], ("nodeConfig", "machineType"))
-            if isinstance(machine, str) and catalog.generation_of_machine_type(machine):
-                return True
-    return False
-
-
-def _pool_summary(step: dict) -> str:
-    inputs = _state(step)["inputs"]
-    machine = lookup(inputs, ("nodeConfig", "machineType"))
-    topology = lookup(inputs, ("placementPolicy", "tpuTopology"))
-    if topology is ABSENT:
-        topology = lookup(inputs, ("nodeConfig", "labels", "ray-tpu-gke/topology"))
-    hosts = lookup(inputs, ("nodeCount",))
-    if hosts is ABSENT:
-        hosts = lookup(inputs, ("autoscaling", "maxNodeCount"))
-    zones = lookup(inputs, ("nodeLocations",))
-    parts = [str(machine)]
-    if topology is not ABSENT:
-        parts.append(f"topology {topology}")
-    if hosts is not ABSENT:
-        parts.append(f"{hosts} host{'s' if hosts != 1 else ''}")
-    if isinstance(zones, list) and zones:
-        parts.append(", ".join(map(str, zones)))
-    return ", ".join(parts)
+def _describe_pool(change: Change, old: dict | None, new: dict | None) -> None:
+    """A TPU pool's change: what the pool is (its new shape, or the old one where it goes) and its sizes."""
+    change.summary = tpu.summary(new if new is not None else old)
+    change.before, change.after = tpu.size(old), tpu.size(new)
 
 
 def _risk(change: Change, old: dict | None, new: dict | None, tpu_pool: bool, pools: int) -> None:
@@ -58,7 +34,7 @@ def _risk(change: Change, old: dict | None, new: dict | None, tpu_pool: bool, po
     verb = "replaces" if change.op == "replace" else "deletes"
     if tpu_pool:
         change.risky = True
-        was = _pool_summary(old) if old is not None and is_tpu_pool(old) else change.summary
+        was = tpu.summary(old) if old is not None and tpu.is_tpu_pool(old) else change.summary
         change.reasons.append(
             f"{verb} TPU node pool {change.name} ({was}): the slice on it is torn down"
             + (" and its capacity must be obtained again, which may not succeed" if change.op == "replace"
@@ -123,18 +99,18 @@ def compare(old: Side, new: Side, stack: str, ref: str = "", commit: str = "") -
     for n in new_steps:
         ns = _state(n)
         o = matched.get(n["urn"])
-        tpu = is_tpu_pool(o, n)
+        tpu_pool = tpu.is_tpu_pool(o, n)
         if o is None:
             change = Change("create", n["urn"], ns["type"], ns["name"])
-            if tpu:
-                change.summary = _pool_summary(n)
+            if tpu_pool:
+                _describe_pool(change, None, n)
             result.changes.append(change)
             continue
-        change = _compare_pair(o, n, tpu)
+        change = _compare_pair(o, n, tpu_pool)
         if change is None:
             result.unchanged += 1
             continue
-        _risk(change, o, n, tpu, pools)
+        _risk(change, o, n, tpu_pool, pools)
         result.changes.append(change)
 
     used = {o["urn"] for o in matched.values()}
@@ -142,11 +118,11 @@ def compare(old: Side, new: Side, stack: str, ref: str = "", commit: str = "") -
         if o["urn"] in used:
             continue
         os_ = _state(o)
-        tpu = is_tpu_pool(o)
+        tpu_pool = tpu.is_tpu_pool(o)
         change = Change("delete", o["urn"], os_["type"], os_["name"], protected=bool(os_["options"].get("protect")))
-        if tpu:
-            change.summary = _pool_summary(o)
-        _risk(change, o, None, tpu, pools)
+        if tpu_pool:
+            _describe_pool(change, o, None)
+        _risk(change, o, None, tpu_pool, pools)
         result.changes.append(change)
 
     old_outputs = old.plan.get("outputs", {}) if old.plan else {}
@@ -155,7 +131,7 @@ def compare(old: Side, new: Side, stack: str, ref: str = "", commit: str = "") -
     return result
 
 
-def _compare_pair(o: dict, n: dict, tpu: bool) -> Change | None:
+def _compare_pair(o: dict, n: dict, tpu_pool: bool) -> Change | None:
     os_, ns = _state(o), _state(n)
     details: list[Detail] = []
     if os_["type"] != ns["type"]:
@@ -171,7 +147,7 @@ def _compare_pair(o: dict, n: dict, tpu: bool) -> Change | None:
     new_inputs = apply_ignore_changes(old_inputs, ns.get("inputs") or {}, ns["options"].get("ignoreChanges") or [])
     for tokens, a, b in leaf_diffs(old_inputs, new_inputs):
         details.append(Detail(format_path(tokens), a, b,
-                              replaces=replace_rule(ns["type"], tokens, old_inputs, new_inputs, tpu)))
+                              replaces=replace_rule(ns["type"], tokens, old_inputs, new_inputs, tpu_pool)))
     if bool(os_["options"].get("protect")) != bool(ns["options"].get("protect")):
         details.append(Detail("[protect]", bool(os_["options"].get("protect")), bool(ns["options"].get("protect"))))
     if not details:
@@ -179,6 +155,6 @@ def _compare_pair(o: dict, n: dict, tpu: bool) -> Change | None:
     op = "replace" if any(d.replaces for d in details) else "update"
     change = Change(op, n["urn"], ns["type"], ns["name"], details=details, old_urn=o["urn"],
                     protected=bool(os_["options"].get("protect")))
-    if tpu:
-        change.summary = _pool_summary(n)
+    if tpu_pool:
+        _describe_pool(change, o, n)
     return change

@@ -1,7 +1,8 @@
 """The review as one pull-request comment (`--format markdown`).
 
-Risky changes first in a caution block, a summary table of every stack, then each changed stack's changes folded in a
-`diff` block (GitHub colours its lines) with the stack's Mermaid diagram, the slices the change touches marked.
+Risky changes first in a caution block, then the gates that fail the check, the TPU capacity added and removed per
+slice, a summary table of every stack, then each changed stack's changes folded in a `diff` block (GitHub colours its
+lines) with the stack's Mermaid diagram, the slices the change touches marked.
 """
 
 from __future__ import annotations
@@ -9,10 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import ROOT
+from .capacity import describe
 from .changes import Change, Report, StackDiff, summary_line
 from .paths import show
 from .replacement import NODE_POOL
 from .revisions import stack_file_at
+from .tpu import slice_of_pool
 
 MARKER = "<!-- ray-tpu-gke:offline-diff -->"
 
@@ -54,11 +57,36 @@ def slice_marks(diff: StackDiff) -> dict[str, str]:
     for change in diff.changes:
         if change.type != NODE_POOL or f"ray-tpu-gke:index:TpuSlicePools${NODE_POOL}::" not in change.urn:
             continue
-        slice_name = change.name.rsplit("-", 1)[0]  # pools are named <slice>-<index>
+        slice_name = slice_of_pool(change.name)
         mark = "risky" if change.risky else "created" if change.op == "create" else "changed"
         if rank[mark] >= rank.get(marks.get(slice_name, "created"), 0):
             marks[slice_name] = mark
     return marks
+
+
+def _gates(report: Report) -> list[str]:
+    """Each gate that fails the check, with what made it fail."""
+    out: list[str] = []
+    for failure in report.failed_gates:
+        out += ["> [!IMPORTANT]",
+                f"> `{failure.option}` is on, so this check fails (exit status {failure.exit_code}):", ">"]
+        out += [f"> - {problem}" for problem in failure.problems] + [""]
+    return out
+
+
+def _capacity(report: Report) -> list[str]:
+    """The TPU chips and hosts the change adds and removes, in all and per slice; nothing where it changes none."""
+    rows = [(d, s) for d in report.stacks for s in d.capacity.slices]
+    if not rows:
+        return []
+    totals = [d.capacity.total() for d in report.stacks]
+    out = [f"**TPU capacity**: {describe({key: sum(t[key] for t in totals) for key in totals[0]})}", "",
+           "| stack | slice | node pools | chips added | chips removed | hosts added | hosts removed |",
+           "| --- | --- | --- | ---: | ---: | ---: | ---: |"]
+    for d, s in rows:
+        out.append(f"| `{d.stack}` | `{s.slice}` | {s.pools_text()} | {s.chips_added} | {s.chips_removed} | "
+                   f"{s.hosts_added} | {s.hosts_removed} |")
+    return out + [""]
 
 
 MAX_COMMENT = 60_000  # GitHub rejects comments over 65,536 characters
@@ -82,6 +110,7 @@ def markdown(report: Report, root: Path = ROOT, detail_limit: int = 25, diagrams
             for reason in c.reasons:
                 out.append(f"> - **{d.stack}** · {c.op} · `{c.type}` **{c.name}**: {reason}")
         out.append("")
+    out += _gates(report) + _capacity(report)
     if errors:
         for d in errors:
             first, _, rest = d.error.partition("\n")

@@ -1,7 +1,9 @@
-"""The review for a terminal (`--format text`): risky changes first, then every change with its changed inputs."""
+"""The review for a terminal (`--format text`): risky changes first, then every change with its changed inputs, then
+the counts and the TPU capacity the change adds and removes per slice."""
 
 from __future__ import annotations
 
+from .capacity import describe
 from .changes import Report, summary_line
 from .paths import show
 
@@ -54,5 +56,10 @@ def print_text(report: Report, console) -> None:
         for d in diff.outputs:
             console.print(f"  [cyan]output[/] {escape(d.path)}: {escape(show(d.old))} [dim]=>[/] {escape(show(d.new))}")
         console.print(f"  [bold]Resources:[/] {summary_line(diff)}")
+        capacity = diff.capacity
+        if capacity:
+            console.print(f"  [bold]TPU capacity:[/] {describe(capacity.total())}")
+            for s in capacity.slices:
+                console.print(f"             {escape(s.slice)} ({escape(s.pools_text())}): {describe(s.counts())}")
         console.print()
 
