@@ -526,3 +526,10 @@ def quota_shortfalls(needs: Iterable[QuotaNeed], available: dict[tuple[str, str]
                           f"needs {chips} ({who}); request more in the console (IAM & Admin > Quotas) or shrink the "
                           "slices")
     return errors, warnings
+
+
+def markdown() -> str:
+    """The rules as the table of docs/admission.md (a test keeps the page equal to this)."""
+    lines = ["| rule | what the service accepts | source |", "| --- | --- | --- |"]
+    lines += [f"| `{r.id}` | {r.summary} | {r.source} |" for r in RULES.values()]
+    return "\n".join(lines) + "\n"

@@ -142,7 +142,7 @@ def check_ray_objects(context: ClusterContext, raw_lists: dict, lists: dict, pat
     slices = {s.name: s for s in lists["tpu_slices"] if s is not None}
     unreadable = raw_lists["tpu_slices"] is None
     broken = {item.get("name") for item, parsed in zip(raw_lists["tpu_slices"] or [], lists["tpu_slices"])
-              if parsed is None and isinstance(item, dict)}
+              if parsed is None and isinstance(item, dict) and isinstance(item.get("name"), str)}
     demand: dict[str, list[tuple[str, int, int]]] = defaultdict(list)  # slice -> (who, at once, at most)
     clusters = {(o.namespace, o.name) for o in lists["ray_clusters"] if o is not None}
     for kind in ("ray_clusters", "ray_services", "ray_jobs"):

@@ -150,6 +150,16 @@ class StackConfig:
             if self.tpu_slices else admission.VersionNeed(admission.RAY_OPERATOR_MIN_GKE_VERSION,
                                                           "the Ray Operator add-on")
 
+    def quota_needs(self) -> list[admission.QuotaNeed]:
+        """The TPU quota each slice entry draws on at its largest (every slice at every host), per region."""
+        needs = []
+        for s in self.tpu_slices:
+            need = admission.tpu_quota_need(s.generation, s.capacity, s.shape.chips * s.count, self.region,
+                                            f"{s.name}: {s.count} x {s.shape.chips} chips")
+            if need is not None:
+                needs.append(need)
+        return needs
+
     def to_args(self) -> dict[str, Any]:
         """The platform arguments (snake_case) this configuration was read from."""
         dump = lambda m: m.model_dump(exclude_defaults=True)  # noqa: E731

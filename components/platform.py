@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pulumi
+import pulumi_gcp as gcp
 
 from . import admission, manifests, preflight
 from .args import RayTpuPlatformArgs
@@ -13,17 +14,6 @@ from .network import Network
 from .ray import RayWorkload, custom_resource
 from .slice_pool import TpuSlicePools
 from .storage import Storage
-
-
-def quota_needs(config: StackConfig) -> list[admission.QuotaNeed]:
-    """The TPU quota each Standard-mode slice entry draws on at its largest (every pool at every host)."""
-    needs = []
-    for s in config.tpu_slices:
-        need = admission.tpu_quota_need(s.generation, s.capacity, s.shape.chips * s.count, config.region,
-                                        f"{s.name}: {s.count} x {s.shape.chips} chips")
-        if need is not None:
-            needs.append(need)
-    return needs
 
 
 class RayTpuPlatform(pulumi.ComponentResource):
@@ -67,7 +57,7 @@ class RayTpuPlatform(pulumi.ComponentResource):
         pools_of: dict[str, list] = {}
         if config.standard:
             # Node pools wait for the project's TPU quota to be checked: a shortfall stops before any is created.
-            cluster_name = preflight.tpu_quota(config.project, quota_needs(config), cluster.cluster.name)
+            cluster_name = preflight.tpu_quota(config.project, config.quota_needs(), cluster.cluster.name)
             for tpu_slice in config.tpu_slices:
                 pools_of[tpu_slice.name] = TpuSlicePools(tpu_slice.name, {
                     "project": config.project, "cluster": cluster_name, "location": c.location,
@@ -76,12 +66,25 @@ class RayTpuPlatform(pulumi.ComponentResource):
                 }, opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster.cluster])).pools
 
         k8s_child = pulumi.ResourceOptions(parent=self, provider=cluster.provider, depends_on=[cluster.cluster])
-        compute_classes = {}
+        compute_classes: dict[str, list] = {}
         if not config.standard:
             for tpu_slice in config.tpu_slices:
+                needs = compute_classes.setdefault(tpu_slice.name, [])
                 if tpu_slice.capacity == "flexStart":
-                    compute_classes[tpu_slice.name] = custom_resource(
-                        manifests.compute_class_name(tpu_slice), manifests.compute_class(tpu_slice), k8s_child)
+                    needs.append(custom_resource(
+                        manifests.compute_class_name(tpu_slice), manifests.compute_class(tpu_slice), k8s_child))
+                if manifests.needs_workload_policy(tpu_slice.shape):
+                    # Autopilot places a multi-host Ironwood slice by the workload policy its pods name
+                    # (manifests.PLACEMENT_POLICY_LABEL); the policy must exist in the cluster's region first.
+                    needs.append(gcp.compute.ResourcePolicy(
+                        f"{tpu_slice.name}-workload",
+                        name=manifests.workload_policy_name(c.name, tpu_slice),
+                        project=config.project,
+                        region=config.region,
+                        workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(
+                            type="HIGH_THROUGHPUT", accelerator_topology=tpu_slice.shape.topology),
+                        opts=child,
+                    ))
 
         ctx = manifests.render_context(config, RAY_KSA)
         self.workloads = []
@@ -89,7 +92,7 @@ class RayTpuPlatform(pulumi.ComponentResource):
             slices = [g.slice for g in obj.worker_groups]
             depends_on = [cluster.cluster, cluster.namespaces[obj.namespace]]
             depends_on += [pool for s in slices for pool in pools_of.get(s, [])]
-            depends_on += [compute_classes[s] for s in slices if s in compute_classes]
+            depends_on += [r for s in slices for r in compute_classes.get(s, [])]
             if cluster.system_pool is not None:
                 depends_on.append(cluster.system_pool)
             self.workloads.append(RayWorkload(

@@ -83,6 +83,22 @@ def capacity_table(config: StackConfig) -> Table:
     return table
 
 
+def quota_table(config: StackConfig) -> Table:
+    """The TPU quota the stack draws on, per quota and region: what to request before the first `pulumi up`."""
+    table = Table(title="TPU quota needed (Cloud Quotas, compute.googleapis.com)", title_justify="left")
+    for column in ("quota", "region", "chips", "slices"):
+        table.add_column(column, justify="right" if column == "chips" else "left")
+    totals: dict[tuple[str, str], list] = {}
+    for need in config.quota_needs():
+        totals.setdefault((need.key, need.region), []).append(need)
+    for (key, region), needs in sorted(totals.items()):
+        table.add_row(key, region, str(sum(n.chips for n in needs)), "; ".join(n.who for n in needs))
+    reserved = [s.name for s in config.tpu_slices if s.capacity == "reservation"]
+    if reserved:
+        table.caption = f"reserved capacity draws on its reservation, not on quota: {', '.join(reserved)}"
+    return table
+
+
 def print_plan(plan: Plan, config: StackConfig, console: Console) -> None:
     console.print(tree(plan))
     console.print()
@@ -90,5 +106,7 @@ def print_plan(plan: Plan, config: StackConfig, console: Console) -> None:
     console.print(f"    [green]+ {len(plan.steps)} to create[/]")
     console.print()
     console.print(capacity_table(config))
+    console.print()
+    console.print(quota_table(config))
     for warning in plan.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
