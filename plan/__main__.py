@@ -14,6 +14,7 @@ from pathlib import Path
 from rich.console import Console
 
 from ray_tpu_gke.config import ConfigError
+from ray_tpu_gke.preflight import PreflightError
 
 from . import harness, render, stackfile
 from .review import gates
@@ -50,7 +51,13 @@ def main(argv=None) -> int:
         values, secret_keys, config = stackfile.load_checked(args.stack, args.config_file)
     except (ConfigError, stackfile.StackNotFound) as error:
         return stackfile.report(error)
-    plan = harness.run_program(args.stack, values, secret_keys)
+    try:
+        plan = harness.run_program(args.stack, values, secret_keys)
+    except ConfigError as error:  # a rule the program checks on what it renders
+        return stackfile.report(error)
+    except PreflightError as error:  # a deploy-time check, against the offline plan's mocked answers
+        print(f"error: deploy-time check failed: {error}", file=sys.stderr)
+        return stackfile.EXIT_ERROR
     if args.json:
         sys.stdout.write(plan.dumps())
     else:

@@ -306,6 +306,15 @@ def run_program(stack: str, values: dict[str, Any], secret_keys: list[str] | Non
     try:
         with _young_garbage_only(), _without_source_positions(), _declaration_order(monitor):
             loop.run_until_complete(pulumi_stack.run_in_stack(lambda: runpy.run_path(str(program_path))))
+    except BaseException:
+        # The program failed (its error is raised to the caller): the outputs that depended on the failure are
+        # left pending; end them quietly instead of letting asyncio log each one as the loop closes.
+        loop.set_exception_handler(lambda _loop, _context: None)
+        pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+        for task in pending:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        raise
     finally:
         sys.path.remove(str(program_path.parent))
         loop.close()
