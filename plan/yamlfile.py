@@ -132,9 +132,10 @@ def _core(text: str) -> Any:
 # `0b101` is 5, `-0x1F` is -31; reads ints past 64 bits as floats; leaves floats that overflow (`1e400`) as strings;
 # and reads `2024-01-01` as a time.Time, which Pulumi then stores as the text "2024-01-01 00:00:00 +0000 UTC"
 # (object.go: unmarshalObject). Where the two readings differ the plan could not show what `pulumi up` would get, so
-# the scalar is refused and must be quoted or written plainly; a timestamp-looking scalar stays the string written,
-# as a string is what both give and no config key of this project takes a date. yaml.v3 also refuses duplicate keys
-# ("mapping key %q already defined at line %d", decode.go), as YAML requires, and treats a plain `<<` key as a merge.
+# the scalar is refused and must be quoted or written plainly. A timestamp-looking scalar is kept as the text written
+# (YAML 1.2 has no timestamps; quoted, Pulumi gets that text too; no config key of this project takes a date). yaml.v3
+# also refuses duplicate keys, as YAML requires (decode.go: `mapping key "x" already defined at line N`), and takes a
+# plain `<<` key as a merge.
 _GO_INT = re.compile(r"[-+]?(0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)")
 _GO_DOT_FLOAT = re.compile(r"\.[0-9]+(_[0-9]+)*([eE][-+]?[0-9]+(_[0-9]+)*)?")
 _GO_TIMESTAMP = re.compile(r"[0-9]{4}-")
@@ -231,7 +232,7 @@ def _describe(value: Any) -> str:
     if isinstance(value, bool):
         return f"the boolean {str(value).lower()}"
     if isinstance(value, int):
-        return "an integer beyond 64 bits" if abs(value) >= 1 << 63 else f"the integer {value}"
+        return "an integer beyond 64 bits" if not -(1 << 63) <= value < 1 << 64 else f"the integer {value}"
     return f"the float {value!r}"
 
 
