@@ -25,7 +25,10 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(prog="python -m plan", description=__doc__.splitlines()[0])
     parser.add_argument("stack", nargs="?", help="stack name: stacks/Pulumi.<stack>.yaml")
     parser.add_argument("--config-file", type=Path, help="read this stack config file instead of the stack's own")
-    parser.add_argument("--json", action="store_true", help="print only the plan JSON on stdout")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print only the plan JSON on stdout")
+    output.add_argument("--manifests", action="store_true",
+                        help="print every Kubernetes object the stack creates as a YAML stream")
     parser.add_argument("--diff-against", metavar="REF", help="show what changed since git revision REF")
     parser.add_argument("--all-stacks", action="store_true", help="with --diff-against: every stack in stacks/")
     parser.add_argument("--format", choices=("text", "markdown", "json"), default="text",
@@ -60,13 +63,15 @@ def main(argv=None) -> int:
         return stackfile.EXIT_ERROR
     if args.json:
         sys.stdout.write(plan.dumps())
+    elif args.manifests:
+        sys.stdout.write(render.manifests_yaml(plan))
     else:
         console = Console(highlight=False)
         if not console.is_terminal:
             console = Console(highlight=False, width=200)
         render.print_plan(plan, config, console)
     for warning in plan.warnings:
-        if args.json:
+        if args.json or args.manifests:
             err.print(f"warning: {warning}")
     if args.policy_pack:
         from policy import engine

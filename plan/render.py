@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import yaml
 from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
@@ -110,3 +111,28 @@ def print_plan(plan: Plan, config: StackConfig, console: Console) -> None:
     console.print(quota_table(config))
     for warning in plan.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
+
+
+def kubernetes_objects(plan: Plan) -> list[dict]:
+    """Every Kubernetes object the stack creates, as `kubectl apply` would take it, in declaration order."""
+    return [step.inputs for step in plan.steps
+            if step.type.startswith("kubernetes:") and step.custom and not step.type.startswith("pulumi:providers:")
+            and {"apiVersion", "kind", "metadata"} <= set(step.inputs)]
+
+
+def manifests_yaml(plan: Plan) -> str:
+    """The objects as one YAML stream, ready for `kubectl diff -f -` or a review: apiVersion, kind, metadata and spec
+    first, every mapping below in key order, so the stream is byte-identical between runs."""
+    first = ("apiVersion", "kind", "metadata", "spec")
+
+    def ordered(value):
+        if isinstance(value, dict):
+            return {key: ordered(value[key]) for key in sorted(value)}
+        if isinstance(value, list):
+            return [ordered(item) for item in value]
+        return value
+
+    objects = [{**{k: ordered(o[k]) for k in first if k in o}, **{k: ordered(v) for k, v in sorted(o.items())
+                                                                  if k not in first}}
+               for o in kubernetes_objects(plan)]
+    return yaml.safe_dump_all(objects, sort_keys=False, width=120)

@@ -96,3 +96,30 @@ def test_warnings_do_not_block_the_plan(plan, tmp_path):
     result = plan("test", "--config-file", str(stack_file(tmp_path, values)))
     assert result.returncode == 0, result.stderr
     assert "not known to offer TPU v6e" in result.stdout
+
+
+@pytest.mark.parametrize("stack", ["staging", "sandbox"])
+def test_manifests_print_every_kubernetes_object_as_a_yaml_stream(plan, stack):
+    result = plan(stack, "--manifests")
+    assert result.returncode == 0, result.stderr
+    objects = list(yaml.safe_load_all(result.stdout))
+    kinds = [o["kind"] for o in objects]
+    assert {"Namespace", "ServiceAccount"} <= set(kinds)
+    expected = {"staging": {"RayCluster", "RayJob"}, "sandbox": {"RayCluster", "ComputeClass"}}[stack]
+    assert expected <= set(kinds)
+    plan_json = json.loads(plan(stack, "--json").stdout)
+    k8s_steps = [s for s in plan_json["steps"] if s["newState"]["type"].startswith("kubernetes:")
+                 and s["newState"]["custom"] and "metadata" in s["newState"]["inputs"]]
+    assert len(objects) == len(k8s_steps)
+    assert all(list(o)[:3] == ["apiVersion", "kind", "metadata"] for o in objects)
+    assert plan(stack, "--manifests").stdout == result.stdout  # deterministic
+
+
+def test_a_failed_deploy_time_check_is_one_line(plan, tmp_path):
+    values = minimal_values()
+    values["ray-tpu-gke:cluster"]["minMasterVersion"] = "1.31.2-gke.1115000"  # an exact version GKE no longer offers
+    result = plan("test", "--config-file", str(stack_file(tmp_path, values)))
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "error: deploy-time check failed: GKE no longer offers 1.31.2-gke.1115000 in us-east5-b; pin a minor such as "
+        "1.31 or leave minMasterVersion unset"]
