@@ -11,7 +11,9 @@ from typing import Any, Optional
 
 from . import admission, catalog
 from .config import ClusterContext, Paths, Problem, show
-from .models import ClusterConfig, RayJobConfig, RayServiceConfig, TpuSliceConfig
+from pydantic import ValidationError
+
+from .models import ClusterConfig, RayJobConfig, RayServiceConfig, TpuSliceConfig, WorkerGroupConfig, validate_as
 
 
 def check_cluster(cluster: Optional[ClusterConfig], context: ClusterContext, paths: Paths) -> list[Problem]:
@@ -148,7 +150,9 @@ def check_ray_objects(context: ClusterContext, raw_lists: dict, lists: dict, pat
     for kind in ("ray_clusters", "ray_services", "ray_jobs"):
         joined: dict[str, str] = {}
         for i, obj in enumerate(lists[kind]):
-            if obj is None:
+            if obj is None:  # its own problems are reported; its worker groups are still checked
+                problems += _groups_of_broken_object((raw_lists[kind] or [])[i], kind, i, slices, broken | {None},
+                                                     unreadable, paths)
                 continue
             path = paths(kind, i)
             resource = f"{obj.namespace}-{obj.name}"
@@ -202,6 +206,35 @@ def check_ray_objects(context: ClusterContext, raw_lists: dict, lists: dict, pat
                                             group.replicas * factor, at_most * factor))
     if context.mode == "standard":
         problems += _check_demand(lists["tpu_slices"], demand, paths, warnings)
+    return problems
+
+
+def _groups_of_broken_object(raw: Any, kind: str, i: int, slices: dict, broken: set, unreadable: bool,
+                             paths: Paths) -> list[Problem]:
+    """The rules of one worker group alone, for the groups of a Ray object that failed validation elsewhere, so one
+    run reports every problem."""
+    groups = raw.get(paths.key("worker_groups")) if isinstance(raw, dict) else None
+    if not isinstance(groups, list):
+        return []
+    problems, names = [], set()
+    for j, item in enumerate(groups):
+        try:
+            group = validate_as(WorkerGroupConfig, item, paths.style)
+        except (ValidationError, TypeError):
+            continue  # reported with the object
+        gpath = paths(kind, i, "worker_groups", j)
+        if group.name in names:
+            problems.append(Problem(f"{gpath}.name", f"{show(group.name)} is used twice"))
+        names.add(group.name)
+        if group.slice not in slices and group.slice not in broken and not unreadable:
+            problems.append(Problem(f"{gpath}.slice", f"{show(group.slice)} is not a tpuSlices name; allowed: "
+                                                      f"{', '.join(sorted(slices)) or 'none defined'}"))
+        if group.min_replicas > group.replicas:
+            problems.append(Problem(paths(kind, i, "worker_groups", j, "min_replicas"),
+                                    f"{group.min_replicas} exceeds replicas {group.replicas}"))
+        if group.replicas > group.max:
+            problems.append(Problem(paths(kind, i, "worker_groups", j, "max_replicas"),
+                                    f"{group.max} is below replicas {group.replicas}"))
     return problems
 
 

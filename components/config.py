@@ -263,7 +263,7 @@ def _validate(sections: dict[str, Any], paths: Paths, stack: str, problems: list
 
     region = sections.get("region")
     context = _cluster_context(cluster_raw, cluster, paths.style)
-    if region is not None and not (isinstance(region, str) and re.fullmatch(r"[a-z]+-[a-z]+[0-9]+", region)):
+    if "region" in sections and not (isinstance(region, str) and re.fullmatch(r"[a-z]+-[a-z]+[0-9]+", region)):
         problems.append(Problem(paths("region"), f"{show(region)} is invalid: must be a region such as us-east5"))
         region = None
     elif context.location is not None:

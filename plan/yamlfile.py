@@ -132,8 +132,8 @@ def _core(text: str) -> Any:
 # `0b101` is 5, `-0x1F` is -31; reads ints past 64 bits as floats; leaves floats that overflow (`1e400`) as strings;
 # and reads `2024-01-01` as a time.Time, which Pulumi then stores as the text "2024-01-01 00:00:00 +0000 UTC"
 # (object.go: unmarshalObject). Where the two readings differ the plan could not show what `pulumi up` would get, so
-# the scalar is refused and must be quoted or written plainly. A timestamp-looking scalar is kept as the text written
-# (YAML 1.2 has no timestamps; quoted, Pulumi gets that text too; no config key of this project takes a date). yaml.v3
+# the scalar is refused and must be quoted or written plainly; a timestamp-looking scalar too (quoted, both read the
+# same text). yaml.v3
 # also refuses duplicate keys, as YAML requires (decode.go: `mapping key "x" already defined at line N`), and takes a
 # plain `<<` key as a merge.
 _GO_INT = re.compile(r"[-+]?(0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)")
@@ -217,7 +217,8 @@ def _resolve_plain(text: str) -> tuple[Any, str | None]:
     """The value of an untagged plain scalar, and why it is refused (None when it is not)."""
     core, go = _core(text), _yaml_v3(text)
     if go is _TIMESTAMP:
-        return text, None
+        return text, (f"{_show(text)} is text in YAML 1.2 but a timestamp to Pulumi's reader (yaml.v3), which stores "
+                      "it reformatted; quote it")
     if _same(core, go):
         return core, None
     return core, (f"{_show(text)} is {_describe(core)} in YAML 1.2 but {_describe(go)} to Pulumi's reader (yaml.v3); "

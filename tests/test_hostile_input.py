@@ -148,7 +148,7 @@ def test_a_lone_alias_is_refused_too(tmp_path):
 @pytest.mark.parametrize("tag", ["!!set", "!!binary", "!!timestamp", "!!str", "!!int", "!!float", "!!map", "!!omap",
                                  "!!python/object:os.system", "!local", "!"])
 def test_every_explicit_tag_is_refused(tmp_path, tag):
-    value = {"!!set": "{a, b}", "!!binary": "aGVsbG8=", "!!timestamp": "2024-01-01", "!!int": "3",
+    value = {"!!set": "{a, b}", "!!binary": "aGVsbG8=", "!!timestamp": "'2024-01-01'", "!!int": "3",
              "!!float": "1.5", "!!map": "{a: 1}", "!!omap": "[a: 1]"}.get(tag, "text")
     path = write(tmp_path, f"config:\n  gcp:project: acme\n  ray-tpu-gke:team: {tag} {value}\n")
     (line,) = problems_of(path)
@@ -157,7 +157,7 @@ def test_every_explicit_tag_is_refused(tmp_path, tag):
 
 def test_yaml_1_1_scalars_stay_strings_as_in_yaml_1_2_and_pulumi(tmp_path):
     path = write(tmp_path, "config:\n  gcp:project: acme\n  ray-tpu-gke:x:\n"
-                           "    date: 2024-01-01\n    stamp: 2024-01-01T10:00:00Z\n    yes: yes\n    on: on\n"
+                           "    date: '2024-01-01'\n    stamp: '2024-01-01T10:00:00Z'\n    yes: yes\n    on: on\n"
                            "    off: OFF\n    sexagesimal: 1:20\n    y: y\n    n: No\n"
                            "    t: true\n    f: False\n    nil: ~\n    null2: null\n    empty:\n"
                            "    int: 42\n    neg: -7\n    hex: 0x1F\n    oct: 0o17\n    float: 1.5\n    exp: 1e3\n"
@@ -170,6 +170,14 @@ def test_yaml_1_1_scalars_stay_strings_as_in_yaml_1_2_and_pulumi(tmp_path):
                    "inf": -math.inf, "quoted": "017", "block": "text\n"}
     assert all(type(got[k]) is str for k in ("date", "stamp", "yes", "on", "sexagesimal"))
     assert type(got["int"]) is int and type(got["t"]) is bool and type(got["exp"]) is float
+
+
+def test_an_unquoted_timestamp_is_refused_as_pulumi_would_reformat_it(tmp_path):
+    path = write(tmp_path, "config:\n  gcp:project: acme-ml-dev\n  ray-tpu-gke:environment: 2024-01-01\n")
+    with pytest.raises(ConfigError) as error:
+        stackfile.load("dev", config_file=path)
+    (problem,) = error.value.problems
+    assert "a timestamp to Pulumi's reader (yaml.v3)" in str(problem) and "quote it" in str(problem)
 
 
 @pytest.mark.parametrize("text, why", [
