@@ -149,6 +149,39 @@ class StorageArgs(TypedDict, total=False):
     force_destroy: bool
 
 
+class RateArgs(TypedDict, total=False):
+    """A rate the user supplies: reservations, committed use, negotiated or unpublished prices."""
+
+    kind: Required[str]
+    """tpu (per chip-hour), gpu or cpu (per VM-hour)."""
+    name: Required[str]
+    """TPU generation, or GPU/CPU machine type."""
+    capacity: Required[str]
+    hourly: Required[float]
+    region: str
+    source: str
+    as_of: str
+
+
+class PricingArgs(TypedDict, total=False):
+    """Rates for the cost estimate and the environment's monthly budget (USD)."""
+
+    rates: list[RateArgs]
+    monthly_budget: float
+
+
+class MonitoringArgs(TypedDict, total=False):
+    """The dashboard and alert policies of the slices."""
+
+    enabled: bool
+    notification_channels: list[str]
+    """Existing channel IDs (projects/<project>/notificationChannels/<id>)."""
+    idle_duty_cycle_percent: float
+    idle_minutes: int
+    unavailable_minutes: int
+    interruptions_per_day: int
+
+
 class RayTpuPlatformArgs(TypedDict, total=False):
     """The whole environment: network, identity, storage, the GKE cluster, TPU slices and Ray objects."""
 
@@ -166,6 +199,8 @@ class RayTpuPlatformArgs(TypedDict, total=False):
     ray_clusters: list[RayObjectArgs]
     ray_services: list[RayServiceSpecArgs]
     ray_jobs: list[RayJobSpecArgs]
+    pricing: PricingArgs
+    monitoring: MonitoringArgs
 
 
 class TpuSlicePoolsArgs(TypedDict, total=False):

@@ -20,9 +20,9 @@ from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel
 
 from . import admission, catalog
-from .models import (DEFAULT_RAY_IMAGE, DEFAULT_RAY_VERSION, ClusterConfig, RayClusterConfig,  # noqa: F401
-                     RayJobConfig, RayObjectConfig, RayServiceConfig, StorageConfig, TpuSliceConfig,
-                     WorkerGroupConfig, validate_as)
+from .models import (DEFAULT_RAY_IMAGE, DEFAULT_RAY_VERSION, ClusterConfig, MonitoringConfig,  # noqa: F401
+                     PricingConfig, RayClusterConfig, RayJobConfig, RayObjectConfig, RayServiceConfig, StorageConfig,
+                     TpuSliceConfig, WorkerGroupConfig, validate_as)
 
 PROJECT = "ray-tpu-gke"
 # Namespaces a stack file may set keys in: this project's, and the providers' own.
@@ -61,9 +61,11 @@ SECTIONS = {
     "cluster": f"{PROJECT}:cluster", "storage": f"{PROJECT}:storage", "tpu_slices": f"{PROJECT}:tpuSlices",
     "ray_clusters": f"{PROJECT}:rayClusters", "ray_services": f"{PROJECT}:rayServices",
     "ray_jobs": f"{PROJECT}:rayJobs",
+    "pricing": f"{PROJECT}:pricing", "monitoring": f"{PROJECT}:monitoring",
 }
 RAY_KINDS = ("ray_clusters", "ray_services", "ray_jobs")
-_MODELS = {"cluster": ClusterConfig, "storage": StorageConfig, "tpu_slices": TpuSliceConfig,
+_MODELS = {"cluster": ClusterConfig, "storage": StorageConfig, "pricing": PricingConfig,
+           "monitoring": MonitoringConfig, "tpu_slices": TpuSliceConfig,
            "ray_clusters": RayClusterConfig, "ray_services": RayServiceConfig, "ray_jobs": RayJobConfig}
 
 
@@ -107,6 +109,8 @@ class StackConfig:
     ray_services: tuple[RayServiceConfig, ...]
     ray_jobs: tuple[RayJobConfig, ...]
     warnings: tuple[str, ...] = ()
+    pricing: PricingConfig = PricingConfig()
+    monitoring: MonitoringConfig = MonitoringConfig()
 
     @property
     def standard(self) -> bool:
@@ -166,7 +170,8 @@ class StackConfig:
         return {
             "project": self.project, "region": self.region, "environment": self.environment,
             "team": self.labels.get("team", ""), "cost_center": self.labels.get("cost-center", ""),
-            "cluster": dump(self.cluster), "storage": dump(self.storage),
+            "cluster": dump(self.cluster), "storage": dump(self.storage), "pricing": dump(self.pricing),
+            "monitoring": dump(self.monitoring),
             "tpu_slices": [dump(s) for s in self.tpu_slices],
             **{kind: [dump(o) for o in getattr(self, kind)] for kind in RAY_KINDS},
         }
@@ -238,6 +243,8 @@ def _validate(sections: dict[str, Any], paths: Paths, stack: str, problems: list
     else:
         cluster = parse(ClusterConfig, cluster_raw, paths("cluster"))
     storage = parse(StorageConfig, sections.get("storage", {}), paths("storage"))
+    pricing = parse(PricingConfig, sections.get("pricing", {}), paths("pricing"))
+    monitoring = parse(MonitoringConfig, sections.get("monitoring", {}), paths("monitoring"))
 
     lists: dict[str, list] = {}
     raw_lists: dict[str, list] = {}
@@ -285,7 +292,7 @@ def _validate(sections: dict[str, Any], paths: Paths, stack: str, problems: list
         stack=stack, project=project, region=region, environment=environment, labels=labels, cluster=cluster,
         storage=storage, tpu_slices=tuple(lists["tpu_slices"]),
         ray_clusters=tuple(lists["ray_clusters"]), ray_services=tuple(lists["ray_services"]),
-        ray_jobs=tuple(lists["ray_jobs"]), warnings=tuple(warnings),
+        ray_jobs=tuple(lists["ray_jobs"]), warnings=tuple(warnings), pricing=pricing, monitoring=monitoring,
     )
 
 

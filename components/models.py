@@ -297,3 +297,48 @@ class RayJobConfig(RayObjectConfig):
     ttl_seconds_after_finished: Optional[NonNegativeInt] = None
     active_deadline_seconds: Optional[PositiveInt] = None
     submission_mode: Literal["K8sJobMode", "HTTPMode"] = "K8sJobMode"
+
+
+# --- cost and operations -------------------------------------------------------------------------------------------
+
+
+class RateConfig(Model):
+    """A rate the user supplies or overrides: reservations, committed use, negotiated prices, unpublished ones."""
+
+    kind: Literal["tpu", "gpu", "cpu"]
+    name: str
+    """TPU generation (per chip-hour), or GPU/CPU machine type (per VM-hour)."""
+    capacity: Literal["onDemand", "spot", "reservation", "flexStart"]
+    hourly: Annotated[float, Field(gt=0, le=1_000_000, allow_inf_nan=False)]
+    region: Optional[str] = None
+    """Where the rate applies (default: every region)."""
+    source: str = "stack config"
+    as_of: Optional[str] = None
+
+
+class PricingConfig(Model):
+    """Rates for the cost estimate (`components/pricing.py`), and the environment's monthly budget."""
+
+    rates: list[RateConfig] = []
+    monthly_budget: Optional[Annotated[float, Field(gt=0, allow_inf_nan=False)]] = None
+
+
+class MonitoringConfig(Model):
+    """The per-stack dashboard and alert policies of the slices (`components/monitoring.py`)."""
+
+    enabled: StrictBool = True
+    notification_channels: list[str] = []
+    """Existing channel IDs: projects/<project>/notificationChannels/<id>. None: alerts exist, notify nobody."""
+    idle_duty_cycle_percent: Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)] = 5.0
+    idle_minutes: Annotated[StrictInt, Field(ge=5, le=10080)] = 60
+    unavailable_minutes: Annotated[StrictInt, Field(ge=1, le=1440)] = 15
+    interruptions_per_day: Annotated[StrictInt, Field(ge=1, le=1000)] = 3
+
+    @field_validator("notification_channels")
+    @classmethod
+    def _channels(cls, value: list[str]) -> list[str]:
+        for channel in value:
+            if not re.fullmatch(r"projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/notificationChannels/[0-9]+", channel):
+                raise ValueError(f"{channel!r} is not a notification channel ID: "
+                                 "projects/<project>/notificationChannels/<number>")
+        return value
