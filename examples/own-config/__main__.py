@@ -1,0 +1,73 @@
+"""The whole platform (network, identity, bucket, GKE cluster, one node pool per TPU slice, KubeRay objects) from the
+team's own config file, environments.toml, rather than from a stack file: the stack's name picks the table.
+
+RayTpuPlatform takes typed arguments (RayTpuPlatformArgs), validates them before registering anything and names a bad
+value by its argument path, e.g. `RayTpuPlatform(platform).args.tpu_slices[1].topology`; `translate` below keeps
+the team's vocabulary in one place.
+"""
+
+import tomllib
+from pathlib import Path
+
+import pulumi
+
+from ray_tpu_gke import (ClusterSpecArgs, RayObjectArgs, RayTpuPlatform, RayTpuPlatformArgs, TpuSliceArgs,
+                         WorkerGroupArgs)
+
+CONFIG_FILE = Path(__file__).with_name("environments.toml")
+
+
+def translate(defaults: dict, env: dict) -> RayTpuPlatformArgs:
+    """One environment of environments.toml as RayTpuPlatformArgs."""
+    slices = []
+    for accelerator in env.get("accelerators", []):
+        tpu = TpuSliceArgs(name=accelerator["id"], generation=accelerator["tpu"], topology=accelerator["shape"],
+                           count=accelerator.get("pools", 1), capacity=accelerator.get("capacity", "onDemand"),
+                           zone=env["zone"])
+        if accelerator.get("autoscale"):
+            tpu["autoscaling"] = {"enabled": True, "min_nodes": 0}
+        if "reservation" in accelerator:
+            tpu["reservation"] = accelerator["reservation"]
+        slices.append(tpu)
+    ray_clusters = [
+        RayObjectArgs(
+            name=ray["name"],
+            namespace=ray.get("namespace", "ray"),
+            worker_groups=[WorkerGroupArgs(name=slice_id, slice=slice_id, replicas=start, min_replicas=0,
+                                           max_replicas=most)
+                           for slice_id, (start, most) in ray["workers"].items()],
+            autoscaling={"enabled": any(most > start for start, most in ray["workers"].values())},
+        )
+        for ray in env.get("ray", [])
+    ]
+    return RayTpuPlatformArgs(
+        project=env["gcp_project"],
+        region=env["region"],
+        environment=pulumi.get_stack(),
+        team=defaults["team"],
+        cost_center=defaults["cost_center"],
+        cluster=ClusterSpecArgs(
+            name=env["gke_cluster"],
+            location=env["zone"],
+            release_channel=defaults["release_channel"],
+            deletion_protection=env["protect"],
+            master_authorized_networks=[{"cidr_block": defaults["office_cidr"], "display_name": "office"}],
+        ),
+        storage={"force_destroy": not env["protect"]},
+        tpu_slices=slices,
+        ray_clusters=ray_clusters,
+    )
+
+
+teams_config = tomllib.loads(CONFIG_FILE.read_text())
+stack = pulumi.get_stack()
+if stack not in teams_config["environments"]:
+    raise ValueError(f"{CONFIG_FILE.name} has no [environments.{stack}] table "
+                     f"(it has: {', '.join(sorted(teams_config['environments']))})")
+
+platform = RayTpuPlatform("platform", translate(teams_config["defaults"], teams_config["environments"][stack]))
+
+pulumi.export("clusterName", platform.cluster_name)
+pulumi.export("bucket", platform.bucket)
+pulumi.export("poolNames", platform.pool_names)
+pulumi.export("kubeconfig", platform.kubeconfig)
