@@ -9,6 +9,7 @@ import subprocess
 import sys
 import sysconfig
 import textwrap
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -16,12 +17,14 @@ import yaml
 
 import ray_tpu_gke
 from plan import harness
+from test_provider import serve
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 NODE_POOL = "gcp:container/nodePool:NodePool"
 RAY_CLUSTER = "kubernetes:ray.io/v1:RayCluster"
 TPU = "google.com/tpu"
+VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 
 
 class Recorder(harness.RecordingMonitor):
@@ -285,22 +288,27 @@ CONSUMER = textwrap.dedent('''
 
 def test_installed_in_a_fresh_venv_outside_the_repository(tmp_path):
     """pip installs the package (non-editable, built from a copy of the sources) into a new venv in a temporary
-    folder; the dependencies (pulumi, pulumi-gcp, ...) come from this repository's .venv through a .pth file naming
-    only its site-packages, whose own .pth files (the editable install of this checkout) are then not processed.
-    Takes ~15 s: a venv, a wheel build and a program run."""
+    folder, the way the Pulumi language host prepares the provider's venv: `pip install -r requirements.txt` in
+    provider/, whose `..` is the copy's root. The dependencies (pulumi, pulumi-gcp, ...) come from this repository's
+    .venv through a .pth file naming only its site-packages, whose own .pth files (the editable install of this
+    checkout) are then not processed. A consumer program runs against it, and so does the provider plugin.
+    Takes ~15 s: a venv, a wheel build and two programs."""
     source = tmp_path / "src"
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    shutil.copytree(ROOT / "components", source / "components", ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("components", "provider"):
+        shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__", "venv"))
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
     python = venv / "bin" / "python"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
     install = subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--disable-pip-version-check",
-                              str(source)], cwd=tmp_path, env=env, capture_output=True, text=True)
+                              "-r", "requirements.txt"], cwd=source / "provider", env=env, capture_output=True,
+                             text=True)
     assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
+    assert f"Successfully installed ray-tpu-gke-{VERSION}" in install.stdout
 
     site_packages = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                         check=True, capture_output=True, text=True, env=env).stdout.strip())
@@ -319,7 +327,7 @@ def test_installed_in_a_fresh_venv_outside_the_repository(tmp_path):
     # The installed copy, not this checkout: nothing of the repository on sys.path but the dependencies' folder.
     assert Path(result["library"]).is_relative_to(site_packages)
     assert (site_packages / "ray_tpu_gke" / "py.typed").is_file()
-    assert result["version"] == "0.2.0"
+    assert result["version"] == VERSION
     assert result["importable"] == {"plan": False, "components": False}
     assert [p for p in result["sys_path"] if Path(p).is_relative_to(ROOT)] == [str(dependencies)]
 
@@ -347,8 +355,17 @@ def test_installed_in_a_fresh_venv_outside_the_repository(tmp_path):
     assert 'TpuSlicePools(bad).args.slice.topology: "3x3" is not a v5p topology' in result["error"]
     assert not any(name == "bad" for _, name in registered)
 
+    # The provider plugin, run by the venv's python as the language host would, serves from the installed library.
+    served, version = serve(str(python), source / "provider", env)
+    assert version == VERSION
+    assert set(served["resources"]) == {"ray-tpu-gke:index:RayTpuPlatform", "ray-tpu-gke:index:TpuSlicePools"}
+
 
 def test_library_doc_links_resolve():
     for doc in (ROOT / "docs" / "library.md", ROOT / "CHANGELOG.md"):
         for target in re.findall(r"\]\(((?!https?:)[^)#]+)\)", doc.read_text()):
             assert (doc.parent / target).exists(), f"{doc.name}: {target}"
+
+
+def test_changelog_has_the_package_version():
+    assert f"\n## {VERSION}\n" in (ROOT / "CHANGELOG.md").read_text()

@@ -160,9 +160,10 @@ def test_every_type_reference_resolves(schema):
 # --- the plugin process ----------------------------------------------------------------------------------------------
 
 
-def test_plugin_process_serves_schema_and_version():
-    """`python provider` as the language host starts it: it prints its port, then answers over gRPC."""
-    process = subprocess.Popen([sys.executable, str(PROVIDER), "127.0.0.1:1"], cwd=PROVIDER,
+def serve(python: str, provider: Path = PROVIDER, env: dict | None = None) -> tuple[dict, str]:
+    """Start the plugin as the language host does (`python <folder> <engine address>`): it prints the port it serves
+    on. Ask it over gRPC for its schema and version, then stop it."""
+    process = subprocess.Popen([python, str(provider), "127.0.0.1:1"], cwd=provider, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         port = process.stdout.readline().decode().strip()
@@ -176,7 +177,13 @@ def test_plugin_process_serves_schema_and_version():
         process.wait(timeout=30)
         process.stdout.close()
         process.stderr.close()
-    assert info.version == ray_tpu_gke.__version__
+    return served, info.version
+
+
+def test_plugin_process_serves_schema_and_version(schema):
+    served, version = serve(sys.executable)
+    assert version == ray_tpu_gke.__version__
+    assert served == schema
     assert set(served["resources"]) == {PLATFORM, POOLS}
     assert served["types"][f"{PACKAGE}:index:TpuSliceArgs"]["required"] == ["generation", "name", "topology"]
 
