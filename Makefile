@@ -62,23 +62,36 @@ $(CHECKOV_STAMP): requirements-checkov.txt
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
 	touch $@
 
+# Ray 2.55 and JAX for workloads/ (tests/test_workloads_*.py run them in a subprocess): a virtualenv of their own,
+# since Ray's dependency ranges are not pulumi's exact pins. WORKLOADS_VENV may be overridden like VENV.
+WORKLOADS_VENV ?= .venv-workloads
+WORKLOADS_STAMP := $(WORKLOADS_VENV)/.requirements-installed
+
+$(WORKLOADS_STAMP): requirements-workloads.txt
+	$(GUARD)
+	$(PYTHON) -m venv $(WORKLOADS_VENV)
+	@echo '*' > $(WORKLOADS_VENV)/.gitignore
+	$(WORKLOADS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-workloads.txt
+	touch $@
+
 plan: $(STAMP) $(ON_PATH)
 	$(BIN)/python -m plan $(STACK)
 
-test: $(STAMP) $(ON_PATH) $(CHECKOV_STAMP)
-	CHECKOV=$(abspath $(CHECKOV_VENV))/bin/checkov $(BIN)/python -m pytest -q
+test: $(STAMP) $(ON_PATH) $(CHECKOV_STAMP) $(WORKLOADS_STAMP)
+	CHECKOV=$(abspath $(CHECKOV_VENV))/bin/checkov WORKLOADS_PYTHON=$(abspath $(WORKLOADS_VENV))/bin/python \
+		$(BIN)/python -m pytest -q
 
 # The policy pack's rules over the offline plan (docs/policy.md); non-zero on a mandatory violation.
 policy: $(STAMP) $(ON_PATH)
 	$(BIN)/python -m plan $(STACK) --policy-pack policy
 
-# Refresh the committed plan snapshots after an intended change; review the diff before committing.
+# Refresh the committed plan snapshots and generated docs (docs/admission.md) after an intended change; review the diff.
 snapshots: $(STAMP) $(ON_PATH)
-	$(BIN)/python -m pytest -q tests/test_snapshots.py --update-snapshots
+	$(BIN)/python -m pytest -q tests/test_snapshots.py tests/test_admission.py::test_docs_list_every_rule_with_its_source --update-snapshots
 
 # Plan synthetic stacks of 1 to 512 slices against the bare-SDK floor (docs/benchmarks.md).
 bench: $(STAMP) $(ON_PATH)
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) $(CHECKOV_VENV) .pytest_cache
+	rm -rf $(VENV) $(CHECKOV_VENV) $(WORKLOADS_VENV) .pytest_cache
