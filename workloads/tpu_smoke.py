@@ -167,8 +167,8 @@ def label_checks(observed: Observed, spec: SliceSpec, slices: int) -> tuple[list
         if all(c.status == PASS for c in own):
             whole.append(name)
     found = ", ".join(sorted(observed.slices)) or "none"
-    checks.insert(0, Check("slices", PASS if len(whole) >= slices else FAIL,
-                           f"{len(whole)} whole slices of {len(observed.slices)} ({found}); at least {slices} expected"))
+    detail = f"{len(whole)} whole slices of {len(observed.slices)} ({found}); at least {slices} expected"
+    checks.insert(0, Check("slices", PASS if len(whole) >= slices else FAIL, detail))
     return checks, whole
 
 
@@ -381,6 +381,12 @@ def smoke(spec: SliceSpec, group: Optional[str] = None, slices: int = 1, timeout
             checks += psum
             timings.update(psum_timings)
     timings["total_s"] = time.monotonic() - started
+    return document(spec, group, slices, platform, observed, checks, timings)
+
+
+def document(spec: SliceSpec, group: Optional[str], slices: int, platform: str, observed: Observed,
+             checks: list[Check], timings: dict[str, float]) -> dict:
+    """The result as printed: what was expected, the hosts seen per slice, every check, the timings."""
     return {
         "kind": RESULT_KIND,
         "ok": all(c.status != FAIL for c in checks),

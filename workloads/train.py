@@ -107,7 +107,8 @@ def make_trainer(spec: SliceSpec, *, steps: int, batch_size: int = 256, learning
         train_loop_config={"steps": steps, "batch_size": batch_size, "learning_rate": learning_rate,
                            "report_every": report_every},
         scaling_config=scaling,
-        run_config=RunConfig(name=name, storage_path=storage_path, checkpoint_config=CheckpointConfig(num_to_keep=keep)),
+        run_config=RunConfig(name=name, storage_path=storage_path,
+                             checkpoint_config=CheckpointConfig(num_to_keep=keep)),
     )
 
 
