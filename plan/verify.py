@@ -12,7 +12,8 @@ The stack is planned in-process, offline, by the same program and mocks as `pyth
   environment (TPU_WORKER_ID, TPU_NAME, and TPU_WORKER_HOSTNAMES on multi-host slices) with worker ids 0..hosts-1 per
   slice, and sit on nodes whose labels match the group's node selector, one node pool per slice;
 - unless --skip-smoke: for each TPU worker group of a RayCluster or a RayService's active cluster, a RayJob running
-  `python -m workloads.tpu_smoke` on that cluster (labels, slice reservation, cross-host psum); its JSON result.
+  `python -m workloads.tpu_smoke` on that cluster (labels, slice reservation, cross-host psum; labels only on a
+  RayService's slices, whose chips the Serve replicas hold); its JSON result.
 
 Exit status: 0 when no check fails (skipped ones say why), 1 when one fails or the cluster cannot be read, 2 when the
 configuration is invalid. The Ray image must contain the workloads package (docs/workloads.md).
@@ -381,7 +382,8 @@ def smoke_job_name(group: str) -> str:
     return name
 
 
-def smoke_job(namespace: str, cluster: str, group: GroupPlan, timeout: int, name: Optional[str] = None) -> dict:
+def smoke_job(namespace: str, cluster: str, group: GroupPlan, timeout: int, labels_only: bool = False,
+              name: Optional[str] = None) -> dict:
     """A RayJob that runs the smoke test of one worker group on its existing Ray cluster (KubeRay clusterSelector),
     submitted from a Kubernetes Job (K8sJobMode) whose log carries the result."""
     slices = max(1, group.min_replicas if group.autoscaling else group.replicas)
@@ -392,7 +394,8 @@ def smoke_job(namespace: str, cluster: str, group: GroupPlan, timeout: int, name
                      "labels": {"app.kubernetes.io/part-of": "ray-tpu-gke",
                                 "app.kubernetes.io/component": "post-deploy-check"}},
         "spec": {
-            "entrypoint": tpu_smoke.command(group.spec, group.group, slices=slices, timeout=timeout),
+            "entrypoint": tpu_smoke.command(group.spec, group.group, slices=slices, timeout=timeout,
+                                            labels_only=labels_only),
             "clusterSelector": {CLUSTER_LABEL: cluster},
             "submissionMode": "K8sJobMode",
             "shutdownAfterJobFinishes": False,  # never for a job on an existing cluster
@@ -418,10 +421,11 @@ def smoke_verdict(subject: str, group: GroupPlan, job: dict, log: str) -> Check:
               for c in result.get("checks", []) if c.get("status") == FAIL]
     if result.get("ok") and not failed and status.get("jobStatus") == "SUCCEEDED":
         timings = result.get("timings", {})
-        passed = sum(c.get("status") == PASS for c in result.get("checks", []))
-        return Check(subject, "smoke", PASS, f"{passed} checks passed on {', '.join(result.get('slices', {}))}; "
-                                             f"compile {timings.get('compile_s', '?')}s, "
-                                             f"psum {timings.get('psum_s', '?')}s")
+        passed, skipped = (sum(c.get("status") == s for c in result.get("checks", [])) for s in (PASS, SKIP))
+        times = ", ".join(f"{what} {timings[key]}s" for what, key in (("compile", "compile_s"), ("psum", "psum_s"))
+                          if key in timings)
+        return Check(subject, "smoke", PASS, f"{passed} checks passed, {skipped} skipped on "
+                                             f"{', '.join(result.get('slices', {}))}" + (f"; {times}" if times else ""))
     return Check(subject, "smoke", FAIL, f"{state}; " + (_listing(failed) if failed else "the job did not succeed"))
 
 
@@ -430,17 +434,28 @@ def _finished(status: dict) -> bool:
             or status.get("jobDeploymentStatus") in DEPLOYMENT_FAILED | {"Complete"})
 
 
-def run_smoke(kubectl: Kubectl, targets: list[tuple[str, str, str, GroupPlan]], timeout: int, poll: float,
-              keep: bool, clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep
+@dataclass(frozen=True)
+class SmokeTarget:
+    subject: str  # the Ray object's
+    namespace: str
+    cluster: str  # the live Ray cluster the group belongs to
+    group: GroupPlan
+    labels_only: bool = False  # a RayService's slices serve: the smoke test leaves their chips alone
+
+
+def run_smoke(kubectl: Kubectl, targets: list[SmokeTarget], timeout: int, poll: float, keep: bool,
+              clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep
               ) -> list[Check]:
-    """Submit one smoke RayJob per (subject, namespace, cluster, group), all at once; wait for each; read its result
-    from the log of its submitter Job (named as the RayJob in K8sJobMode); delete it unless `keep`."""
+    """Submit one smoke RayJob per target, all at once; wait for each; read its result from the log of its submitter
+    Job (named as the RayJob in K8sJobMode); delete it unless `keep`."""
     checks, runs = [], []
     wait = timeout + 360  # the RayJob's activeDeadlineSeconds and a minute more
-    for subject, namespace, cluster, group in targets:
-        subject = f"{subject} group {group.group}"
+    for target in targets:
+        group, namespace = target.group, target.namespace
+        subject = f"{target.subject} group {group.group}"
+        manifest = smoke_job(namespace, target.cluster, group, timeout, labels_only=target.labels_only)
         try:
-            created = kubectl.json("create", "-f", "-", stdin=json.dumps(smoke_job(namespace, cluster, group, timeout)))
+            created = kubectl.json("create", "-f", "-", stdin=json.dumps(manifest))
         except KubectlError as error:
             checks.append(Check(subject, "smoke", FAIL, f"could not create the smoke RayJob: {error}"))
             continue
@@ -503,7 +518,8 @@ def verify(stack: StackPlan, kubectl: Kubectl, skip_smoke: bool = False, timeout
                 checks.append(Check(f"{obj.subject} group {group.group}", "smoke", SKIP, "the group has no slices "
                                                                                           "(maxReplicas 0)"))
             else:
-                targets.append((obj.subject, obj.namespace, cluster, group))
+                targets.append(SmokeTarget(obj.subject, obj.namespace, cluster, group,
+                                           labels_only=obj.kind == "RayService"))
     if targets:
         checks += run_smoke(kubectl, targets, timeout, poll, keep_jobs)
     return checks

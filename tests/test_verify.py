@@ -73,7 +73,7 @@ def make_pod(namespace: str, cluster: str, group: verify.GroupPlan, replica: int
     return pod
 
 
-def smoke_log(spec, group: str, slices: int, hosts_per_slice=None, outcome: str | None = None) -> str:
+def smoke_log(spec, group: str, slices: int, hosts_per_slice=None, labels_only: bool = False) -> str:
     """A submitter's log around the smoke test's result for ray.nodes() as a healthy (or `hosts_per_slice`) group
     would show them: the smoke test's own label and psum verdicts."""
     ray_nodes = []
@@ -87,7 +87,10 @@ def smoke_log(spec, group: str, slices: int, hosts_per_slice=None, outcome: str 
                                          tpu_smoke.ACCELERATOR_TYPE: spec.accelerator_type}})
     observed = tpu_smoke.observe(ray_nodes, group)
     checks, whole = tpu_smoke.label_checks(observed, spec, slices)
-    if all(c.status == "pass" for c in checks):
+    if labels_only:
+        checks += [tpu_smoke.Check("reservation", "skip", "not run: --labels-only"),
+                   tpu_smoke.Check("psum", "skip", "not run: --labels-only")]
+    elif all(c.status == "pass" for c in checks):
         checks.append(tpu_smoke.Check("reservation", "pass", f"{len(whole)} slices"))
         for name in whole:
             results = [{"worker_id": w, "process_index": w, "process_count": spec.hosts,
@@ -99,10 +102,8 @@ def smoke_log(spec, group: str, slices: int, hosts_per_slice=None, outcome: str 
         checks += [tpu_smoke.Check("reservation", "skip", "not run"), tpu_smoke.Check("psum", "skip", "not run")]
     result = tpu_smoke.document(spec, group, slices, "tpu", observed, checks,
                                 {"wait_s": 0.1, "reservation_s": 0.4, "compile_s": 3.4, "psum_s": 0.002})
-    if outcome is None:
-        outcome = "succeeded" if result["ok"] else "failed"
     return ((DATA / "smoke.log").read_text().replace("RESULT", json.dumps(result, sort_keys=True))
-            .replace("OUTCOME", outcome).replace("JOB", "raysubmit_Xq3v9"))
+            .replace("OUTCOME", "succeeded" if result["ok"] else "failed").replace("JOB", "raysubmit_Xq3v9"))
 
 
 def healthy(stack: str) -> dict:
@@ -142,7 +143,7 @@ def healthy(stack: str) -> dict:
                                                spec.chips_per_host))
                 pods += [make_pod(obj.namespace, cluster, group, replica, w, hosts[w]) for w in range(spec.hosts)]
             slices = max(1, group.min_replicas if group.autoscaling else group.replicas)
-            logs[group.group] = smoke_log(spec, group.group, slices)
+            logs[group.group] = smoke_log(spec, group.group, slices, labels_only=obj.kind == "RayService")
     for pool in plan.pools:
         if pool.name in used or not pool.autoscaled_from_zero:
             shape = pool.shape
@@ -234,7 +235,7 @@ def test_staging_report_covers_pool_objects_groups_and_smoke(run):
     assert checks[(GROUP, "pods")]["detail"] == "4 worker pods: 1 slices of 4 (0 to 1 planned)"
     assert checks[(GROUP, "webhook env")]["detail"] == ("TPU_WORKER_ID, TPU_NAME, TPU_WORKER_HOSTNAMES on every TPU "
                                                         "container")
-    assert checks[(GROUP, "smoke")]["detail"].startswith("10 checks passed on v6e-16-0; compile 3.4s")
+    assert checks[(GROUP, "smoke")]["detail"].startswith("10 checks passed, 0 skipped on v6e-16-0; compile 3.4s")
     assert checks[("RayJob ray/smoke", "ready")]["status"] == "pass"
 
 
@@ -296,6 +297,11 @@ def test_prod_checks_the_rayservice_active_cluster_and_every_pool(run):
     assert statuses == {"v6e-64-0": "pass", "v6e-64-1": "pass", "ironwood-64-0": "pass", "v6e-8-serve-0": "pass",
                         "v6e-8-serve-1": "pass", "v6e-8-serve-2": "skip", "v6e-8-serve-3": "skip"}
     assert checks[("RayCluster training/train-ironwood group ironwood", "smoke")]["status"] == "pass"
+    assert checks[(service, "smoke")]["detail"].startswith("14 checks passed, 2 skipped on v6e-8-0, v6e-8-1")
+    jobs = {json.loads(c["stdin"])["metadata"]["namespace"]: json.loads(c["stdin"])["spec"]["entrypoint"]
+            for c in state["calls"] if c["args"][:1] == ["create"]}
+    assert jobs["serving"].endswith("--group v6e-8 --labels-only")  # the Serve replicas hold those chips
+    assert not jobs["training"].endswith("--labels-only")
 
 
 def test_text_report(run):
@@ -452,8 +458,8 @@ def test_a_smoke_job_that_never_finishes_fails_at_the_deadline(tmp_path, monkeyp
         now[0] += 100
 
     group = planned("staging").objects[0].groups[0]
-    (check,) = verify.run_smoke(verify.Kubectl(CONTEXT), [(TRAIN, "ray", "train", group)], timeout=60, poll=1,
-                                keep=False, clock=lambda: now[0], sleep=sleep)
+    (check,) = verify.run_smoke(verify.Kubectl(CONTEXT), [verify.SmokeTarget(TRAIN, "ray", "train", group)],
+                                timeout=60, poll=1, keep=False, clock=lambda: now[0], sleep=sleep)
     assert check.status == "fail" and "not done within 420s (jobStatus RUNNING)" in check.detail
     after = json.loads(path.read_text())
     assert len([c for c in after["calls"] if c["args"][:2] == ["get", "rayjob"]]) == 6  # 0, 100, ... 500 > 420

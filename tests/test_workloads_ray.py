@@ -107,6 +107,7 @@ def _simulate(out: Path) -> None:
         held = holder.options(label_selector={tpu_smoke.WORKER_ID: "1"}).remote()
         ray.get(held.ready.remote())
         smoke("busy", timeout=5)
+        smoke("labels-only", timeout=5, labels_only=True)  # leaves the chips alone: passes all the same
         ray.kill(held)
 
         began = time.monotonic()
@@ -261,6 +262,12 @@ def test_a_busy_host_fails_the_reservation(seen):
     assert failing(result) == ["reservation"]
     assert "not ready" in check(result, "reservation")["detail"]
     assert check(result, "psum")["status"] == "skip"
+
+
+def test_labels_only_leaves_busy_chips_alone(seen):
+    result = seen["labels-only"]
+    assert result["ok"] is True and failing(result) == []
+    assert [check(result, n)["detail"] for n in ("reservation", "psum")] == ["not run: --labels-only"] * 2
 
 
 def test_a_missing_host_fails_and_is_named(seen):

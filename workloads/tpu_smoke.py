@@ -17,7 +17,8 @@ worker group, with the values from the stack's plan). In order:
 
 It prints one JSON line (`"kind": "ray-tpu-gke/tpu-smoke"`: every check with pass, fail or skip, and timings,
 compile time included) and exits 0 when every check passes, 1 when one fails, 2 on bad arguments. Steps 3 and 4 run
-only when the labels are right: a mislabelled slice cannot be reserved reliably.
+only when the labels are right (a mislabelled slice cannot be reserved reliably) and not with --labels-only (slices
+that serve a RayService: their chips are the replicas').
 
 Where the labels come from (Ray 2.55, ray/_private/accelerators/tpu.py, TPUAcceleratorManager
 .get_current_node_accelerator_labels and get_current_node_accelerator_type): each Ray worker pod's environment, which
@@ -341,8 +342,9 @@ def wait_for_slices(spec: SliceSpec, group: Optional[str], slices: int, deadline
 
 
 def smoke(spec: SliceSpec, group: Optional[str] = None, slices: int = 1, timeout: float = 900.0,
-          platform: str = "tpu", poll: float = 5.0) -> dict:
-    """Run every check against the connected Ray cluster; the result as printed."""
+          platform: str = "tpu", poll: float = 5.0, labels_only: bool = False) -> dict:
+    """Run every check against the connected Ray cluster; the result as printed. `labels_only` leaves the chips alone
+    (a RayService's slices serve traffic: reserving them would fail, or take them from the replicas)."""
     import ray
 
     started = time.monotonic()
@@ -351,9 +353,9 @@ def smoke(spec: SliceSpec, group: Optional[str] = None, slices: int = 1, timeout
     observed = wait_for_slices(spec, group, slices, deadline, poll)
     timings["wait_s"] = time.monotonic() - started
     checks, whole = label_checks(observed, spec, slices)
-    if not all(c.status == PASS for c in checks):
-        checks += [Check("reservation", SKIP, "not run: a label check failed"),
-                   Check("psum", SKIP, "not run: a label check failed")]
+    if labels_only or not all(c.status == PASS for c in checks):
+        why = "not run: --labels-only" if labels_only else "not run: a label check failed"
+        checks += [Check("reservation", SKIP, why), Check("psum", SKIP, why)]
     else:
         began = time.monotonic()
         handle = None
@@ -362,7 +364,8 @@ def smoke(spec: SliceSpec, group: Optional[str] = None, slices: int = 1, timeout
             ready = handle.placement_group.ready()
             done, _ = ray.wait([ready], timeout=max(0.0, deadline - time.monotonic()))
             if not done:
-                raise TimeoutError(f"the slice placement group was not ready within {timeout:g}s of the start")
+                raise TimeoutError(f"the slice placement group was not ready within {timeout:g}s of the start: are "
+                                   "the slices' chips in use, or a host still coming up?")
             ray.get(ready)
         except Exception as error:  # noqa: BLE001 Ray's reservation raises several kinds; the check fails with it
             timings["reservation_s"] = time.monotonic() - began
@@ -414,12 +417,14 @@ def parse_result(text: str) -> Optional[dict]:
     return None
 
 
-def command(spec: SliceSpec, group: Optional[str], slices: int, timeout: int) -> str:
+def command(spec: SliceSpec, group: Optional[str], slices: int, timeout: int, labels_only: bool = False) -> str:
     """The entrypoint that runs this smoke test for a worker group (what plan.verify submits)."""
     parts = ["python", "-m", "workloads.tpu_smoke", *spec.to_args(), "--slices", str(slices),
              "--timeout", str(timeout)]
     if group:
         parts += ["--group", group]
+    if labels_only:
+        parts.append("--labels-only")
     return " ".join(parts)
 
 
@@ -432,6 +437,8 @@ def parse_args(argv: Optional[list[str]] = None, environ=os.environ) -> tuple[Sl
                         help="whole slices the group must have (default 1)")
     parser.add_argument("--timeout", type=float, default=environ.get("SMOKE_TIMEOUT", 900),
                         help="seconds for the whole test, scale-up included (default 900)")
+    parser.add_argument("--labels-only", action="store_true",
+                        help="check the slices' labels only, without reserving their chips (slices that serve)")
     parser.add_argument("--platform", default=environ.get("SMOKE_PLATFORM", "tpu"),
                         help="the JAX platform the hosts must compute on (default tpu; the tests use cpu)")
     args = parser.parse_args(argv)
@@ -448,7 +455,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     import ray
 
     ray.init(address=os.environ.get("RAY_ADDRESS", "auto"), log_to_driver=False)
-    result = smoke(spec, group=args.group, slices=args.slices, timeout=args.timeout, platform=args.platform)
+    result = smoke(spec, group=args.group, slices=args.slices, timeout=args.timeout, platform=args.platform,
+                   labels_only=args.labels_only)
     print(json.dumps(result, sort_keys=True), flush=True)
     return 0 if result["ok"] else 1
 
