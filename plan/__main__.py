@@ -16,7 +16,7 @@ from rich.console import Console
 from ray_tpu_gke.config import ConfigError
 from ray_tpu_gke.preflight import PreflightError
 
-from . import harness, render, stackfile
+from . import cost, harness, render, stackfile
 from .review import gates
 
 
@@ -61,6 +61,7 @@ def main(argv=None) -> int:
     except PreflightError as error:  # a deploy-time check, against the offline plan's mocked answers
         print(f"error: deploy-time check failed: {error}", file=sys.stderr)
         return stackfile.EXIT_ERROR
+    cost_result = None if args.manifests else cost.attach(plan, config)  # the plan JSON's `cost` (plan/cost.py)
     if args.json:
         sys.stdout.write(plan.dumps())
     elif args.manifests:
@@ -69,10 +70,14 @@ def main(argv=None) -> int:
         console = Console(highlight=False)
         if not console.is_terminal:
             console = Console(highlight=False, width=200)
-        render.print_plan(plan, config, console)
+        render.print_plan(plan, config, console, cost_result)
     for warning in plan.warnings:
         if args.json or args.manifests:
             err.print(f"warning: {warning}")
+    if args.json and cost_result:
+        # A missing rate does not stop the plan: it is reported, and the cost gate and budget rule fail closed.
+        for warning in cost_result.warnings:
+            print(f"warning: {warning}", file=sys.stderr)  # one line each, never wrapped
     if args.policy_pack:
         from policy import engine
 

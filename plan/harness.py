@@ -78,16 +78,20 @@ class Plan:
     steps: list[Step]
     outputs: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    cost: dict[str, Any] | None = None  # the cost estimate (plan/cost.py attaches it), top-level `cost` in the JSON
 
     def to_json(self) -> dict:
         summary = {"create": len(self.steps)} if self.steps else {}  # offline, everything is new
-        return {
+        out = {
             "project": PROJECT,
             "stack": self.stack,
             "steps": [s.to_json() for s in self.steps],
             "outputs": self.outputs,
             "changeSummary": summary,
         }
+        if self.cost is not None:
+            out["cost"] = self.cost
+        return out
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=2, sort_keys=True) + "\n"

@@ -100,7 +100,8 @@ def quota_table(config: StackConfig) -> Table:
     return table
 
 
-def print_plan(plan: Plan, config: StackConfig, console: Console) -> None:
+def print_plan(plan: Plan, config: StackConfig, console: Console, cost=None) -> None:
+    """The tree, the summary, the TPU capacity, then (given `cost`, a plan.cost.CostResult) $/hour and $/month."""
     console.print(tree(plan))
     console.print()
     console.print("[bold]Resources:[/]")
@@ -108,6 +109,11 @@ def print_plan(plan: Plan, config: StackConfig, console: Console) -> None:
     console.print()
     console.print(capacity_table(config))
     console.print()
+    if cost is not None:
+        from .cost import print_cost
+
+        print_cost(cost, console)
+        console.print()
     console.print(quota_table(config))
     for warning in plan.warnings:
         console.print(f"[yellow]warning:[/] {warning}")

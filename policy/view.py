@@ -1,9 +1,9 @@
 """A neutral view of the resources about to be deployed, which every rule reads.
 
 Rules never see where a resource came from. Two adapters build the view: `from_plan` reads the offline plan JSON
-(`python -m plan STACK --json`, steps[].newState), and `policy.pack` reads what the Pulumi CLI hands a policy pack
-(`ResourceValidationArgs`, `StackValidationArgs`). Properties are camelCase in both; a value that is not known yet
-(a preview of a resource that does not exist) is `UNKNOWN` in both.
+(`python -m plan STACK --json`: steps[].newState, and the stack's `cost` estimate), and `policy.pack` reads what the
+Pulumi CLI hands a policy pack (`ResourceValidationArgs`, `StackValidationArgs`; no cost). Properties are camelCase in
+both; a value that is not known yet (a preview of a resource that does not exist) is `UNKNOWN` in both.
 """
 
 from __future__ import annotations
@@ -107,9 +107,13 @@ class Resource:
 class StackView:
     """Every resource of one stack, in registration order, with the look-ups rules share."""
 
-    def __init__(self, resources: Iterable[Resource], stack: str | None = None):
+    def __init__(self, resources: Iterable[Resource], stack: str | None = None,
+                 cost: Mapping[str, Any] | None = None):
         self.resources = list(resources)
         self.stack = stack if stack is not None else next((r.stack for r in self.resources if r.stack), "")
+        # The offline plan's cost estimate (`python -m plan STACK --json`, top-level `cost`); None where the plan has
+        # none, as in what the Pulumi CLI hands a policy pack.
+        self.cost = cost if isinstance(cost, Mapping) else None
 
     def of_type(self, *types: str) -> list[Resource]:
         return [r for r in self.resources if r.type in types]
@@ -155,4 +159,4 @@ def from_plan(plan: Mapping[str, Any], stack: str | None = None) -> StackView:
             parent=state.get("parent"),
             stack=stack or stack_of_urn(urn),
         ))
-    return StackView(resources, stack)
+    return StackView(resources, stack, plan.get("cost"))

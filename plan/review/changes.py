@@ -1,9 +1,9 @@
 """The change model: what a change does to each resource of a stack, and its JSON.
 
 A `Report` is one run: a `StackDiff` per stack, each a list of `Change`s (`create`, `update`, `replace` or `delete`
-of one resource, with the changed inputs as `Detail`s), the count of unchanged resources and the TPU capacity the
-change adds and removes. `to_json` gives the `--format json` output; `classify.compare` fills a `StackDiff`, and
-`gates.evaluate` the gates a `Report` fails.
+of one resource, with the changed inputs as `Detail`s), the count of unchanged resources, the TPU capacity the
+change adds and removes and its cost delta (`review.cost`). `to_json` gives the `--format json` output;
+`classify.compare` fills a `StackDiff`, and `gates.evaluate` the gates a `Report` fails.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..stackfile import EXIT_ERROR, EXIT_INVALID
 from .capacity import Capacity, of_changes
+from .cost import CostDelta
+from .cost import delta as cost_delta
 from .paths import ABSENT
 from .revisions import Side
 
@@ -105,10 +107,18 @@ class StackDiff:
         """The TPU chips and hosts the change adds and removes, per slice."""
         return of_changes(self.changes)
 
+    @property
+    def cost(self) -> CostDelta | None:
+        """What the change does to the stack's cost, per slice and pool (None: a side could not be planned)."""
+        return cost_delta(self.old, self.new, self.ref)
+
     def to_json(self) -> dict:
         out = {"stack": self.stack, "changes": [c.to_json() for c in self.changes], "against": self.ref,
                "commit": self.commit, "summary": {**self.counts, "same": self.unchanged},
                "risky": len(self.risky), "capacity": self.capacity.to_json()}
+        cost = self.cost
+        if cost is not None:
+            out["cost"] = cost.to_json()
         if self.outputs:
             out["outputs"] = [d.to_json() for d in self.outputs]
         if self.old.status == "absent":

@@ -7,6 +7,9 @@ in the markdown comment; each problem is also one line on stderr.
 
 - `--fail-on-risk` (3): a risky change, one that replaces or deletes a TPU node pool, the cluster or a protected
   resource.
+- `--fail-on-cost-increase AMOUNT` (4): a stack whose most expensive month (every autoscaled slice and pool at its
+  maximum, `review.cost`) rises by more than AMOUNT US dollars, or whose change in cost cannot be told (rates missing
+  on either side): the gate fails closed.
 
 Adding a gate is one decorated function `check(report, value) -> problems` (one line each; none: the gate passes),
 `value` being what its option was given. `@gate` adds the option to `python -m plan` and its status to the exit code;
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
     from .changes import Report
 
 EXIT_RISK = 3
+EXIT_COST = 4
 
 
 @dataclass(frozen=True)
@@ -100,3 +104,33 @@ def evaluate(report: Report, args: argparse.Namespace) -> list[Failure]:
 def risky_changes(report: Report, enabled: bool) -> list[str]:
     """Every risky change: a TPU node pool, the cluster or a protected resource replaced or deleted."""
     return [f"{d.stack}: {c.op} {c.type} {c.name}" for d in report.stacks for c in d.risky]
+
+
+def _amount(text: str) -> float:
+    value = float(text)
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an amount of US dollars (0 or more)")
+    return value
+
+
+@gate("--fail-on-cost-increase", EXIT_COST, metavar="AMOUNT", type=_amount,
+      help=f"with --diff-against: exit {EXIT_COST} when a stack's monthly cost at most (autoscaled pools at their "
+           "maximum) rises by more than AMOUNT US dollars, or cannot be told because rates are missing")
+def cost_increase(report: Report, limit: float) -> list[str]:
+    """Every stack whose maximum monthly cost rises by more than `limit` USD, or whose cost change is unknown."""
+    from decimal import Decimal
+
+    from .cost import describe, usd
+
+    problems = []
+    for d in report.stacks:
+        delta = d.cost
+        if delta is None:
+            continue  # the stack could not be planned: exit 1 or 2 already
+        if not delta.known:
+            problems.append(f"{d.stack}: the cost change cannot be told, so it may exceed {usd(limit)}/month: "
+                            f"{delta.unknown}")
+        elif delta.max_monthly > Decimal(str(limit)):
+            problems.append(f"{d.stack}: the most it can cost per month rises by {usd(delta.max_monthly)}, more than "
+                            f"the allowed {usd(limit)} ({describe(delta)})")
+    return problems

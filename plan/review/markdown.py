@@ -1,8 +1,9 @@
 """The review as one pull-request comment (`--format markdown`).
 
-Risky changes first in a caution block, then the gates that fail the check, the TPU capacity added and removed per
-slice, a summary table of every stack, then each changed stack's changes folded in a `diff` block (GitHub colours its
-lines) with the stack's Mermaid diagram, the slices the change touches marked.
+Risky changes first in a caution block, then the gates that fail the check, the monthly cost added and removed per
+stack and per slice or pool, the TPU capacity added and removed per slice, a summary table of every stack, then each
+changed stack's changes folded in a `diff` block (GitHub colours its lines) with the stack's Mermaid diagram, the
+slices the change touches marked.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from pathlib import Path
 from .. import ROOT
 from .capacity import describe
 from .changes import Change, Report, StackDiff, summary_line
+from .cost import describe as describe_cost
+from .cost import usd
 from .paths import show
 from .replacement import NODE_POOL
 from .revisions import stack_file_at
@@ -89,6 +92,35 @@ def _capacity(report: Report) -> list[str]:
     return out + [""]
 
 
+def _cost(report: Report) -> list[str]:
+    """The monthly cost each stack gains or loses, per slice and pool; nothing where no stack's cost changes."""
+    deltas = [(d, d.cost) for d in report.stacks if d.cost is not None and d.cost.changed]
+    if not deltas:
+        return []
+    known = [c for _, c in deltas if c.known]
+    out = []
+    if known:
+        total, most = sum(c.monthly for c in known), sum(c.max_monthly for c in known)
+        line = f"**Monthly cost**: {usd(total, True)} at the configured size"
+        if most != total:
+            line += f", {usd(most, True)} at most (every autoscaled slice and pool at its maximum)"
+        out += [line + " (list prices and the stacks' own rates; see docs/cost.md)", ""]
+    out += ["| in stack | slice or pool | kind | before $/month | after $/month | change $/month |",
+            "| --- | --- | --- | ---: | ---: | ---: |"]
+    for d, c in deltas:
+        if not c.known:
+            out.append(f"| `{d.stack}` | | | | | unknown: {describe_cost(c).removeprefix('unknown: ')} |")
+            continue
+        for item in c.items:
+            before = usd(item.before["monthly"]) if item.before else "—"
+            after = usd(item.after["monthly"]) if item.after else "—"
+            out.append(f"| `{d.stack}` | `{item.name}` | {item.kind} | {before} | {after} | "
+                       f"{usd(item.monthly, True)} |")
+        out.append(f"| `{d.stack}` | **total** | | {usd((c.before or {}).get('monthly', 0))} | "
+                   f"{usd((c.after or {}).get('monthly', 0))} | **{usd(c.monthly, True)}** |")
+    return out + [""]
+
+
 MAX_COMMENT = 60_000  # GitHub rejects comments over 65,536 characters
 
 
@@ -110,7 +142,7 @@ def markdown(report: Report, root: Path = ROOT, detail_limit: int = 25, diagrams
             for reason in c.reasons:
                 out.append(f"> - **{d.stack}** · {c.op} · `{c.type}` **{c.name}**: {reason}")
         out.append("")
-    out += _gates(report) + _capacity(report)
+    out += _gates(report) + _cost(report) + _capacity(report)
     if errors:
         for d in errors:
             first, _, rest = d.error.partition("\n")

@@ -1,10 +1,12 @@
 """The review for a terminal (`--format text`): risky changes first, then every change with its changed inputs, then
-the counts and the TPU capacity the change adds and removes per slice."""
+the counts, the TPU capacity the change adds and removes per slice, and the cost delta per slice and pool."""
 
 from __future__ import annotations
 
 from .capacity import describe
-from .changes import Report, summary_line
+from .changes import Report, StackDiff, summary_line
+from .cost import describe as describe_cost
+from .cost import describe_item
 from .paths import show
 
 _SYMBOL = {"create": "+", "update": "~", "replace": "+-", "delete": "-"}
@@ -32,6 +34,7 @@ def print_text(report: Report, console) -> None:
             console.print(f"  [yellow]{escape(note)}[/]")
         if not diff.changes:
             console.print(f"  [green]No changes.[/] The {diff.unchanged} resources plan the same at both revisions.")
+            _print_cost(diff, console)
             console.print()
             continue
         for change in diff.risky:
@@ -61,5 +64,19 @@ def print_text(report: Report, console) -> None:
             console.print(f"  [bold]TPU capacity:[/] {describe(capacity.total())}")
             for s in capacity.slices:
                 console.print(f"             {escape(s.slice)} ({escape(s.pools_text())}): {describe(s.counts())}")
+        _print_cost(diff, console)
         console.print()
+
+
+def _print_cost(diff: StackDiff, console) -> None:
+    """`Cost: +$1,971.00/month (...)` and one line per slice or pool whose cost changes; nothing where none does."""
+    from rich.markup import escape
+
+    cost = diff.cost
+    if cost is None or not cost.changed:
+        return
+    style = "yellow" if not cost.known else "bold"
+    console.print(f"  [{style}]Cost:[/] {escape(describe_cost(cost))}", soft_wrap=True)
+    for item in cost.items:
+        console.print(f"             {escape(item.name)} ({item.kind}, {item.op}): {escape(describe_item(item))}")
 

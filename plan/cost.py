@@ -1,0 +1,146 @@
+"""The plan's cost: the estimate of `ray_tpu_gke.pricing` attached to the plan JSON (`cost`), and its table for people.
+
+A rate that neither the stack nor the price table has does not stop the plan: the plan prints, `cost` says which rates
+are missing (`missing`, each with the `ray-tpu-gke:pricing.rates` entry to add) and carries no amounts, and each
+missing rate is one `warning:` line. Amounts are never zero or guessed; what must not pass without them fails closed
+instead: the `--fail-on-cost-increase` gate and the policy pack's monthly budget rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+from decimal import Decimal
+from typing import Optional
+
+from rich.table import Table
+
+from ray_tpu_gke import pricing
+from ray_tpu_gke.config import StackConfig
+
+from .harness import Plan
+
+
+@dataclass
+class CostResult:
+    """The estimate of a stack, or why there is none (the missing rates)."""
+
+    estimate: Optional[pricing.Estimate]
+    error: Optional[pricing.PricingError] = None
+    json: dict = field(default_factory=dict)
+
+    @property
+    def problems(self) -> list[str]:
+        """One line per missing rate: `ray-tpu-gke:pricing.rates: no rate for ...; add {...}`."""
+        return [str(p) for p in self.error.problems] if self.error else []
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the plan prints as `warning:` lines: missing rates, stack rates nothing uses, old prices."""
+        out = list(self.problems)
+        if self.estimate is not None:
+            out += list(self.estimate.warnings)
+            age = self.estimate.age_days
+            if age is not None and age > pricing.STALE_AFTER_DAYS:
+                out.append(f"the oldest price used is {age} days old ({self.estimate.oldest_as_of}); refresh "
+                           "components/data/prices.yaml or the stack's ray-tpu-gke:pricing.rates")
+        return out
+
+
+def estimate(config: StackConfig, today: Optional[date] = None, table=None) -> CostResult:
+    try:
+        result = pricing.estimate(config, table=table, today=today)
+    except pricing.PricingError as error:
+        return CostResult(None, error, pricing.incomplete_json(error, config))
+    return CostResult(result, None, result.to_json())
+
+
+def attach(plan: Plan, config: StackConfig, today: Optional[date] = None) -> CostResult:
+    """Put the stack's cost on the plan (`Plan.cost`, the plan JSON's top-level `cost`)."""
+    result = estimate(config, today)
+    plan.cost = result.json
+    return result
+
+
+# --- the table ------------------------------------------------------------------------------------------------------
+
+
+def usd(value: Decimal, places: int = 2) -> str:
+    return pricing.format_usd(Decimal(value), places)
+
+
+def rate_text(rate: pricing.Rate) -> str:
+    """`$2.70/chip-hour`, `$0.26805/VM-hour`: every digit of the rate, at least cents."""
+    amount = rate.hourly.normalize()
+    if amount.as_tuple().exponent > -2:
+        amount = amount.quantize(Decimal("0.01"))
+    return f"${amount:,f}/{rate.unit}"
+
+
+def _range(item: pricing.Item) -> str:
+    if not item.autoscaled:
+        return "fixed"
+    return f"{usd(item.min.monthly, 0)} – {usd(item.max.monthly, 0)}"
+
+
+def table(result: CostResult) -> Table:
+    """$/hour and $/month per TPU slice entry and node pool, the range where it scales, and the totals."""
+    e = result.estimate
+    age = f", {e.age_days} days old" if e.age_days is not None else ""
+    oldest = f"; rates as of {e.oldest_as_of}{age}" if e.oldest_as_of else ""
+    t = Table(title=f"Cost estimate ({e.currency}, {e.region}{oldest})", title_justify="left")
+    for column in ("item", "kind", "capacity", "size", "rate", "$/hour", "$/month", "$/month range"):
+        t.add_column(column, justify="right" if column.startswith("$") else "left")
+    for item in e.items:
+        rate = rate_text(item.rate)
+        if item.rate.origin == "stack":
+            rate += " (stack)"
+        t.add_row(item.name, item.kind, item.capacity, item.size(), rate, usd(item.hourly), usd(item.monthly),
+                  _range(item))
+    t.add_section()
+    total_range = f"{usd(e.min.monthly, 0)} – {usd(e.max.monthly, 0)}" if e.min != e.max else "fixed"
+    t.add_row("total", "", "", "", "", usd(e.total.hourly), usd(e.total.monthly), total_range)
+    return t
+
+
+def stranded_line(e: pricing.Estimate) -> str:
+    stranded = [i for i in e.items if i.stranded_quantity]
+    if not stranded:
+        return "Stranded: none (every provisioned slice and pool is used by a Ray worker group)"
+    parts = [f"{i.name}: {i.size(i.stranded_quantity)}, {usd(i.stranded.hourly)}/hour — {i.stranded_reason}"
+             for i in stranded]
+    return (f"Stranded: {usd(e.stranded.hourly)}/hour, {usd(e.stranded.monthly)}/month provisioned that no Ray "
+            f"worker group uses ({'; '.join(parts)})")
+
+
+def budget_line(e: pricing.Estimate) -> Optional[str]:
+    if e.monthly_budget is None:
+        return None
+    verdict = "exceeds" if e.over_budget else "is within"
+    return (f"Monthly budget {usd(e.monthly_budget)}: at most {usd(e.max.monthly)}/month {verdict} it "
+            "(policy rule cost-monthly-budget)")
+
+
+def print_cost(result: CostResult, console) -> None:
+    from rich.markup import escape
+
+    if result.estimate is None:
+        console.print("[bold]Cost estimate[/]: not computed, rates are missing (add them to the stack file):")
+        for problem in result.problems:
+            console.print(f"  [yellow]{escape(problem)}[/]", soft_wrap=True)
+        return
+    e = result.estimate
+    console.print(table(result))
+    console.print(escape(stranded_line(e)))
+    budget = budget_line(e)
+    if budget:
+        console.print(("[bold red]" if e.over_budget else "") + escape(budget) + ("[/]" if e.over_budget else ""))
+    console.print("Rates used:")
+    for r in e.rates:
+        console.print(escape(f"  {r.kind} {r.name} {r.capacity} {r.region or 'all regions'}: {rate_text(r)} "
+                             f"({'stack' if r.origin == 'stack' else 'price table'}, as of {r.as_of or 'undated'}, "
+                             f"{r.source})"), soft_wrap=True)
+    for warning in result.warnings:
+        console.print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True)
+    console.print("[dim]List prices; not included: the GKE cluster fee, Autopilot pod charges, disks, storage, "
+                  "network. Monthly = hourly x 730. See docs/cost.md.[/]")

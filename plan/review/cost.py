@@ -1,0 +1,189 @@
+"""What a change does to a stack's cost: the `cost` of its plan at REF against the working tree's, per slice and pool.
+
+Each revision's plan carries its own estimate (`python -m plan STACK --json`, top-level `cost`, from that revision's
+price table and stack rates), so a change of rates shows as well as a change of capacity. A stack that does not exist
+on one side costs nothing there. Where a side has no amounts (rates missing, or a revision older than the estimate)
+the delta is unknown, never taken as zero: `unknown` says why, and the `--fail-on-cost-increase` gate fails on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:
+    from .revisions import Side
+
+HOURS_PER_MONTH = 730
+_ZERO = {"hourly": 0, "monthly": 0}
+
+
+def _dec(value: Any) -> Decimal:
+    return Decimal(str(value)) if value is not None else Decimal(0)
+
+
+def _num(value: Decimal) -> int | float:
+    value = value.quantize(Decimal("0.000001")).normalize()
+    return int(value) if value == value.to_integral_value() else float(value)
+
+
+def _amounts(entry: Optional[dict], which: str = "") -> dict:
+    """`{"hourly", "monthly"}` of an item or total (`which`: "" for its configured size, "min" or "max")."""
+    if entry is None:
+        return _ZERO
+    if which and isinstance(entry.get(which), dict):
+        entry = entry[which]
+    return {"hourly": entry.get("hourly", 0), "monthly": entry.get("monthly", 0)}
+
+
+def _minus(after: dict, before: dict) -> dict:
+    return {key: _num(_dec(after.get(key)) - _dec(before.get(key))) for key in ("hourly", "monthly")}
+
+
+@dataclass
+class ItemDelta:
+    """One TPU slice entry or node pool whose cost changes: its amounts at REF and in the working tree."""
+
+    kind: str
+    name: str
+    before: Optional[dict]  # the item of the plan's `cost` at REF, None where it did not exist
+    after: Optional[dict]
+
+    @property
+    def op(self) -> str:
+        return "create" if self.before is None else "delete" if self.after is None else "update"
+
+    def change(self, which: str = "") -> dict:
+        return _minus(_amounts(self.after, which), _amounts(self.before, which))
+
+    @property
+    def monthly(self) -> Decimal:
+        return _dec(self.change()["monthly"])
+
+    @property
+    def max_monthly(self) -> Decimal:
+        return _dec(self.change("max")["monthly"])
+
+    def to_json(self) -> dict:
+        out = {"kind": self.kind, "name": self.name, "op": self.op, **self.change(),
+               "before": _summary(self.before), "after": _summary(self.after)}
+        if any(isinstance(side, dict) and "min" in side for side in (self.before, self.after)):
+            out["min"], out["max"] = self.change("min"), self.change("max")
+        return out
+
+
+def _summary(item: Optional[dict]) -> Optional[dict]:
+    if item is None:
+        return None
+    out = {"hourly": item.get("hourly"), "monthly": item.get("monthly"), "capacity": item.get("capacity"),
+           "quantity": item.get("quantity"), "unit": item.get("unit")}
+    for key in ("min", "max"):
+        if key in item:
+            out[key] = {"hourly": item[key].get("hourly"), "monthly": item[key].get("monthly")}
+    return out
+
+
+@dataclass
+class CostDelta:
+    """A stack's cost at REF, in the working tree, and the change per item; `unknown` where it cannot be told."""
+
+    currency: str = "USD"
+    before: Optional[dict] = None  # the total of the plan's `cost` at REF (zero for a new stack)
+    after: Optional[dict] = None
+    items: list[ItemDelta] = field(default_factory=list)
+    unknown: Optional[str] = None
+
+    @property
+    def known(self) -> bool:
+        return self.unknown is None
+
+    def change(self, which: str = "") -> dict:
+        return _minus(_amounts(self.after, which), _amounts(self.before, which))
+
+    @property
+    def monthly(self) -> Decimal:
+        """The change of the monthly cost at the configured size."""
+        return _dec(self.change()["monthly"])
+
+    @property
+    def max_monthly(self) -> Decimal:
+        """The change of the most the stack can cost in a month (every autoscaled pool at its maximum)."""
+        return _dec(self.change("max")["monthly"])
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.items) or not self.known or self.monthly != 0 or self.max_monthly != 0
+
+    def to_json(self) -> dict:
+        if not self.known:
+            return {"currency": self.currency, "unknown": self.unknown}
+        return {"currency": self.currency, "items": [i.to_json() for i in self.items],
+                "total": {**self.change(), "min": self.change("min"), "max": self.change("max"),
+                          "before": _totals(self.before), "after": _totals(self.after)}}
+
+
+def _totals(total: Optional[dict]) -> dict:
+    return {**_amounts(total), "min": _amounts(total, "min"), "max": _amounts(total, "max")}
+
+
+def _cost_of(side: Side, where: str) -> tuple[Optional[dict], Optional[str]]:
+    """A side's `cost` (None for a stack that does not exist there), or why it has no amounts."""
+    if side.status == "absent":
+        return {"currency": "USD", "items": [], "total": dict(_ZERO)}, None
+    cost = (side.plan or {}).get("cost")
+    if not isinstance(cost, dict):
+        return None, f"the plan {where} has no cost estimate (a revision older than it)"
+    if cost.get("missing") or "total" not in cost:
+        missing = "; ".join(m.get("problem", "") for m in cost.get("missing", [])) or "no amounts"
+        return None, f"the estimate {where} is incomplete: {missing}"
+    return cost, None
+
+
+def delta(old: Side, new: Side, ref: str) -> Optional[CostDelta]:
+    """The cost change of one stack, None where a side could not be planned (the diff reports that itself)."""
+    if not (old.ok and new.ok):
+        return None
+    before, why_before = _cost_of(old, f"at {ref}")
+    after, why_after = _cost_of(new, "in the working tree")
+    if why_before or why_after:
+        return CostDelta(unknown="; ".join(w for w in (why_before, why_after) if w))
+    olds = {(i["kind"], i["name"]): i for i in before.get("items", [])}
+    news = {(i["kind"], i["name"]): i for i in after.get("items", [])}
+    items = []
+    for key in list(olds) + [k for k in news if k not in olds]:
+        b, a = olds.get(key), news.get(key)
+        if b is not None and a is not None and _summary(b) == _summary(a) and b.get("rate") == a.get("rate"):
+            continue
+        items.append(ItemDelta(key[0], key[1], b, a))
+    return CostDelta(currency=after.get("currency") or before.get("currency") or "USD",
+                     before=before.get("total"), after=after.get("total"), items=items)
+
+
+def usd(value: Any, sign: bool = False, places: int = 2) -> str:
+    from ray_tpu_gke.pricing import format_usd
+
+    return format_usd(_dec(value), places, sign=sign)
+
+
+def describe(d: CostDelta) -> str:
+    """`+$1,971.00/month (+$2.70/hour): $3,645.63 -> $5,616.63; at most +$1,971.00/month`."""
+    if not d.known:
+        return f"unknown: {d.unknown}"
+    if not d.changed:
+        return "no cost change"
+    change = d.change()
+    text = (f"{usd(change['monthly'], True)}/month ({usd(change['hourly'], True)}/hour): "
+            f"{usd(_amounts(d.before)['monthly'])} -> {usd(_amounts(d.after)['monthly'])} per month")
+    if d.max_monthly != d.monthly:
+        text += f"; at most {usd(d.max_monthly, True)}/month"
+    return text
+
+
+def describe_item(i: ItemDelta) -> str:
+    change = i.change()
+    text = (f"{usd(change['monthly'], True)}/month ({usd(change['hourly'], True)}/hour): "
+            f"{usd(_amounts(i.before)['monthly'])} -> {usd(_amounts(i.after)['monthly'])}")
+    if i.max_monthly != i.monthly:
+        text += f"; at most {usd(i.max_monthly, True)}/month"
+    return text

@@ -1,0 +1,287 @@
+"""The cost delta of `--diff-against` (per changed slice or pool, and in total) in every output, and the
+`--fail-on-cost-increase AMOUNT` gate (exit 4).
+
+Unit tests build the two sides from plan JSONs; one module-scoped temporary git repository (as tests/test_diff.py
+builds it) runs the real CLI: staging's slice doubles, so its monthly cost rises by exactly one slice at list price.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+import yaml
+from rich.console import Console
+
+from plan.__main__ import parse_args
+from plan.review import gates
+from plan.review.changes import Report, StackDiff
+from plan.review.cost import delta
+from plan.review.markdown import markdown
+from plan.review.revisions import Side
+from plan.review.text import print_text
+
+ROOT = Path(__file__).resolve().parent.parent
+PROJECT_FILES = ("Pulumi.yaml", "__main__.py", "components", "plan", "stacks")
+GIT_ENV = dict(os.environ, GIT_AUTHOR_NAME="test", GIT_AUTHOR_EMAIL="test@example.com", GIT_COMMITTER_NAME="test",
+               GIT_COMMITTER_EMAIL="test@example.com", GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
+
+
+def item(name, hourly, kind="tpuSlice", capacity="onDemand", rate=2.5, low=None, high=None, **extra):
+    out = {"kind": kind, "name": name, "capacity": capacity, "quantity": int(hourly / rate), "unit": "chip",
+           "rate": {"kind": "tpu", "name": "v6e", "capacity": capacity, "region": "us-east5", "hourly": rate,
+                    "from": "table"},
+           "hourly": hourly, "monthly": hourly * 730, **extra}
+    if low is not None:
+        out["min"] = {"quantity": 0, "hourly": low, "monthly": low * 730}
+        out["max"] = {"quantity": 0, "hourly": high, "monthly": high * 730}
+    return out
+
+
+def cost(*items, budget=None):
+    hourly = sum(i["hourly"] for i in items)
+    low = sum(i.get("min", i)["hourly"] for i in items)
+    high = sum(i.get("max", i)["hourly"] for i in items)
+    out = {"currency": "USD", "region": "us-east5", "hoursPerMonth": 730, "rates": [], "items": list(items),
+           "total": {"hourly": hourly, "monthly": hourly * 730, "min": {"hourly": low, "monthly": low * 730},
+                     "max": {"hourly": high, "monthly": high * 730}},
+           "stranded": {"hourly": 0, "monthly": 0}}
+    if budget is not None:
+        out["monthlyBudget"] = budget
+    return out
+
+
+def side(cost_object=None, status="planned"):
+    plan = {"steps": [], "outputs": {}}
+    if cost_object is not None:
+        plan["cost"] = cost_object
+    return Side(status, plan if status == "planned" else None)
+
+
+def stack_diff(old, new, name="staging"):
+    return StackDiff(name, "main", "0" * 40, old, new)
+
+
+def judged(report: Report, *argv: str) -> Report:
+    report.failed_gates = gates.evaluate(report, parse_args(["staging", "--diff-against", "main", *argv]))
+    return report
+
+
+# --- the delta -----------------------------------------------------------------------------------------------------
+
+
+def test_a_changed_slice_and_the_total():
+    d = delta(side(cost(item("a", 40), item("system", 0.25, kind="cpuPool"))),
+              side(cost(item("a", 80), item("system", 0.25, kind="cpuPool"))), "main")
+    assert d.known and [(i.kind, i.name, i.op) for i in d.items] == [("tpuSlice", "a", "update")]
+    assert d.monthly == Decimal(40 * 730) and d.max_monthly == Decimal(40 * 730)
+    out = d.to_json()
+    assert out["items"][0]["hourly"] == 40 and out["items"][0]["monthly"] == 29200
+    assert out["items"][0]["before"]["monthly"] == 29200 and out["items"][0]["after"]["monthly"] == 58400
+    assert out["total"]["monthly"] == 29200 and out["total"]["before"]["monthly"] == 29382.5
+
+
+def test_created_and_deleted_items_and_ranges():
+    d = delta(side(cost(item("old", 10))), side(cost(item("new", 20, low=0, high=20))), "main")
+    assert [(i.name, i.op) for i in d.items] == [("old", "delete"), ("new", "create")]
+    new = d.to_json()["items"][1]
+    assert new["min"] == {"hourly": 0, "monthly": 0} and new["max"] == {"hourly": 20, "monthly": 14600}
+    assert d.to_json()["total"]["min"]["monthly"] == -7300  # the old fixed slice went, the new one scales from zero
+
+
+def test_a_new_stack_costs_nothing_before_and_a_removed_one_nothing_after():
+    created = delta(Side("absent"), side(cost(item("a", 40))), "main")
+    assert created.known and created.monthly == 29200 and created.items[0].op == "create"
+    removed = delta(side(cost(item("a", 40))), Side("absent"), "main")
+    assert removed.monthly == -29200
+
+
+def test_unchanged_costs_are_no_change():
+    c = cost(item("a", 40))
+    d = delta(side(c), side(json.loads(json.dumps(c))), "main")
+    assert d.known and not d.changed and d.items == []
+
+
+def test_a_side_without_amounts_makes_the_delta_unknown_never_zero():
+    missing = {"currency": "USD", "region": "us-east5", "missing": [{"problem": "ray-tpu-gke:pricing.rates: no rate "
+                                                                                 "for tpu v6e reservation"}]}
+    d = delta(side(cost(item("a", 40))), side(missing), "main")
+    assert not d.known and "in the working tree is incomplete: ray-tpu-gke:pricing.rates: no rate" in d.unknown
+    assert d.to_json() == {"currency": "USD", "unknown": d.unknown}
+    older = delta(side(None), side(cost(item("a", 40))), "main")
+    assert "the plan at main has no cost estimate" in older.unknown
+
+
+def test_no_delta_where_a_side_cannot_be_planned():
+    assert delta(Side("invalid", message="bad", exit_code=2), side(cost()), "main") is None
+    diff = stack_diff(Side("invalid", message="bad", exit_code=2), side(cost()))
+    assert "cost" not in diff.to_json()
+
+
+def test_the_stack_json_carries_the_delta():
+    diff = stack_diff(side(cost(item("a", 40))), side(cost(item("a", 80))))
+    assert diff.to_json()["cost"]["total"]["monthly"] == 29200
+
+
+# --- the gate ------------------------------------------------------------------------------------------------------
+
+
+def report_of(old_cost, new_cost) -> Report:
+    return Report("main", "0" * 40, [stack_diff(side(old_cost), side(new_cost))])
+
+
+def test_the_cost_gate_is_off_by_default():
+    assert judged(report_of(cost(item("a", 40)), cost(item("a", 4000)))).exit_code == 0
+
+
+def test_an_increase_above_the_amount_exits_4():
+    result = judged(report_of(cost(item("a", 40)), cost(item("a", 80))), "--fail-on-cost-increase", "29199.99")
+    assert result.exit_code == gates.EXIT_COST == 4
+    (failure,) = result.failed_gates
+    assert failure.option == "--fail-on-cost-increase" and failure.exit_code == 4
+    assert failure.problems == ["staging: the most it can cost per month rises by $29,200.00, more than the allowed "
+                                "$29,199.99 (+$29,200.00/month (+$40.00/hour): $29,200.00 -> $58,400.00 per month)"]
+    assert judged(report_of(cost(item("a", 40)), cost(item("a", 80))), "--fail-on-cost-increase",
+                  "29200").exit_code == 0
+
+
+def test_the_gate_compares_the_most_a_month_can_cost():
+    before = cost(item("a", 40, low=0, high=40))
+    after = cost(item("a", 40, low=0, high=400))  # same configured size, a far higher ceiling
+    assert judged(report_of(before, after), "--fail-on-cost-increase", "1000").exit_code == 4
+
+
+def test_a_decrease_passes():
+    assert judged(report_of(cost(item("a", 80)), cost(item("a", 40))), "--fail-on-cost-increase", "0").exit_code == 0
+
+
+def test_an_unknown_change_fails_closed():
+    missing = {"currency": "USD", "missing": [{"problem": "no rate"}]}
+    result = judged(report_of(cost(item("a", 40)), missing), "--fail-on-cost-increase", "1000000")
+    assert result.exit_code == 4
+    assert result.failed_gates[0].problems[0].startswith(
+        "staging: the cost change cannot be told, so it may exceed $1,000,000.00/month:")
+
+
+def test_the_diff_own_exit_statuses_come_first():
+    report = Report("main", "0" * 40, [stack_diff(side(cost()), Side("invalid", message="bad", exit_code=2))])
+    assert judged(report, "--fail-on-cost-increase", "0").exit_code == 2
+
+
+def test_risk_and_cost_together_report_the_lowest_status():
+    from plan.review.changes import Change
+    from plan.review.replacement import NODE_POOL
+
+    report = report_of(cost(item("a", 40)), cost(item("a", 80)))
+    report.stacks[0].changes.append(Change("replace", "urn:p", NODE_POOL, "a-0", risky=True))
+    assert judged(report, "--fail-on-risk", "--fail-on-cost-increase", "0").exit_code == 3
+
+
+def test_the_amount_must_be_dollars(capsys):
+    for bad in ("-1", "nan", "lots"):
+        with pytest.raises(SystemExit):
+            parse_args(["staging", "--diff-against", "main", "--fail-on-cost-increase", bad])
+    with pytest.raises(SystemExit):
+        parse_args(["staging", "--fail-on-cost-increase", "10"])
+    assert "--fail-on-cost-increase is a gate on a diff: it needs --diff-against" in capsys.readouterr().err
+
+
+# --- text and markdown ---------------------------------------------------------------------------------------------
+
+
+def test_text_shows_the_delta_per_item_and_in_total():
+    report = report_of(cost(item("a", 40), item("b", 10)), cost(item("a", 80), item("b", 10)))
+    console = Console(record=True, width=200)
+    print_text(report, console)
+    text = console.export_text()
+    assert "Cost: +$29,200.00/month (+$40.00/hour): $36,500.00 -> $65,700.00 per month" in text
+    assert "a (tpuSlice, update): +$29,200.00/month (+$40.00/hour): $29,200.00 -> $58,400.00" in text
+    assert " b (" not in text
+
+
+def test_markdown_puts_the_cost_next_to_the_risky_changes():
+    report = report_of(cost(item("a", 40)), cost(item("a", 80)))
+    text = markdown(report, ROOT, diagrams=False)
+    assert "**Monthly cost**: +$29,200.00 at the configured size" in text
+    assert "| `staging` | `a` | tpuSlice | $29,200.00 | $58,400.00 | +$29,200.00 |" in text
+    assert "| `staging` | **total** | | $29,200.00 | $58,400.00 | **+$29,200.00** |" in text
+    assert text.index("**Monthly cost**") < text.index("| stack | create |")
+
+
+def test_markdown_says_when_the_cost_change_is_unknown():
+    report = report_of(cost(item("a", 40)), {"currency": "USD", "missing": [{"problem": "no rate for tpu x"}]})
+    text = markdown(report, ROOT, diagrams=False)
+    assert "| `staging` | | | | | unknown: the estimate in the working tree is incomplete: no rate for tpu x |" in text
+
+
+# --- end to end ----------------------------------------------------------------------------------------------------
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, env=GIT_ENV, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> Path:
+    """The project at `base`; in the working tree staging provisions two slices instead of one."""
+    repo = tmp_path_factory.mktemp("cost-project")
+    for name in PROJECT_FILES:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, repo / name)
+    (repo / ".gitignore").write_text("__pycache__/\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    git(repo, "tag", "base")
+    path = repo / "stacks" / "Pulumi.staging.yaml"
+    document = yaml.safe_load(path.read_text())
+    document["config"]["ray-tpu-gke:tpuSlices"][0]["count"] = 2
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return repo
+
+
+def cli(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "plan", "staging", "--diff-against", "base", *args], cwd=repo,
+                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(repo)))
+
+
+@pytest.fixture(scope="module")
+def gated(repo):
+    return cli(repo, "--format", "json", "--fail-on-cost-increase", "1000")
+
+
+def test_end_to_end_json_delta_and_exit_4(gated):
+    from ray_tpu_gke import pricing
+
+    assert gated.returncode == 4, gated.stderr
+    payload = json.loads(gated.stdout)
+    (slice_delta,) = payload["cost"]["items"]
+    rate = next(r.hourly for r in pricing.load_table() if (r.kind, r.name, r.capacity, r.region)
+                == ("tpu", "v6e", "onDemand", "us-east5"))
+    one_slice = 16 * rate  # staging's v6e 4x4 slice: 16 chips at the table's chip-hour
+    assert (slice_delta["kind"], slice_delta["name"], slice_delta["op"]) == ("tpuSlice", "v6e-16", "update")
+    assert Decimal(str(slice_delta["hourly"])) == one_slice
+    assert Decimal(str(slice_delta["monthly"])) == one_slice * 730
+    assert Decimal(str(payload["cost"]["total"]["monthly"])) == one_slice * 730
+    assert gated.stderr.startswith("gate --fail-on-cost-increase (exit 4): staging: the most it can cost per month "
+                                   "rises by $")
+
+
+def test_end_to_end_under_the_amount_passes_and_text_shows_the_cost(repo):
+    from ray_tpu_gke import pricing
+
+    rate = next(r.hourly for r in pricing.load_table() if (r.kind, r.name, r.capacity, r.region)
+                == ("tpu", "v6e", "onDemand", "us-east5"))
+    done = cli(repo, "--fail-on-cost-increase", "100000")
+    assert done.returncode == 0, done.stderr
+    monthly, hourly = pricing.format_usd(16 * rate * 730, sign=True), pricing.format_usd(16 * rate, sign=True)
+    assert f"Cost: {monthly}/month ({hourly}/hour)" in done.stdout

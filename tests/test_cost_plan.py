@@ -1,0 +1,126 @@
+"""The cost in `python -m plan`: the JSON's top-level `cost`, the table after the capacity table, and missing rates
+that leave the plan printed, each one a warning line naming the `ray-tpu-gke:pricing.rates` entry to add."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from ray_tpu_gke import pricing
+from plan import __main__ as plan_cli
+from plan import harness, stackfile
+
+from helpers import minimal_values
+
+
+class Result:
+    def __init__(self, returncode, stdout, stderr):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+@pytest.fixture
+def plan(capsys):
+    def run(*args):
+        code = plan_cli.main(list(args))
+        out, err = capsys.readouterr()
+        return Result(code, out, err)
+
+    return run
+
+
+def stack_file(tmp_path, values, name="test"):
+    path = tmp_path / f"Pulumi.{name}.yaml"
+    path.write_text(yaml.safe_dump({"config": values}))
+    return path
+
+
+def test_the_json_carries_the_cost_object(plan):
+    result = plan("staging", "--json")
+    assert result.returncode == 0, result.stderr
+    cost = json.loads(result.stdout)["cost"]
+    assert cost["currency"] == "USD" and cost["region"] == "us-east5"
+    assert [(i["kind"], i["name"]) for i in cost["items"]] == [("tpuSlice", "v6e-16"), ("cpuPool", "system")]
+    tpu = cost["items"][0]
+    # 16 chips x the table's v6e onDemand us-east5 chip-hour; autoscaled from zero.
+    rate = next(r for r in cost["rates"] if (r["kind"], r["name"]) == ("tpu", "v6e"))
+    assert tpu["hourly"] == pytest.approx(16 * rate["hourly"]) and tpu["monthly"] == pytest.approx(tpu["hourly"] * 730)
+    assert tpu["min"]["hourly"] == 0 and tpu["max"]["hourly"] == tpu["hourly"]
+    assert all(r["asOf"] and r["source"].startswith("https://") for r in cost["rates"])
+    assert set(cost["total"]) == {"hourly", "monthly", "min", "max"}
+    assert result.stderr == ""
+
+
+def test_the_cost_json_is_deterministic(plan):
+    assert plan("dev", "--json").stdout == plan("dev", "--json").stdout
+
+
+def test_the_text_plan_shows_dollars_per_slice_and_pool_after_the_capacity(plan):
+    out = plan("staging").stdout
+    assert out.index("TPU capacity") < out.index("Cost estimate (USD, us-east5") < out.index("quota needed")
+    assert "$/hour" in out and "$/month" in out
+    assert "│ v6e-16 │ tpuSlice │ onDemand │ 1 slice x 16 chips │ $" in out and "/chip-hour" in out
+    assert "│ total  │" in out
+    assert "Stranded: none" in out
+    assert "Rates used:" in out and "price table, as of" in out
+
+
+def test_missing_rates_leave_the_plan_and_name_what_to_add(plan, tmp_path):
+    values = minimal_values(tpuSlices=[{"name": "v6e-4", "generation": "v6e", "topology": "2x2",
+                                        "capacity": "reservation", "reservation": "r1"}])
+    path = stack_file(tmp_path, values)
+    result = plan("test", "--config-file", str(path), "--json")
+    assert result.returncode == 0
+    document = json.loads(result.stdout)
+    assert document["steps"] and set(document["cost"]) == {"currency", "region", "missing"}
+    assert "total" not in document["cost"] and "items" not in document["cost"]  # never a zero
+    line = ("warning: ray-tpu-gke:pricing.rates: no rate for tpu v6e reservation in us-east5 (tpuSlices v6e-4); "
+            "add {kind: tpu, name: v6e, capacity: reservation, region: us-east5, hourly: <USD per chip-hour>}")
+    assert result.stderr.splitlines() == [line]
+    text = plan("test", "--config-file", str(path))
+    assert text.returncode == 0 and "Cost estimate: not computed, rates are missing" in text.stdout
+    assert line.removeprefix("warning: ") in text.stdout
+
+
+def test_a_stack_rate_completes_the_estimate_and_is_shown_as_the_stacks(plan, tmp_path):
+    values = minimal_values(
+        tpuSlices=[{"name": "v6e-4", "generation": "v6e", "topology": "2x2", "capacity": "reservation",
+                    "reservation": "r1"}],
+        pricing={"rates": [{"kind": "tpu", "name": "v6e", "capacity": "reservation", "hourly": 1.5,
+                            "asOf": "2026-07-01", "source": "contract ML-2026-07"}], "monthlyBudget": 10000})
+    result = plan("test", "--config-file", str(stack_file(tmp_path, values)), "--json")
+    assert result.returncode == 0 and result.stderr == ""
+    cost = json.loads(result.stdout)["cost"]
+    assert cost["items"][0]["hourly"] == 6 and cost["items"][0]["rate"]["from"] == "stack"
+    assert cost["rates"][0] == {"kind": "tpu", "name": "v6e", "capacity": "reservation", "region": None,
+                                "hourly": 1.5, "unit": "chip-hour", "asOf": "2026-07-01",
+                                "source": "contract ML-2026-07", "from": "stack"}
+    assert cost["monthlyBudget"] == 10000
+    text = plan("test", "--config-file", str(stack_file(tmp_path, values))).stdout
+    assert "$1.50/chip-hour (stack)" in text and "Monthly budget $10,000.00: at most" in text
+
+
+def test_stranded_capacity_is_a_line_with_its_cost(plan, tmp_path):
+    values = minimal_values(tpuSlices=[{"name": "v6e-4", "generation": "v6e", "topology": "2x2"},
+                                       {"name": "spare", "generation": "v6e", "topology": "2x2"}])
+    out = plan("test", "--config-file", str(stack_file(tmp_path, values))).stdout
+    rate = next(r.hourly for r in pricing.load_table() if (r.kind, r.name, r.capacity, r.region)
+                == ("tpu", "v6e", "onDemand", "us-east5"))
+    hourly, monthly = pricing.format_usd(4 * rate), pricing.format_usd(4 * rate * 730)
+    assert (f"Stranded: {hourly}/hour, {monthly}/month provisioned that no Ray worker group uses (spare: 1 slice x 4 "
+            f"chips, {hourly}/hour — no Ray worker group uses it)") in out
+
+
+def test_manifests_carry_no_cost(plan):
+    result = plan("dev", "--manifests")
+    assert result.returncode == 0 and "cost" not in result.stdout.split("\n", 1)[0]
+
+
+def test_the_harness_alone_adds_no_cost():
+    """Snapshots and the policy tests plan through the harness: their JSON has no `cost` unless one is attached."""
+    values, secrets = stackfile.load("dev")
+    plan = harness.run_program("dev", values, secrets)
+    assert "cost" not in plan.to_json()
+    plan.cost = {"currency": "USD"}
+    assert plan.to_json()["cost"] == {"currency": "USD"}
