@@ -109,6 +109,8 @@ def test_two_slices_of_a_group_are_checked_each():
     (node(3, tpus=8.0), "chips-per-host", "has 8 TPU"),
     (node(2), "worker-ids", "duplicate ray.io/tpu-worker-id 2; missing ray.io/tpu-worker-id 3"),
     (node(7), "worker-ids", "missing ray.io/tpu-worker-id 3; unexpected ray.io/tpu-worker-id 7 (0..3 allowed)"),
+    (node(3, **{tpu_smoke.WORKER_ID: None}), "worker-ids",
+     "missing ray.io/tpu-worker-id 3; without ray.io/tpu-worker-id: "),
 ])
 def test_each_mislabelled_host_fails_its_check_by_name(broken, check, detail):
     checks, whole = verdict([node(0), node(1), node(2), broken])

@@ -143,9 +143,12 @@ def slice_checks(name: str, hosts: list[Host], spec: SliceSpec) -> list[Check]:
     missing = [i for i in want if i not in ids]
     if missing:
         problems.append(f"missing {WORKER_ID} {', '.join(missing)}")
-    unexpected = sorted({str(i) for i in ids if i not in want})
+    unexpected = sorted({i for i in ids if i is not None and i not in want})
     if unexpected:
         problems.append(f"unexpected {WORKER_ID} {', '.join(unexpected)} (0..{spec.hosts - 1} allowed)")
+    unlabelled = [h.name for h in hosts if WORKER_ID not in h.labels]
+    if unlabelled:
+        problems.append(f"without {WORKER_ID}: {', '.join(unlabelled)}")
     add("worker-ids", problems, f"{WORKER_ID} 0..{spec.hosts - 1}, each once")
     add("topology", _mismatches(hosts, TOPOLOGY, spec.topology), f"{TOPOLOGY} {spec.topology}")
     add("pod-type", _mismatches(hosts, POD_TYPE, spec.pod_type), f"{POD_TYPE} {spec.pod_type}")
