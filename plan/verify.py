@@ -382,15 +382,14 @@ def smoke_job_name(group: str) -> str:
     return name
 
 
-def smoke_job(namespace: str, cluster: str, group: GroupPlan, timeout: int, labels_only: bool = False,
-              name: Optional[str] = None) -> dict:
+def smoke_job(namespace: str, cluster: str, group: GroupPlan, timeout: int, labels_only: bool = False) -> dict:
     """A RayJob that runs the smoke test of one worker group on its existing Ray cluster (KubeRay clusterSelector),
     submitted from a Kubernetes Job (K8sJobMode) whose log carries the result."""
     slices = max(1, group.min_replicas if group.autoscaling else group.replicas)
     return {
         "apiVersion": "ray.io/v1",
         "kind": "RayJob",
-        "metadata": {"name": name or smoke_job_name(group.group), "namespace": namespace,
+        "metadata": {"name": smoke_job_name(group.group), "namespace": namespace,
                      "labels": {"app.kubernetes.io/part-of": "ray-tpu-gke",
                                 "app.kubernetes.io/component": "post-deploy-check"}},
         "spec": {
