@@ -78,8 +78,7 @@ plan: $(STAMP) $(ON_PATH)
 	$(BIN)/python -m plan $(STACK)
 
 test: $(STAMP) $(ON_PATH) $(CHECKOV_STAMP) $(WORKLOADS_STAMP)
-	CHECKOV=$(abspath $(CHECKOV_VENV))/bin/checkov WORKLOADS_PYTHON=$(abspath $(WORKLOADS_VENV))/bin/python \
-		$(BIN)/python -m pytest -q
+	CHECKOV=$(abspath $(CHECKOV_VENV))/bin/checkov WORKLOADS_PYTHON=$(abspath $(WORKLOADS_VENV))/bin/python $(BIN)/python -m pytest -q
 
 # The policy pack's rules over the offline plan (docs/policy.md); non-zero on a mandatory violation.
 policy: $(STAMP) $(ON_PATH)
