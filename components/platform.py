@@ -103,6 +103,13 @@ class RayTpuPlatform(pulumi.ComponentResource):
                 opts=child,
             ))
 
+        # --- observability (issue #15): the stack's dashboard and alert policies, from config.monitoring -----------
+        if config.monitoring.enabled:
+            from .monitoring import SliceMonitoring, platform_args
+
+            SliceMonitoring(c.name, platform_args(config, labels), opts=child)
+        # --- end observability -----------------------------------------------------------------------------------
+
         self.cluster_name = cluster.cluster.name
         self.kubeconfig = cluster.kubeconfig
         self.bucket = storage.bucket if storage else pulumi.Output.from_input("")

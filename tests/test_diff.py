@@ -143,8 +143,10 @@ def test_worktree_is_removed(repo, changed):
 def test_added_slice_creates_its_node_pools(changed):
     staging = changed[0]["staging"]
     creates = {(c.type, c.name) for c in staging.changes if c.op == "create"}
+    alert = "gcp:monitoring/alertPolicy:AlertPolicy"  # every slice entry comes with its alert policies (issue #15)
     assert creates == {("ray-tpu-gke:index:TpuSlicePools", "v6e-8"), ("gcp:container/nodePool:NodePool", "v6e-8-0"),
-                       ("gcp:container/nodePool:NodePool", "v6e-8-1")}
+                       ("gcp:container/nodePool:NodePool", "v6e-8-1"), (alert, "ray-tpu-staging-v6e-8-idle"),
+                       (alert, "ray-tpu-staging-v6e-8-unavailable"), (alert, "ray-tpu-staging-v6e-8-interruptions")}
     pool = by_name(staging, "v6e-8-0")
     assert not pool.risky and "ct6e-standard-8t" in pool.summary
 
@@ -256,7 +258,8 @@ def test_markdown_comment(changed, repo):
     text = markdown(report, repo)
     assert text.startswith(MARKER)
     assert "| stack | create | update | replace | delete | unchanged | risky |" in text
-    assert re.search(r"\| `staging` \| 3 \| \d+ \| 1 \| 0 \| \d+ \| \*\*1\*\* :warning: \|", text)
+    # 3 creates for the new slice entry's pools, and 3 for its alert policies (issue #15)
+    assert re.search(r"\| `staging` \| 6 \| \d+ \| 1 \| 0 \| \d+ \| \*\*1\*\* :warning: \|", text)
     assert "> [!CAUTION]" in text
     # Risky first: the caution block precedes the table, and the replaced pool heads staging's details.
     assert text.index("[!CAUTION]") < text.index("| stack |")

@@ -83,6 +83,10 @@ REPLACE_PATHS: dict[str, tuple[str, ...]] = {
     "gcp:storage/bucket:Bucket": (
         "customPlacementConfig", "enableObjectRetention", "hierarchicalNamespace", "location", "name", "project",
     ),
+    # Monitoring (components/monitoring.py): only the project is ForceNew (resource_monitoring_dashboard.go,
+    # resource_monitoring_alert_policy.go); a new dashboard JSON, condition, threshold or channel list is a PATCH.
+    "gcp:monitoring/dashboard:Dashboard": ("project",),
+    "gcp:monitoring/alertPolicy:AlertPolicy": ("project",),
 }
 
 # Changes that replace only when a predicate of (old, new) holds (the provider's ForceNewIfChange rules).
