@@ -1,13 +1,14 @@
-"""Every rule of the pack, in the order they are reported: TPU invariants, security baseline, prod, cost."""
+"""Every rule of the pack, in the order they are reported: TPU invariants, security baseline, prod, cost, monitoring."""
 
 # Importing a module registers its rules, in this order.
 from . import tpu  # isort:skip
 from . import security  # isort:skip
 from . import production  # isort:skip
 from . import cost  # isort:skip
+from . import monitoring  # isort:skip
 from .base import ADVISORY, MANDATORY, RULES, Rule  # isort:skip
 
-GROUPS = (tpu, security, production, cost)
+GROUPS = (tpu, security, production, cost, monitoring)
 
 __all__ = ["ADVISORY", "GROUPS", "MANDATORY", "RULES", "Rule", "by_id"]
 
