@@ -3,11 +3,12 @@
 Public API (everything else is internal):
 
 - Components, each taking `(name, args, opts)` with typed args: `RayTpuPlatform` (the whole environment),
-  `GkeCluster`, `TpuSlicePools` (one node pool per TPU slice), `RayCluster`, `RayService`, `RayJob`.
+  `GkeCluster`, `TpuSlicePools` (one node pool per TPU slice), `WorkerPool` (a GPU or CPU pool), `RayCluster`,
+  `RayService`, `RayJob`, `SliceMonitoring` (a dashboard and alert policies of the slices and GPU pools).
 - Their arguments: `RayTpuPlatformArgs`, `GkeClusterArgs`, `TpuSlicePoolsArgs`, `TpuSliceArgs`, `RayClusterArgs`,
   `RayServiceArgs`, `RayJobArgs` and the nested `*Args`.
-- The TPU catalogue: `slice_shape(generation, topology, machine_type=None)` -> `SliceShape` (chips, hosts, machine
-  type, node selector, minimum GKE version).
+- The catalogue: `slice_shape(generation, topology, machine_type=None)` -> `SliceShape` (chips, hosts, machine
+  type, node selector, minimum GKE version); `catalog.gpu_machine(accelerator, machine_type=None)` for GPUs.
 - `ConfigError` (bad arguments or configuration, every problem with its path), `load_stack_config` (the stack file
   front end) and `admission` (the rules GKE, Kubernetes, KubeRay and Ray enforce, with their sources).
 
@@ -17,16 +18,19 @@ Pure modules (no Pulumi import): `catalog`, `admission`, `models`, `config`, `ch
 from importlib.metadata import PackageNotFoundError, version
 
 from . import admission, catalog
-from .args import (ClusterSpecArgs, GkeClusterArgs, RayClusterArgs, RayJobArgs, RayJobSpecArgs, RayObjectArgs,
-                   RayServiceArgs, RayServiceSpecArgs, RayTpuPlatformArgs, SliceAutoscalingArgs, StorageArgs,
-                   TpuSliceArgs, TpuSlicePoolsArgs, WorkerGroupArgs)
+from .args import (ClusterSpecArgs, CpuPoolArgs, GkeClusterArgs, GpuPoolArgs, PoolAutoscalingArgs, RayClusterArgs,
+                   RayJobArgs, RayJobSpecArgs, RayObjectArgs, RayServiceArgs, RayServiceSpecArgs, RayTpuPlatformArgs,
+                   SliceAutoscalingArgs, StorageArgs, TpuSliceArgs, TpuSlicePoolsArgs, WorkerGroupArgs,
+                   WorkerPoolArgs)
 from .catalog import CatalogError, SliceShape, slice_shape
 from .cluster import GkeCluster
 from .config import ConfigError, StackConfig
+from .monitoring import SliceMonitoring, SliceMonitoringArgs
 from .platform import RayTpuPlatform
 from .ray import RayCluster, RayJob, RayService
 from .slice_pool import TpuSlicePools
 from .stack import load_stack_config
+from .worker_pool import WorkerPool
 
 try:
     __version__ = version("ray-tpu-gke")
@@ -35,8 +39,9 @@ except PackageNotFoundError:  # imported from a checkout that is not installed
 
 __all__ = [
     "admission", "catalog", "CatalogError", "SliceShape", "slice_shape", "ConfigError", "StackConfig",
-    "load_stack_config", "GkeCluster", "TpuSlicePools", "RayCluster", "RayService", "RayJob", "RayTpuPlatform",
-    "ClusterSpecArgs", "GkeClusterArgs", "RayClusterArgs", "RayJobArgs", "RayJobSpecArgs", "RayObjectArgs",
+    "load_stack_config", "SliceMonitoring", "SliceMonitoringArgs", "GkeCluster", "TpuSlicePools", "WorkerPool", "RayCluster", "RayService", "RayJob",
+    "RayTpuPlatform", "ClusterSpecArgs", "CpuPoolArgs", "GkeClusterArgs", "GpuPoolArgs", "PoolAutoscalingArgs",
+    "WorkerPoolArgs", "RayClusterArgs", "RayJobArgs", "RayJobSpecArgs", "RayObjectArgs",
     "RayServiceArgs", "RayServiceSpecArgs", "RayTpuPlatformArgs", "SliceAutoscalingArgs", "StorageArgs",
     "TpuSliceArgs", "TpuSlicePoolsArgs", "WorkerGroupArgs",
 ]

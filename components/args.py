@@ -5,9 +5,9 @@ component provider infers a schema from them for TypeScript, Go, C# and YAML pro
 validates its arguments with the models in `models` (the same rules as a stack file, in snake_case) before it registers
 any resource, and fails with `ConfigError` naming the argument path, the value and what is allowed.
 Values another resource produces are `pulumi.Input`s.
-"""
 
-from __future__ import annotations
+No `from __future__ import annotations` here: the schema analyzer and `Required[...]` need the real types at runtime.
+"""
 
 from typing import Any, Required, TypedDict
 
@@ -47,33 +47,92 @@ class TpuSliceArgs(TypedDict, total=False):
     """Node autoscaling of the slice's pools (Standard mode)."""
 
 
+class PoolAutoscalingArgs(TypedDict, total=False):
+    """Node autoscaling of a GPU or CPU pool, in nodes (one Ray worker pod per node)."""
+
+    enabled: bool
+    """Scale the pool with demand (flexStart always autoscales)."""
+    min_nodes: int
+    """Nodes kept when idle (default 0)."""
+    max_nodes: int
+    """Most nodes (default: count)."""
+
+
+class GpuPoolArgs(TypedDict, total=False):
+    """A GPU node pool (Standard) or what GPU pods select (Autopilot), from the GPU catalogue."""
+
+    name: Required[str]
+    """Unique pool name; Ray worker groups refer to it with gpu_pool."""
+    accelerator: Required[str]
+    """GKE accelerator type: nvidia-l4, nvidia-tesla-a100, nvidia-a100-80gb, nvidia-h100-80gb, nvidia-h100-mega-80gb,
+    nvidia-h200-141gb or nvidia-b200."""
+    machine_type: str
+    """A machine type carrying the accelerator (default: the catalogue's, e.g. g2-standard-12 for one L4)."""
+    count: int
+    """Nodes (the most nodes when autoscaled)."""
+    capacity: str
+    """onDemand, spot, reservation or flexStart (A3 Ultra and A4 have no onDemand)."""
+    reservation: str
+    """The reservation's name, or projects/<project>/reservations/<name> when shared."""
+    zone: str
+    """The pool's zone; required in a regional Standard cluster."""
+    allow_unlisted_zone: bool
+    """Accept a zone the catalogue does not list for the accelerator."""
+    autoscaling: PoolAutoscalingArgs
+
+
+class CpuPoolArgs(TypedDict, total=False):
+    """A CPU node pool for Ray Data preprocessing, drivers and other CPU work."""
+
+    name: Required[str]
+    """Unique pool name; Ray worker groups refer to it with cpu_pool."""
+    machine_type: str
+    """A predefined E2, N2, N2D, N4 or C3 machine type (default n2-standard-16)."""
+    count: int
+    """Nodes (the most nodes when autoscaled)."""
+    capacity: str
+    """onDemand or spot."""
+    zone: str
+    """Optional zone; unset, the pool spans the cluster's zones."""
+    autoscaling: PoolAutoscalingArgs
+
+
 class WorkerGroupArgs(TypedDict, total=False):
-    """A Ray worker group on one TPU slice shape: `replicas` counts slices, not pods."""
+    """A Ray worker group on exactly one of a TPU slice (replicas count slices), a GPU pool or a CPU pool (replicas
+    count pods, one per node)."""
 
     name: Required[str]
     """Group name (KubeRay groupName)."""
-    slice: Required[str]
-    """The name of the TPU slice (an entry of `tpu_slices`) the group runs on."""
+    slice: str
+    """The name of a TPU slice (an entry of `tpu_slices`)."""
+    gpu_pool: str
+    """The name of a GPU pool (an entry of `gpu_pools`)."""
+    cpu_pool: str
+    """The name of a CPU pool (an entry of `cpu_pools`)."""
     replicas: int
-    """Slices the group starts with."""
+    """Slices (TPU) or pods (GPU, CPU) the group starts with."""
     min_replicas: int
-    """Fewest slices the Ray autoscaler keeps."""
+    """Fewest the Ray autoscaler keeps."""
     max_replicas: int
-    """Most slices the Ray autoscaler may ask for (default: replicas)."""
+    """Most the Ray autoscaler may ask for (default: replicas)."""
 
 
 class HeadArgs(TypedDict, total=False):
     """The Ray head pod's CPU and memory (Kubernetes quantities)."""
 
     cpu: str
+    """Default 2."""
     memory: str
+    """Default 8Gi."""
 
 
 class RayAutoscalingArgs(TypedDict, total=False):
     """Ray's in-tree autoscaler."""
 
     enabled: bool
+    """Run the autoscaler sidecar (default false)."""
     idle_timeout_seconds: int
+    """Idle time before a worker group scales down (default 600)."""
 
 
 class RayObjectArgs(TypedDict, total=False):
@@ -88,8 +147,11 @@ class RayObjectArgs(TypedDict, total=False):
     ray_version: str
     """Ray version the image runs (default 2.55.0); gates features such as autoscaling of Ironwood groups."""
     head: HeadArgs
+    """The head pod's resources."""
     worker_groups: list[WorkerGroupArgs]
+    """Worker groups, each on one slice, GPU pool or CPU pool."""
     autoscaling: RayAutoscalingArgs
+    """Ray's in-tree autoscaler."""
     gcs_fuse: bool
     """Mount the platform's bucket at /gcs through the GCS FUSE CSI driver (needs a bucket)."""
     wait_for_ready: bool
@@ -97,6 +159,8 @@ class RayObjectArgs(TypedDict, total=False):
 
 
 class RayServiceSpecArgs(RayObjectArgs, total=False):
+    """A RayService: a Ray cluster serving a Ray Serve config."""
+
     serve_config: Required[dict[str, Any]]
     """Ray Serve config (serveConfigV2) as a mapping."""
     upgrade_strategy: str
@@ -104,49 +168,114 @@ class RayServiceSpecArgs(RayObjectArgs, total=False):
 
 
 class RayJobSpecArgs(RayObjectArgs, total=False):
+    """A RayJob: a job on a Ray cluster of its own, or on an existing RayCluster."""
+
     entrypoint: Required[str]
+    """The command the job runs."""
     runtime_env: dict[str, Any]
+    """Ray runtime environment (runtimeEnvYAML) as a mapping."""
     cluster: str
     """Run on this existing RayCluster of the same namespace instead of a cluster of its own."""
     shutdown_after_job_finishes: bool
+    """Delete the job's own Ray cluster when it ends (default true)."""
     ttl_seconds_after_finished: int
+    """Keep the finished job this long before deleting it (with shutdown_after_job_finishes)."""
     active_deadline_seconds: int
+    """Fail the job after this long."""
     submission_mode: str
+    """K8sJobMode (default) or HTTPMode."""
+
+
+class NetworkArgs(TypedDict, total=False):
+    """A new VPC (default), or an existing network and subnetwork with named secondary ranges."""
+
+    network: str
+    """Existing network (name or self link); unset, a VPC is created."""
+    subnetwork: str
+    """Existing subnetwork."""
+    pods_range_name: str
+    """Secondary range of the existing subnetwork for pods."""
+    services_range_name: str
+    """Secondary range of the existing subnetwork for services."""
+    subnet_cidr: str
+    """Primary range of a new subnet (default 10.0.0.0/20)."""
+    pods_cidr: str
+    """Pod range of a new subnet (default 10.16.0.0/14)."""
+    services_cidr: str
+    """Service range of a new subnet (default 10.20.0.0/20)."""
+    master_cidr: str
+    """The control plane's private /28 (default 172.16.0.0/28)."""
+
+
+class AuthorizedNetworkArgs(TypedDict, total=False):
+    """A range that may reach the control plane."""
+
+    cidr_block: Required[str]
+    display_name: str
+
+
+class SystemPoolArgs(TypedDict, total=False):
+    """The CPU pool for system pods and Ray heads (Standard mode)."""
+
+    machine_type: str
+    """Default e2-standard-8."""
+    min_nodes: int
+    """Fewest nodes in the whole pool (default 1)."""
+    max_nodes: int
+    """Most nodes in the whole pool (default 3)."""
+    disk_size_gb: int
+    """Boot disk size (default 100)."""
+
+
+class RayOperatorArgs(TypedDict, total=False):
+    """What the Ray Operator add-on sends to Cloud Logging and Managed Prometheus."""
+
+    logging: bool
+    monitoring: bool
 
 
 class ClusterSpecArgs(TypedDict, total=False):
     """The GKE cluster: mode, location, version policy and hardening switches."""
 
     name: Required[str]
+    """Cluster name (at most 40 characters)."""
     mode: str
     """standard or autopilot (Autopilot clusters are regional)."""
     location: Required[str]
     """A zone or a region."""
     release_channel: str
-    """RAPID, REGULAR or STABLE."""
+    """RAPID, REGULAR (default) or STABLE."""
     min_master_version: str
     """Optional pin (a minor such as 1.34, or an exact version); unset, the release channel chooses."""
     deletion_protection: bool
-    network: dict[str, Any]
-    """network, subnetwork, podsRangeName, servicesRangeName of an existing VPC, or CIDRs of a new one."""
-    master_authorized_networks: list[dict[str, Any]]
+    """GKE deletion protection and Pulumi protect on the cluster, TPU pools and bucket (default true)."""
+    network: NetworkArgs
+    master_authorized_networks: list[AuthorizedNetworkArgs]
     private_endpoint: bool
-    system_pool: dict[str, Any]
-    """machine_type, min_nodes, max_nodes (totals), disk_size_gb of the CPU pool for system pods and Ray heads."""
-    ray_operator: dict[str, Any]
+    """Reach the control plane only on its private IP."""
+    system_pool: SystemPoolArgs
+    ray_operator: RayOperatorArgs
     binary_authorization: bool
+    """Enforce the project's Binary Authorization policy."""
     rbac_security_group: str
+    """Google Groups for RBAC: gke-security-groups@<domain>."""
 
 
 class StorageArgs(TypedDict, total=False):
     """The bucket for checkpoints, datasets and the XLA compilation cache."""
 
     enabled: bool
+    """Create the bucket (default true)."""
     bucket_name: str
+    """Default <project>-<cluster>-ray."""
     location: str
+    """Default: the region."""
     versioning: bool
+    """Object versioning (default true)."""
     access_log_bucket: str
+    """Bucket for access logs (default none)."""
     force_destroy: bool
+    """Let `pulumi destroy` delete a bucket with objects (default false)."""
 
 
 class RateArgs(TypedDict, total=False):
@@ -157,10 +286,15 @@ class RateArgs(TypedDict, total=False):
     name: Required[str]
     """TPU generation, or GPU/CPU machine type."""
     capacity: Required[str]
+    """onDemand, spot, reservation or flexStart."""
     hourly: Required[float]
+    """USD per chip-hour (tpu) or VM-hour (gpu, cpu)."""
     region: str
+    """Where the rate applies (default: every region)."""
     source: str
+    """Where the rate comes from (e.g. a contract)."""
     as_of: str
+    """When the rate was set (YYYY-MM-DD)."""
 
 
 class PricingArgs(TypedDict, total=False):
@@ -177,25 +311,34 @@ class MonitoringArgs(TypedDict, total=False):
     notification_channels: list[str]
     """Existing channel IDs (projects/<project>/notificationChannels/<id>)."""
     idle_duty_cycle_percent: float
+    """Below this TPU duty cycle an available slice is idle (default 5)."""
     idle_minutes: int
+    """How long idle before the alert fires (default 60)."""
     unavailable_minutes: int
+    """How long a slice may be unavailable or not whole (default 15)."""
     interruptions_per_day: int
+    """More interruptions than this in a day fire an alert (default 3)."""
 
 
 class RayTpuPlatformArgs(TypedDict, total=False):
-    """The whole environment: network, identity, storage, the GKE cluster, TPU slices and Ray objects."""
+    """The whole environment: network, identity, storage, the GKE cluster, TPU slices, GPU and CPU pools and Ray
+    objects."""
 
     project: Required[str]
     """Google Cloud project ID."""
     region: str
     """Region (default: the cluster's)."""
     environment: str
-    """Value of the environment label (default: the stack name)."""
+    """Value of the environment label (default: the component's name)."""
     team: str
+    """Value of the team label."""
     cost_center: str
+    """Value of the cost-center label."""
     cluster: Required[ClusterSpecArgs]
     storage: StorageArgs
     tpu_slices: list[TpuSliceArgs]
+    gpu_pools: list[GpuPoolArgs]
+    cpu_pools: list[CpuPoolArgs]
     ray_clusters: list[RayObjectArgs]
     ray_services: list[RayServiceSpecArgs]
     ray_jobs: list[RayJobSpecArgs]
@@ -213,53 +356,89 @@ class TpuSlicePoolsArgs(TypedDict, total=False):
     location: Required[str]
     """The cluster's location: a zone, or a region (then the slice needs a zone)."""
     slice: Required[TpuSliceArgs]
+    """The slice shape, count and capacity."""
     node_service_account: pulumi.Input[str]
     """Email of the nodes' service account (least privilege; default: the project's Compute Engine default)."""
     labels: dict[str, str]
     """Resource labels of the nodes' VMs."""
     environment: str
+    """Value of the ray-tpu-gke/environment node label."""
     deletion_protection: bool
-    """Protect the pools from `pulumi destroy` (a replaced pool loses its slice)."""
+    """Protect the pools from `pulumi destroy` (a replaced pool loses its slice; default true)."""
+
+
+class WorkerPoolArgs(TypedDict, total=False):
+    """A GPU or CPU node pool in an existing Standard cluster."""
+
+    project: Required[str]
+    """Project of the cluster."""
+    cluster: Required[pulumi.Input[str]]
+    """Name (or id) of the cluster."""
+    location: Required[str]
+    """The cluster's location: a zone, or a region."""
+    gpu: GpuPoolArgs
+    """The GPU pool (exactly one of gpu and cpu)."""
+    cpu: CpuPoolArgs
+    """The CPU pool (exactly one of gpu and cpu)."""
+    node_service_account: pulumi.Input[str]
+    """Email of the nodes' service account."""
+    labels: dict[str, str]
+    """Resource labels of the nodes' VMs."""
+    deletion_protection: bool
+    """Protect the pool from `pulumi destroy` (default false)."""
 
 
 class RayClusterArgs(TypedDict, total=False):
-    """A KubeRay RayCluster on TPU slices, in an existing cluster with the Ray Operator add-on."""
+    """A KubeRay RayCluster on TPU slices, GPU or CPU pools, in an existing cluster with the Ray Operator add-on."""
 
     kubernetes_provider: Required[k8s.Provider]
     """Provider for the GKE cluster."""
     spec: Required[RayObjectArgs]
-    """The Ray cluster; its worker groups name slices of `tpu_slices`."""
-    tpu_slices: Required[list[TpuSliceArgs]]
-    """The slices the worker groups run on (shape and capacity; in Standard mode, pools labelled by slice name)."""
+    """The Ray cluster; its worker groups name entries of tpu_slices, gpu_pools or cpu_pools."""
+    tpu_slices: list[TpuSliceArgs]
+    """The slices TPU groups run on (shape and capacity; in Standard mode, pools labelled by slice name)."""
+    gpu_pools: list[GpuPoolArgs]
+    """The GPU pools GPU groups run on."""
+    cpu_pools: list[CpuPoolArgs]
+    """The CPU pools CPU groups run on."""
     mode: str
     """standard (default) or autopilot: how worker pods select their nodes."""
     service_account: str
     """Kubernetes service account of the Ray pods (default: default)."""
+    head_pool: str
+    """Standard mode: the node pool the head runs on (default system)."""
     bucket: str
     """Bucket to mount at /gcs when the spec asks for GCS FUSE."""
     labels: dict[str, str]
+    """Labels of the Ray object."""
 
 
 class RayServiceArgs(RayClusterArgs, total=False):
+    """A KubeRay RayService."""
+
     spec: Required[RayServiceSpecArgs]
 
 
 class RayJobArgs(RayClusterArgs, total=False):
-    spec: Required[RayJobSpecArgs]
+    """A KubeRay RayJob."""
 
+    spec: Required[RayJobSpecArgs]
 
 
 class GkeClusterArgs(TypedDict, total=False):
     """A GKE cluster with the Ray Operator add-on, its system pool, a Kubernetes provider and Ray namespaces."""
 
     project: Required[str]
+    """Google Cloud project ID."""
     cluster: Required[ClusterSpecArgs]
     network: Required[pulumi.Input[str]]
     """Network (id or self link) the cluster joins."""
     subnetwork: Required[pulumi.Input[str]]
+    """Subnetwork (id or self link) of the nodes."""
     pods_range_name: Required[str]
     """Secondary range of the subnetwork for pods."""
     services_range_name: Required[str]
+    """Secondary range of the subnetwork for services."""
     node_service_account: Required[pulumi.Input[str]]
     """Email of the nodes' service account."""
     ray_service_account: pulumi.Input[str]
@@ -271,3 +450,4 @@ class GkeClusterArgs(TypedDict, total=False):
     minimum_version: str
     """The oldest GKE version the workloads need; checked against the release channel's default at deploy time."""
     minimum_version_reason: str
+    """What needs minimum_version, for the deploy-time message."""

@@ -138,21 +138,138 @@ def _slice_in_cluster(s: TpuSliceConfig, shape, i: int, context: ClusterContext,
     return problems
 
 
+def check_worker_pools(context: ClusterContext, lists: dict, paths: Paths, warnings: list[str]) -> list[Problem]:
+    """GPU and CPU pools: names unique among every pool the cluster gets, machine types that carry the GPU, capacity
+    the machine is sold with, zones, autoscaling bounds and the GKE version each GPU needs."""
+    problems: list[Problem] = []
+    taken = {"system": "the system pool"}
+    for s in lists["tpu_slices"]:
+        if s is not None:
+            taken.update({f"{s.name}-{index}": f"a node pool of slice {s.name}" for index in range(s.count)})
+            taken.setdefault(s.name, f"slice {s.name}")
+    for section in ("gpu_pools", "cpu_pools"):
+        for i, pool in enumerate(lists[section]):
+            if pool is None:
+                continue
+            if pool.name in taken:
+                problems.append(Problem(paths(section, i, "name"), f"{show(pool.name)} is already {taken[pool.name]}; "
+                                                                   "pool names are unique in the cluster"))
+            taken[pool.name] = f"pool {pool.name}"
+            problems += _pool_bounds(pool, section, i, context, paths)
+            if section == "gpu_pools":
+                problems += _gpu_pool(pool, i, context, paths, warnings)
+    return problems
+
+
+def _pool_bounds(pool, section: str, i: int, context: ClusterContext, paths: Paths) -> list[Problem]:
+    problems = []
+    if context.mode == "autopilot" and pool.autoscaling is not None:
+        problems.append(Problem(paths(section, i, "autoscaling"),
+                                "Autopilot has no node pools to autoscale; remove the key"))
+    elif pool.autoscaled and pool.min_nodes > pool.max_nodes:
+        problems.append(Problem(paths(section, i, "autoscaling", "min_nodes"),
+                                f"{pool.min_nodes} exceeds the pool's {pool.max_nodes} nodes; allowed: 0 to "
+                                f"{pool.max_nodes}"))
+    if context.location is not None and pool.zone is not None and admission.region_of(pool.zone) != context.region:
+        problems.append(Problem(paths(section, i, "zone"), f"{show(pool.zone)} is outside the cluster's region "
+                                                          f"{show(context.region)}"))
+    elif pool.zone is not None and context.zonal and pool.zone != context.location:
+        problems.append(Problem(paths(section, i, "zone"), f"{show(pool.zone)} differs from the zonal cluster's "
+                                                          f"location {show(context.location)}"))
+    return problems
+
+
+def _gpu_pool(pool, i: int, context: ClusterContext, paths: Paths, warnings: list[str]) -> list[Problem]:
+    problems = []
+    machine_path = paths("gpu_pools", i, "machine_type")
+    try:
+        machine = catalog.gpu_machine(pool.accelerator, pool.machine_type)
+    except catalog.CatalogError as error:
+        return [Problem(machine_path, f"{show(pool.machine_type)} is {error}")]
+    if pool.capacity not in machine.capacities:
+        problems.append(Problem(paths("gpu_pools", i, "capacity"),
+                                f"{show(pool.capacity)} is not how {machine.name} is sold ({admission.GPU_CAPACITY.id}); "
+                                f"allowed: {', '.join(machine.capacities)}"))
+    if pool.capacity == "reservation" and pool.reservation is None:
+        problems.append(Problem(paths("gpu_pools", i, "reservation"), "required when capacity is reservation"))
+    if pool.capacity != "reservation" and pool.reservation is not None:
+        problems.append(Problem(paths("gpu_pools", i, "reservation"),
+                                f"{show(pool.reservation)} is only allowed with capacity reservation"))
+    if context.mode == "standard" and pool.capacity == "flexStart" and not pool.autoscaled:
+        problems.append(Problem(paths("gpu_pools", i, "autoscaling"),
+                                "flexStart capacity needs autoscaling (leave the key out, or enable it)"))
+    zone = pool.zone or (context.location if context.zonal else None)
+    if zone is None and context.mode == "standard" and context.location is not None:
+        problems.append(Problem(paths("gpu_pools", i, "zone"), f"required for a regional cluster: a zone of "
+                                                              f"{context.region} that offers {pool.accelerator}"))
+    known = catalog.GPU_ZONES.get(pool.accelerator)
+    if zone and known and zone not in known and not pool.allow_unlisted_zone:
+        local = [z for z in known if context.region and z.startswith(context.region + "-")]
+        problems.append(Problem(paths("gpu_pools", i, "zone"),
+                                f"{show(zone)} is not known to offer {pool.accelerator}; allowed: "
+                                f"{', '.join(local or known)} (or allowUnlistedZone: true where you know it does)"))
+    if context.mode is not None and context.min_master_version:
+        pin = context.min_master_version
+        for need in admission.gpu_version_needs(pool.accelerator, pool.capacity, context.mode == "autopilot"):
+            if not admission.version_satisfies(pin, need.version):
+                problems.append(Problem(paths("cluster", "min_master_version"),
+                                        f"{show(pin)} is older than {need.reason} (gpuPools[{i}]) needs; allowed: "
+                                        f"{need.version} or later, or leave it unset for the release channel"))
+    return problems
+
+
+# Where a worker group runs: its key, the section of that kind and how the section is spelt in messages.
+_TARGETS = (("slice", "tpu_slices", "tpuSlices"), ("gpu_pool", "gpu_pools", "gpuPools"),
+            ("cpu_pool", "cpu_pools", "cpuPools"))
+
+
+def _known_targets(raw_lists: dict, lists: dict) -> tuple[dict, dict]:
+    """(valid entries by kind and name, names that are unknown only because their entry is broken or unreadable)."""
+    known, broken = {}, {}
+    for key, section, _ in _TARGETS:
+        known[key] = {entry.name: entry for entry in lists[section] if entry is not None}
+        raw = raw_lists[section]
+        broken[key] = None if raw is None else {
+            item.get("name") for item, parsed in zip(raw, lists[section])
+            if parsed is None and isinstance(item, dict) and isinstance(item.get("name"), str)}
+    return known, broken
+
+
+def _check_group(group, gpath: str, kind: str, i: int, j: int, known: dict, broken: dict,
+                 paths: Paths) -> list[Problem]:
+    """The rules of one worker group on its own: one target that exists, replicas within their bounds."""
+    problems = []
+    given = [key for key, _, _ in _TARGETS if getattr(group, key) is not None]
+    if len(given) != 1:
+        keys = ", ".join(paths.key(key) for key, _, _ in _TARGETS)
+        problems.append(Problem(gpath, f"names {len(given)} of {keys}; allowed: exactly one (where the group runs)"))
+    for key, section, spelt in _TARGETS:
+        name = getattr(group, key)
+        if name is None or name in known[key] or broken[key] is None or name in broken[key]:
+            continue
+        allowed = ", ".join(sorted(known[key])) or "none defined"
+        problems.append(Problem(f"{gpath}.{paths.key(key)}", f"{show(name)} is not a {spelt} name; allowed: {allowed}"))
+    if group.min_replicas > group.replicas:
+        problems.append(Problem(paths(kind, i, "worker_groups", j, "min_replicas"),
+                                f"{group.min_replicas} exceeds replicas {group.replicas}"))
+    if group.replicas > group.max:
+        problems.append(Problem(paths(kind, i, "worker_groups", j, "max_replicas"),
+                                f"{group.max} is below replicas {group.replicas}"))
+    return problems
+
+
 def check_ray_objects(context: ClusterContext, raw_lists: dict, lists: dict, paths: Paths,
                       warnings: list[str]) -> list[Problem]:
     problems: list[Problem] = []
-    slices = {s.name: s for s in lists["tpu_slices"] if s is not None}
-    unreadable = raw_lists["tpu_slices"] is None
-    broken = {item.get("name") for item, parsed in zip(raw_lists["tpu_slices"] or [], lists["tpu_slices"])
-              if parsed is None and isinstance(item, dict) and isinstance(item.get("name"), str)}
-    demand: dict[str, list[tuple[str, int, int]]] = defaultdict(list)  # slice -> (who, at once, at most)
+    known, broken = _known_targets(raw_lists, lists)
+    # (kind, name) -> [(who, at once, at most)]: slices for TPU groups, pods (= nodes) for GPU and CPU groups.
+    demand: dict[tuple[str, str], list[tuple[str, int, int]]] = defaultdict(list)
     clusters = {(o.namespace, o.name) for o in lists["ray_clusters"] if o is not None}
     for kind in ("ray_clusters", "ray_services", "ray_jobs"):
         joined: dict[str, str] = {}
         for i, obj in enumerate(lists[kind]):
             if obj is None:  # its own problems are reported; its worker groups are still checked
-                problems += _groups_of_broken_object((raw_lists[kind] or [])[i], kind, i, slices, broken | {None},
-                                                     unreadable, paths)
+                problems += _groups_of_broken_object((raw_lists[kind] or [])[i], kind, i, known, broken, paths)
                 continue
             path = paths(kind, i)
             resource = f"{obj.namespace}-{obj.name}"
@@ -166,7 +283,7 @@ def check_ray_objects(context: ClusterContext, raw_lists: dict, lists: dict, pat
             if isinstance(obj, RayJobConfig):
                 problems += _check_job(obj, path, paths, clusters)
             elif not obj.worker_groups:
-                problems.append(Problem(paths(kind, i, "worker_groups"), "at least one TPU worker group is required"))
+                problems.append(Problem(paths(kind, i, "worker_groups"), "at least one worker group is required"))
             surge = isinstance(obj, RayServiceConfig) and obj.upgrade_strategy == "NewCluster"
             groups = set()
             for j, group in enumerate(obj.worker_groups):
@@ -175,44 +292,36 @@ def check_ray_objects(context: ClusterContext, raw_lists: dict, lists: dict, pat
                 if group.name in groups:
                     problems.append(Problem(f"{gpath}.name", f"{show(group.name)} is used twice in {obj.name}"))
                 groups.add(group.name)
-                if group.slice not in slices:
-                    if group.slice not in broken and not unreadable:
-                        allowed = ", ".join(sorted(slices)) or "none defined"
-                        problems.append(Problem(f"{gpath}.slice", f"{show(group.slice)} is not a tpuSlices name; "
-                                                                  f"allowed: {allowed}"))
-                if group.min_replicas > group.replicas:
-                    problems.append(Problem(paths(kind, i, "worker_groups", j, "min_replicas"),
-                                            f"{group.min_replicas} exceeds replicas {group.replicas}"))
-                if group.replicas > group.max:
-                    problems.append(Problem(paths(kind, i, "worker_groups", j, "max_replicas"),
-                                            f"{group.max} is below replicas {group.replicas}"))
+                problems += _check_group(group, gpath, kind, i, j, known, broken, paths)
                 if group.replicas == 0 and not obj.autoscaling.enabled:
                     problems.append(Problem(paths(kind, i, "worker_groups", j, "replicas"),
-                                            "0 with Ray autoscaling off: the group never gets a TPU pod; allowed: "
+                                            "0 with Ray autoscaling off: the group never gets a pod; allowed: "
                                             "replicas of 1 or more, or autoscaling.enabled: true"))
-                tpu_slice = slices.get(group.slice)
-                if tpu_slice is None:
+                target_kind, target = group.target
+                if target not in known[target_kind]:
                     continue
-                accelerator = catalog.generation(tpu_slice.generation).accelerator
-                if obj.autoscaling.enabled and accelerator not in admission.ray_autoscaler_accelerators(obj.ray_version):
-                    problems.append(Problem(paths(kind, i, "autoscaling", "enabled"),
-                                            f"true, but Ray {obj.ray_version}'s autoscaler cannot map TPU "
-                                            f"{tpu_slice.generation} ({accelerator}) of group {group.name} and fails; "
-                                            "allowed: autoscaling off for this Ray object, or a Ray version whose "
-                                            "autoscaler knows it (tpu7x: rayVersion 2.56.0 or later)"))
+                if target_kind == "slice":
+                    tpu_slice = known["slice"][target]
+                    accelerator = catalog.generation(tpu_slice.generation).accelerator
+                    if obj.autoscaling.enabled and \
+                            accelerator not in admission.ray_autoscaler_accelerators(obj.ray_version):
+                        problems.append(Problem(
+                            paths(kind, i, "autoscaling", "enabled"),
+                            f"true, but Ray {obj.ray_version}'s autoscaler cannot map TPU {tpu_slice.generation} "
+                            f"({accelerator}) of group {group.name} and fails; allowed: autoscaling off for this Ray "
+                            "object, or a Ray version whose autoscaler knows it (tpu7x: rayVersion 2.56.0 or later)"))
                 factor = 2 if surge else 1
                 at_most = group.max if obj.autoscaling.enabled else group.replicas
-                demand[group.slice].append((who + (" (twice: NewCluster upgrades)" if surge else ""),
-                                            group.replicas * factor, at_most * factor))
+                demand[(target_kind, target)].append((who + (" (twice: NewCluster upgrades)" if surge else ""),
+                                                      group.replicas * factor, at_most * factor))
     if context.mode == "standard":
-        problems += _check_demand(lists["tpu_slices"], demand, paths, warnings)
+        problems += _check_demand(lists, demand, paths, warnings)
     return problems
 
 
-def _groups_of_broken_object(raw: Any, kind: str, i: int, slices: dict, broken: set, unreadable: bool,
-                             paths: Paths) -> list[Problem]:
-    """The rules of one worker group alone, for the groups of a Ray object that failed validation elsewhere, so one
-    run reports every problem."""
+def _groups_of_broken_object(raw: Any, kind: str, i: int, known: dict, broken: dict, paths: Paths) -> list[Problem]:
+    """The rules of each worker group alone, for a Ray object that failed validation elsewhere, so one run reports
+    every problem."""
     groups = raw.get(paths.key("worker_groups")) if isinstance(raw, dict) else None
     if not isinstance(groups, list):
         return []
@@ -226,15 +335,7 @@ def _groups_of_broken_object(raw: Any, kind: str, i: int, slices: dict, broken: 
         if group.name in names:
             problems.append(Problem(f"{gpath}.name", f"{show(group.name)} is used twice"))
         names.add(group.name)
-        if group.slice not in slices and group.slice not in broken and not unreadable:
-            problems.append(Problem(f"{gpath}.slice", f"{show(group.slice)} is not a tpuSlices name; allowed: "
-                                                      f"{', '.join(sorted(slices)) or 'none defined'}"))
-        if group.min_replicas > group.replicas:
-            problems.append(Problem(paths(kind, i, "worker_groups", j, "min_replicas"),
-                                    f"{group.min_replicas} exceeds replicas {group.replicas}"))
-        if group.replicas > group.max:
-            problems.append(Problem(paths(kind, i, "worker_groups", j, "max_replicas"),
-                                    f"{group.max} is below replicas {group.replicas}"))
+        problems += _check_group(group, gpath, kind, i, j, known, broken, paths)
     return problems
 
 
@@ -262,24 +363,28 @@ def _check_job(job: RayJobConfig, path: str, paths: Paths, clusters: set) -> lis
     return problems
 
 
-def _check_demand(slices: list, demand: dict, paths: Paths, warnings: list[str]) -> list[Problem]:
-    """Standard mode: a slice entry provisions `count` pools; the Ray objects' groups may not ask for more."""
+def _check_demand(lists: dict, demand: dict, paths: Paths, warnings: list[str]) -> list[Problem]:
+    """Standard mode: a slice entry provisions `count` pools and a GPU or CPU pool at most its nodes, one Ray pod per
+    node; the Ray objects' groups may not ask for more at once."""
     problems = []
-    for i, s in enumerate(slices):
-        if s is None or s.name not in demand:
-            continue
-        asks = demand[s.name]
-        at_once = sum(n for _, n, _ in asks)
-        at_most = sum(n for _, _, n in asks)
-        who = "; ".join(f"{w}: {n}" for w, n, _ in asks)
-        if at_once > s.count:
-            problems.append(Problem(paths("tpu_slices", i, "count"),
-                                    f"{s.count} slice(s) of {s.name}, but the Ray objects ask for {at_once} at once "
-                                    f"({who}); allowed: at least {at_once}, or fewer replicas"))
-        elif at_most > s.count:
-            most = "; ".join(f"{w}: up to {n}" for w, _, n in asks)
-            warnings.append(f"{paths('tpu_slices', i, 'count')}: {s.count} slice(s) of {s.name}, but Ray autoscaling "
-                            f"may ask for {at_most} ({most}); the rest would wait for capacity")
+    for key, section, _ in _TARGETS:
+        for i, entry in enumerate(lists[section]):
+            if entry is None or (key, entry.name) not in demand:
+                continue
+            asks = demand[(key, entry.name)]
+            at_once = sum(n for _, n, _ in asks)
+            at_most = sum(n for _, _, n in asks)
+            who = "; ".join(f"{w}: {n}" for w, n, _ in asks)
+            have, what, field = (entry.count, "slice(s)", "count") if key == "slice" else \
+                (entry.max_nodes, "node(s)", "count")
+            if at_once > have:
+                problems.append(Problem(paths(section, i, field),
+                                        f"{have} {what} of {entry.name}, but the Ray objects ask for {at_once} at once "
+                                        f"({who}); allowed: at least {at_once}, or fewer replicas"))
+            elif at_most > have:
+                most = "; ".join(f"{w}: up to {n}" for w, _, n in asks)
+                warnings.append(f"{paths(section, i, field)}: {have} {what} of {entry.name}, but Ray autoscaling may "
+                                f"ask for {at_most} ({most}); the rest would wait for capacity")
     return problems
 
 

@@ -20,8 +20,8 @@ from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel
 
 from . import admission, catalog
-from .models import (DEFAULT_RAY_IMAGE, DEFAULT_RAY_VERSION, ClusterConfig, MonitoringConfig,  # noqa: F401
-                     PricingConfig, RayClusterConfig, RayJobConfig, RayObjectConfig, RayServiceConfig, StorageConfig,
+from .models import (DEFAULT_RAY_IMAGE, DEFAULT_RAY_VERSION, ClusterConfig, CpuPoolConfig,  # noqa: F401
+                     GpuPoolConfig, MonitoringConfig, PricingConfig, RayClusterConfig, RayJobConfig, RayObjectConfig, RayServiceConfig, StorageConfig,
                      TpuSliceConfig, WorkerGroupConfig, validate_as)
 
 PROJECT = "ray-tpu-gke"
@@ -59,13 +59,15 @@ SECTIONS = {
     "project": "gcp:project", "region": "gcp:region",
     "environment": f"{PROJECT}:environment", "team": f"{PROJECT}:team", "cost_center": f"{PROJECT}:costCenter",
     "cluster": f"{PROJECT}:cluster", "storage": f"{PROJECT}:storage", "tpu_slices": f"{PROJECT}:tpuSlices",
+    "gpu_pools": f"{PROJECT}:gpuPools", "cpu_pools": f"{PROJECT}:cpuPools",
     "ray_clusters": f"{PROJECT}:rayClusters", "ray_services": f"{PROJECT}:rayServices",
     "ray_jobs": f"{PROJECT}:rayJobs",
     "pricing": f"{PROJECT}:pricing", "monitoring": f"{PROJECT}:monitoring",
 }
 RAY_KINDS = ("ray_clusters", "ray_services", "ray_jobs")
 _MODELS = {"cluster": ClusterConfig, "storage": StorageConfig, "pricing": PricingConfig,
-           "monitoring": MonitoringConfig, "tpu_slices": TpuSliceConfig,
+           "monitoring": MonitoringConfig, "tpu_slices": TpuSliceConfig, "gpu_pools": GpuPoolConfig,
+           "cpu_pools": CpuPoolConfig,
            "ray_clusters": RayClusterConfig, "ray_services": RayServiceConfig, "ray_jobs": RayJobConfig}
 
 
@@ -105,6 +107,8 @@ class StackConfig:
     cluster: ClusterConfig
     storage: StorageConfig
     tpu_slices: tuple[TpuSliceConfig, ...]
+    gpu_pools: tuple[GpuPoolConfig, ...]
+    cpu_pools: tuple[CpuPoolConfig, ...]
     ray_clusters: tuple[RayClusterConfig, ...]
     ray_services: tuple[RayServiceConfig, ...]
     ray_jobs: tuple[RayJobConfig, ...]
@@ -129,6 +133,12 @@ class StackConfig:
     def slices_by_name(self) -> dict[str, TpuSliceConfig]:
         return {s.name: s for s in self.tpu_slices}
 
+    @functools.cached_property
+    def targets(self) -> dict[str, dict]:
+        """What worker groups may run on, by kind ("slice", "gpu_pool", "cpu_pool") and name."""
+        return {"slice": self.slices_by_name, "gpu_pool": {p.name: p for p in self.gpu_pools},
+                "cpu_pool": {p.name: p for p in self.cpu_pools}}
+
     def slice(self, name: str) -> TpuSliceConfig:
         return self.slices_by_name[name]
 
@@ -149,20 +159,19 @@ class StackConfig:
     @property
     def gke_version_need(self) -> admission.VersionNeed:
         """The newest minimum GKE version the stack needs, and why."""
-        return admission.newest(need for s in self.tpu_slices for need in
-                                admission.gke_version_needs(s.generation, s.capacity, not self.standard)) \
-            if self.tpu_slices else admission.VersionNeed(admission.RAY_OPERATOR_MIN_GKE_VERSION,
-                                                          "the Ray Operator add-on")
+        autopilot = not self.standard
+        needs = [admission.VersionNeed(admission.RAY_OPERATOR_MIN_GKE_VERSION, "the Ray Operator add-on")]
+        needs += [n for s in self.tpu_slices for n in admission.gke_version_needs(s.generation, s.capacity, autopilot)]
+        needs += [n for p in self.gpu_pools for n in admission.gpu_version_needs(p.accelerator, p.capacity, autopilot)]
+        return admission.newest(needs)
 
     def quota_needs(self) -> list[admission.QuotaNeed]:
-        """The TPU quota each slice entry draws on at its largest (every slice at every host), per region."""
-        needs = []
-        for s in self.tpu_slices:
-            need = admission.tpu_quota_need(s.generation, s.capacity, s.shape.chips * s.count, self.region,
-                                            f"{s.name}: {s.count} x {s.shape.chips} chips")
-            if need is not None:
-                needs.append(need)
-        return needs
+        """The accelerator quota each slice entry and GPU pool draws on at its largest, per region."""
+        needs = [admission.tpu_quota_need(s.generation, s.capacity, s.shape.chips * s.count, self.region,
+                                          f"{s.name}: {s.count} x {s.shape.chips} chips") for s in self.tpu_slices]
+        needs += [admission.gpu_quota_need(p.accelerator, p.capacity, p.machine.gpus * p.max_nodes, self.region,
+                                           f"{p.name}: {p.max_nodes} x {p.machine.gpus} GPUs") for p in self.gpu_pools]
+        return [need for need in needs if need is not None]
 
     def to_args(self) -> dict[str, Any]:
         """The platform arguments (snake_case) this configuration was read from."""
@@ -172,7 +181,8 @@ class StackConfig:
             "team": self.labels.get("team", ""), "cost_center": self.labels.get("cost-center", ""),
             "cluster": dump(self.cluster), "storage": dump(self.storage), "pricing": dump(self.pricing),
             "monitoring": dump(self.monitoring),
-            "tpu_slices": [dump(s) for s in self.tpu_slices],
+            "tpu_slices": [dump(s) for s in self.tpu_slices], "gpu_pools": [dump(p) for p in self.gpu_pools],
+            "cpu_pools": [dump(p) for p in self.cpu_pools],
             **{kind: [dump(o) for o in getattr(self, kind)] for kind in RAY_KINDS},
         }
 
@@ -248,7 +258,7 @@ def _validate(sections: dict[str, Any], paths: Paths, stack: str, problems: list
 
     lists: dict[str, list] = {}
     raw_lists: dict[str, list] = {}
-    for section in ("tpu_slices", *RAY_KINDS):
+    for section in ("tpu_slices", "gpu_pools", "cpu_pools", *RAY_KINDS):
         raw = sections.get(section, [])
         if not isinstance(raw, list):
             problems.append(Problem(paths(section), f"must be a list (given {show(raw)})"))
@@ -284,13 +294,15 @@ def _validate(sections: dict[str, Any], paths: Paths, stack: str, problems: list
 
     problems += checks.check_cluster(cluster, context, paths)
     problems += checks.check_slices(context, raw_lists["tpu_slices"], lists["tpu_slices"], paths, warnings)
+    problems += checks.check_worker_pools(context, lists, paths, warnings)
     problems += checks.check_ray_objects(context, raw_lists, lists, paths, warnings)
     problems += checks.check_heads(cluster, lists, paths)
     if problems:
         raise ConfigError(problems)
     return StackConfig(
         stack=stack, project=project, region=region, environment=environment, labels=labels, cluster=cluster,
-        storage=storage, tpu_slices=tuple(lists["tpu_slices"]),
+        storage=storage, tpu_slices=tuple(lists["tpu_slices"]), gpu_pools=tuple(lists["gpu_pools"]),
+        cpu_pools=tuple(lists["cpu_pools"]),
         ray_clusters=tuple(lists["ray_clusters"]), ray_services=tuple(lists["ray_services"]),
         ray_jobs=tuple(lists["ray_jobs"]), warnings=tuple(warnings), pricing=pricing, monitoring=monitoring,
     )

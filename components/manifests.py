@@ -13,11 +13,13 @@ import yaml
 
 from . import admission, catalog
 from .config import StackConfig
-from .models import RayJobConfig, RayObjectConfig, RayServiceConfig, TpuSliceConfig
+from .models import CpuPoolConfig, GpuPoolConfig, RayJobConfig, RayObjectConfig, RayServiceConfig, TpuSliceConfig
 
 SLICE_LABEL = "ray-tpu-gke/slice"
+POOL_LABEL = "ray-tpu-gke/pool"  # on the system, GPU and CPU pools' nodes
 SYSTEM_POOL = "system"
 TPU_TAINT = {"key": catalog.TPU_RESOURCE, "value": "present", "effect": "NoSchedule"}
+GPU_TAINT = {"key": catalog.GPU_RESOURCE, "value": "present", "effect": "NoSchedule"}  # admission.GPU_TAINT
 GCS_MOUNT = "/gcs"
 KINDS = {"rayClusters": "RayCluster", "rayServices": "RayService", "rayJobs": "RayJob"}  # config key -> kind
 # Node label GKE puts on nodes placed by a workload policy; xpk selects multi-host Ironwood slices with it
@@ -33,6 +35,7 @@ class RenderContext:
     bucket: str | None = None
     labels: dict[str, str] = field(default_factory=dict)
     cluster_name: str = ""  # names the Autopilot workload policies of multi-host Ironwood slices
+    head_pool: str = SYSTEM_POOL  # Standard mode: the node pool Ray heads run on
 
 
 def render_context(config: StackConfig, service_account: str) -> RenderContext:
@@ -50,11 +53,11 @@ def workload_policy_name(cluster_name: str, tpu_slice: TpuSliceConfig) -> str:
     return f"{cluster_name}-{tpu_slice.name}"[:63].rstrip("-")
 
 
-def compute_class_name(tpu_slice: TpuSliceConfig) -> str:
-    return f"{tpu_slice.name}-flex-start"
+def compute_class_name(entry: TpuSliceConfig | GpuPoolConfig) -> str:
+    return f"{entry.name}-flex-start"
 
 
-def capacity_selector(tpu_slice: TpuSliceConfig, standard: bool, cluster_name: str = "") -> dict[str, str]:
+def capacity_selector(tpu_slice, standard: bool, cluster_name: str = "") -> dict[str, str]:
     """Node labels that steer a pod to the slice's capacity type.
 
     Standard mode: the slice's own pools carry SLICE_LABEL, which is exact. Autopilot: GKE provisions nodes from what the
@@ -74,7 +77,7 @@ def capacity_selector(tpu_slice: TpuSliceConfig, standard: bool, cluster_name: s
         selector["cloud.google.com/reservation-affinity"] = "specific"
     elif tpu_slice.capacity == "flexStart":
         selector["cloud.google.com/compute-class"] = compute_class_name(tpu_slice)
-    if needs_workload_policy(tpu_slice.shape):
+    if isinstance(tpu_slice, TpuSliceConfig) and needs_workload_policy(tpu_slice.shape):
         selector[PLACEMENT_POLICY_LABEL] = workload_policy_name(cluster_name, tpu_slice)
     if tpu_slice.zone:
         selector["topology.kubernetes.io/zone"] = tpu_slice.zone
@@ -85,20 +88,19 @@ def slice_node_selector(tpu_slice: TpuSliceConfig, standard: bool, cluster_name:
     return {**tpu_slice.shape.node_selector, **capacity_selector(tpu_slice, standard, cluster_name)}
 
 
-def compute_class(tpu_slice: TpuSliceConfig) -> dict:
-    """An Autopilot custom ComputeClass that provisions the slice's hosts with flex-start VMs."""
-    shape = tpu_slice.shape
+def compute_class(entry: TpuSliceConfig | GpuPoolConfig) -> dict:
+    """An Autopilot custom ComputeClass that provisions a slice's hosts, or a GPU pool's nodes, with flex-start VMs."""
+    if isinstance(entry, GpuPoolConfig):
+        accelerator = {"gpu": {"type": entry.accelerator, "count": entry.machine.gpus}}
+    else:
+        shape = entry.shape
+        accelerator = {"tpu": {"type": shape.accelerator, "count": shape.chips_per_host, "topology": shape.topology}}
     return {
         "apiVersion": "cloud.google.com/v1",
         "kind": "ComputeClass",
-        "metadata": {"name": compute_class_name(tpu_slice)},
+        "metadata": {"name": compute_class_name(entry)},
         "spec": {
-            "priorities": [
-                {
-                    "tpu": {"type": shape.accelerator, "count": shape.chips_per_host, "topology": shape.topology},
-                    "flexStart": {"enabled": True},
-                }
-            ],
+            "priorities": [{**accelerator, "flexStart": {"enabled": True}}],
             "nodePoolAutoCreation": {"enabled": True},
             "whenUnsatisfiable": "DoNotScaleUp",
         },
@@ -137,7 +139,7 @@ def _head_group(obj: RayObjectConfig, ctx: RenderContext) -> dict:
         container["volumeMounts"] = mounts
     spec = {"serviceAccountName": ctx.service_account, "containers": [container]}
     if ctx.standard:
-        spec["nodeSelector"] = {"cloud.google.com/gke-nodepool": SYSTEM_POOL}
+        spec["nodeSelector"] = {"cloud.google.com/gke-nodepool": ctx.head_pool}
     if volumes:
         spec["volumes"] = volumes
     template = {"spec": spec}
@@ -147,17 +149,10 @@ def _head_group(obj: RayObjectConfig, ctx: RenderContext) -> dict:
     return {"rayStartParams": {"num-cpus": "0"}, "template": template}
 
 
-def _worker_group(group, tpu_slice: TpuSliceConfig, obj: RayObjectConfig, ctx: RenderContext) -> dict:
+def _tpu_worker(tpu_slice: TpuSliceConfig, ctx: RenderContext, gcs: bool) -> dict:
     shape = tpu_slice.shape
-    annotations, volumes, mounts = _gcs_fuse(ctx, obj)
     # Sized from what the host allocates to pods (admission.ALLOCATABLE), less the GCS FUSE sidecar it shares.
-    cpu, memory = admission.tpu_worker_resources(shape.machine_type, gcs_fuse=bool(mounts))
-    resources = {
-        "cpu": str(cpu),
-        "memory": f"{memory}Gi",
-        # Whole chips only: a TPU host is never shared, and KubeRay derives Ray's TPU resource from this limit.
-        catalog.TPU_RESOURCE: str(shape.chips_per_host),
-    }
+    cpu, memory = admission.tpu_worker_resources(shape.machine_type, gcs_fuse=gcs)
     env = [{"name": "JAX_PLATFORMS", "value": "tpu,cpu"}, {"name": "ENABLE_PJRT_COMPATIBILITY", "value": "true"}]
     ports = []
     if shape.multi_host:
@@ -168,24 +163,69 @@ def _worker_group(group, tpu_slice: TpuSliceConfig, obj: RayObjectConfig, ctx: R
             {"name": "VBAR_CONTROL_SERVICE_URL", "value": "$(NODE_IP):8353"},
         ]
         ports.append({"containerPort": 8081, "name": "mxla"})
-    if mounts:
+    if gcs:
         env.append({"name": "JAX_COMPILATION_CACHE_DIR", "value": f"{GCS_MOUNT}/xla-cache"})
-    container = {
-        "name": "ray-worker",
-        "image": obj.image,
-        "env": env,
-        "resources": {"requests": dict(resources), "limits": dict(resources)},
+    return {
+        # Whole chips only: a TPU host is never shared, and KubeRay derives Ray's TPU resource from this limit.
+        "resources": {"cpu": str(cpu), "memory": f"{memory}Gi", catalog.TPU_RESOURCE: str(shape.chips_per_host)},
+        "env": env, "ports": ports, "hosts": shape.hosts,
+        "selector": slice_node_selector(tpu_slice, ctx.standard, ctx.cluster_name),
+        "tolerations": [{"key": catalog.TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}],
     }
-    if ports:
-        container["ports"] = ports
+
+
+def _gpu_worker(pool: GpuPoolConfig, ctx: RenderContext, gcs: bool) -> dict:
+    machine = pool.machine
+    cpu, memory = admission.node_worker_resources(machine.vcpus, machine.memory_gib, gcs_fuse=gcs)
+    if ctx.standard:
+        selector = {catalog.GPU_ACCELERATOR_LABEL: pool.accelerator, POOL_LABEL: pool.name}
+    else:  # GKE "Deploy GPU workloads in Autopilot": the type, and the count per node, as node selectors
+        selector = {catalog.GPU_ACCELERATOR_LABEL: pool.accelerator, catalog.GPU_COUNT_LABEL: str(machine.gpus),
+                    **capacity_selector(pool, standard=False)}
+    return {
+        # All the node's GPUs, requests equal to limits; KubeRay derives Ray's GPU resource from the limit.
+        "resources": {"cpu": str(cpu), "memory": f"{memory}Gi", catalog.GPU_RESOURCE: str(machine.gpus)},
+        "env": [], "ports": [], "hosts": 1, "selector": selector,
+        "tolerations": [{"key": catalog.GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}],
+    }
+
+
+def _cpu_worker(pool: CpuPoolConfig, ctx: RenderContext, gcs: bool) -> dict:
+    vcpus, memory_gib = admission.cpu_machine(pool.machine_type)
+    cpu, memory = admission.node_worker_resources(vcpus, memory_gib, gcs_fuse=gcs)
+    if ctx.standard:
+        selector = {POOL_LABEL: pool.name}
+    else:
+        selector = {"cloud.google.com/gke-spot": "true"} if pool.capacity == "spot" else {}
+        if pool.zone:
+            selector["topology.kubernetes.io/zone"] = pool.zone
+    return {"resources": {"cpu": str(cpu), "memory": f"{memory}Gi"}, "env": [], "ports": [], "hosts": 1,
+            "selector": selector, "tolerations": []}
+
+
+_WORKERS = {"slice": _tpu_worker, "gpu_pool": _gpu_worker, "cpu_pool": _cpu_worker}
+
+
+def _worker_group(group, targets: Mapping[str, Mapping], obj: RayObjectConfig, ctx: RenderContext) -> dict:
+    """One worker group: a pod per host of its slice, or a pod per node of its GPU or CPU pool."""
+    kind, name = group.target
+    annotations, volumes, mounts = _gcs_fuse(ctx, obj)
+    worker = _WORKERS[kind](targets[kind][name], ctx, bool(mounts))
+    resources = worker["resources"]
+    container = {"name": "ray-worker", "image": obj.image}
+    if worker["env"]:
+        container["env"] = worker["env"]
+    container["resources"] = {"requests": dict(resources), "limits": dict(resources)}
+    if worker["ports"]:
+        container["ports"] = worker["ports"]
     if mounts:
         container["volumeMounts"] = mounts
-    spec = {
-        "serviceAccountName": ctx.service_account,
-        "nodeSelector": slice_node_selector(tpu_slice, ctx.standard, ctx.cluster_name),
-        "tolerations": [{"key": catalog.TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}],
-        "containers": [container],
-    }
+    spec = {"serviceAccountName": ctx.service_account}
+    if worker["selector"]:
+        spec["nodeSelector"] = worker["selector"]
+    if worker["tolerations"]:
+        spec["tolerations"] = worker["tolerations"]
+    spec["containers"] = [container]
     if volumes:
         spec["volumes"] = volumes
     template = {"spec": spec}
@@ -196,17 +236,19 @@ def _worker_group(group, tpu_slice: TpuSliceConfig, obj: RayObjectConfig, ctx: R
         "replicas": group.replicas,
         "minReplicas": group.min_replicas,
         "maxReplicas": group.max,
-        "numOfHosts": shape.hosts,
+        "numOfHosts": worker["hosts"],
         "rayStartParams": {},
         "template": template,
     }
 
 
-def ray_cluster_spec(obj: RayObjectConfig, slices: Mapping[str, TpuSliceConfig], ctx: RenderContext) -> dict:
+def ray_cluster_spec(obj: RayObjectConfig, targets: Mapping[str, Mapping], ctx: RenderContext) -> dict:
+    """`targets`: what worker groups run on, by kind ("slice", "gpu_pool", "cpu_pool") and name
+    (`StackConfig.targets`)."""
     spec = {
         "rayVersion": obj.ray_version,
         "headGroupSpec": _head_group(obj, ctx),
-        "workerGroupSpecs": [_worker_group(g, slices[g.slice], obj, ctx) for g in obj.worker_groups],
+        "workerGroupSpecs": [_worker_group(g, targets, obj, ctx) for g in obj.worker_groups],
     }
     if obj.autoscaling.enabled:
         spec["enableInTreeAutoscaling"] = True
@@ -230,10 +272,10 @@ def kind_of(obj: RayObjectConfig) -> str:
     return "RayCluster"
 
 
-def ray_manifest(obj: RayObjectConfig, slices: Mapping[str, TpuSliceConfig], ctx: RenderContext) -> dict:
+def ray_manifest(obj: RayObjectConfig, targets: Mapping[str, Mapping], ctx: RenderContext) -> dict:
     """The whole KubeRay object (apiVersion, kind, metadata, spec) for a RayCluster, RayService or RayJob."""
     kind = kind_of(obj)
-    cluster_spec = None if getattr(obj, "cluster", None) else ray_cluster_spec(obj, slices, ctx)
+    cluster_spec = None if getattr(obj, "cluster", None) else ray_cluster_spec(obj, targets, ctx)
     if kind == "RayService":
         spec = {
             "serveConfigV2": yaml.safe_dump(obj.serve_config, sort_keys=True),

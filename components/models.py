@@ -12,7 +12,7 @@ import re
 from typing import Annotated, Any, Literal, Optional
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, \
-    field_validator
+    field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from . import admission, catalog
@@ -239,12 +239,103 @@ class TpuSliceConfig(Model):
         return self.reservation.split("/")[1] if self.reservation and "/" in self.reservation else None
 
 
+# --- GPU and CPU worker pools --------------------------------------------------------------------------------------
+
+
+class PoolAutoscaling(Model):
+    """Node autoscaling of a GPU or CPU pool, in nodes (one Ray worker pod per node)."""
+
+    enabled: StrictBool = True
+    min_nodes: NonNegativeInt = 0
+    max_nodes: Optional[Annotated[StrictInt, Field(ge=1, le=1000)]] = None
+
+
+class _WorkerPool(Model):
+    """What GPU and CPU pools share: a node pool of `count` nodes (the autoscaling maximum when it autoscales)."""
+
+    name: SliceName
+    count: Annotated[StrictInt, Field(ge=1, le=1000)] = 1
+    zone: Optional[Zone] = None
+    autoscaling: Annotated[Optional[PoolAutoscaling], BeforeValidator(_shorthand_autoscaling)] = None
+
+    @property
+    def autoscaled(self) -> bool:
+        if self.autoscaling is None:
+            return getattr(self, "capacity", None) == "flexStart"
+        return self.autoscaling.enabled
+
+    @property
+    def min_nodes(self) -> int:
+        return self.autoscaling.min_nodes if self.autoscaled and self.autoscaling is not None else \
+            (0 if self.autoscaled else self.count)
+
+    @property
+    def max_nodes(self) -> int:
+        if self.autoscaled and self.autoscaling is not None and self.autoscaling.max_nodes is not None:
+            return self.autoscaling.max_nodes
+        return self.count
+
+
+class GpuPoolConfig(_WorkerPool):
+    """A GPU node pool (Standard) or what GPU pods select (Autopilot); GPUs, machine and capacity from the catalogue."""
+
+    accelerator: Literal[tuple(catalog.GPUS)]  # type: ignore[valid-type]
+    machine_type: Optional[str] = None
+    """Default: the catalogue's machine type for the accelerator (filled in on validation)."""
+    capacity: Capacity = "onDemand"
+    reservation: Optional[str] = None
+    allow_unlisted_zone: StrictBool = False
+
+    @field_validator("reservation")
+    @classmethod
+    def _reservation(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None:
+            admission.check_reservation(value)
+        return value
+
+    @model_validator(mode="after")
+    def _machine_of_accelerator(self) -> "GpuPoolConfig":
+        if self.machine_type is None:  # every validated pool names its machine type
+            object.__setattr__(self, "machine_type", catalog.GPUS[self.accelerator].default_machine.name)
+        return self
+
+    @property
+    def machine(self) -> catalog.GpuMachine:
+        return catalog.gpu_machine(self.accelerator, self.machine_type)
+
+    @property
+    def reservation_name(self) -> Optional[str]:
+        return self.reservation.rsplit("/", 1)[-1] if self.reservation else None
+
+    @property
+    def reservation_project(self) -> Optional[str]:
+        return self.reservation.split("/")[1] if self.reservation and "/" in self.reservation else None
+
+
+class CpuPoolConfig(_WorkerPool):
+    """A CPU node pool for Ray Data preprocessing, drivers and other CPU work."""
+
+    machine_type: str = "n2-standard-16"
+    capacity: Literal["onDemand", "spot"] = "onDemand"
+
+    @field_validator("machine_type")
+    @classmethod
+    def _machine(cls, value: str) -> str:
+        admission.check_cpu_machine_type(value)
+        return value
+
+
 # --- Ray objects ---------------------------------------------------------------------------------------------------
 
 
 class WorkerGroupConfig(Model):
+    """A Ray worker group on exactly one of: a TPU slice (`replicas` counts slices), a GPU pool or a CPU pool
+    (`replicas` counts pods, one per node)."""
+
     name: Name
-    slice: str
+    slice: Optional[str] = None
+    gpu_pool: Optional[str] = None
+    cpu_pool: Optional[str] = None
     replicas: NonNegativeInt = 1
     min_replicas: NonNegativeInt = 0
     max_replicas: Optional[NonNegativeInt] = None
@@ -252,6 +343,14 @@ class WorkerGroupConfig(Model):
     @property
     def max(self) -> int:
         return self.replicas if self.max_replicas is None else self.max_replicas
+
+    @property
+    def target(self) -> tuple[str, Optional[str]]:
+        """Where the group runs: ("slice" | "gpu_pool" | "cpu_pool", name); the first given when several are."""
+        for kind in ("slice", "gpu_pool", "cpu_pool"):
+            if getattr(self, kind) is not None:
+                return kind, getattr(self, kind)
+        return "slice", None
 
 
 class HeadConfig(Model):

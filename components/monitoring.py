@@ -350,15 +350,21 @@ def platform_args(config: StackConfig, labels: dict[str, str]) -> SliceMonitorin
     groups: dict[str, list[str]] = {}
     for obj in config.ray_objects:
         for group in obj.worker_groups:
-            groups.setdefault(group.slice, []).append(group.name)
+            groups.setdefault(group.target[1], []).append(group.name)
     slices: list[MonitoredSliceArgs] = []
     for tpu_slice in config.tpu_slices:
         entry: MonitoredSliceArgs = {"slice": tpu_slice, "worker_groups": sorted(set(groups.get(tpu_slice.name, [])))}
         if config.standard:
             entry["pools"] = [pool_name(tpu_slice, index) for index in range(tpu_slice.count)]
         slices.append(entry)
+    gpu_pools: list[MonitoredGpuPoolArgs] = []
+    for pool in config.gpu_pools:
+        gpu_entry: MonitoredGpuPoolArgs = {"pool": pool, "worker_groups": sorted(set(groups.get(pool.name, [])))}
+        if config.standard:
+            gpu_entry["pools"] = [pool.name]  # worker_pool.WorkerPool names its node pool after the entry
+        gpu_pools.append(gpu_entry)
     return {
         "project": config.project, "cluster": config.cluster.name, "environment": config.environment,
-        "mode": config.cluster.mode, "slices": slices, "monitoring": config.monitoring,
+        "mode": config.cluster.mode, "slices": slices, "gpu_pools": gpu_pools, "monitoring": config.monitoring,
         "ray_metrics": config.cluster.ray_operator.monitoring, "labels": labels,
     }

@@ -1,6 +1,5 @@
 """The whole environment: network, identity, storage, the GKE cluster, TPU slice pools and the Ray workloads."""
 
-from __future__ import annotations
 
 import pulumi
 import pulumi_gcp as gcp
@@ -14,6 +13,7 @@ from .network import Network
 from .ray import RayWorkload, custom_resource
 from .slice_pool import TpuSlicePools
 from .storage import Storage
+from .worker_pool import WorkerPool
 
 
 class RayTpuPlatform(pulumi.ComponentResource):
@@ -57,17 +57,28 @@ class RayTpuPlatform(pulumi.ComponentResource):
         pools_of: dict[str, list] = {}
         if config.standard:
             # Node pools wait for the project's TPU quota to be checked: a shortfall stops before any is created.
-            cluster_name = preflight.tpu_quota(config.project, config.quota_needs(), cluster.cluster.name)
+            cluster_name = preflight.accelerator_quota(config.project, config.quota_needs(), cluster.cluster.name)
             for tpu_slice in config.tpu_slices:
                 pools_of[tpu_slice.name] = TpuSlicePools(tpu_slice.name, {
                     "project": config.project, "cluster": cluster_name, "location": c.location,
                     "slice": tpu_slice, "node_service_account": identity.node_email, "labels": labels,
                     "environment": config.environment, "deletion_protection": c.deletion_protection,
                 }, opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster.cluster])).pools
+            for kind, pools in (("gpu", config.gpu_pools), ("cpu", config.cpu_pools)):
+                for pool in pools:
+                    pools_of[pool.name] = [WorkerPool(pool.name, {
+                        "project": config.project, "cluster": cluster_name, "location": c.location, kind: pool,
+                        "node_service_account": identity.node_email, "labels": labels,
+                        "deletion_protection": c.deletion_protection,
+                    }, opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster.cluster])).pool]
 
         k8s_child = pulumi.ResourceOptions(parent=self, provider=cluster.provider, depends_on=[cluster.cluster])
         compute_classes: dict[str, list] = {}
         if not config.standard:
+            for pool in config.gpu_pools:
+                if pool.capacity == "flexStart":
+                    compute_classes[pool.name] = [custom_resource(
+                        manifests.compute_class_name(pool), manifests.compute_class(pool), k8s_child)]
             for tpu_slice in config.tpu_slices:
                 needs = compute_classes.setdefault(tpu_slice.name, [])
                 if tpu_slice.capacity == "flexStart":
@@ -89,7 +100,7 @@ class RayTpuPlatform(pulumi.ComponentResource):
         ctx = manifests.render_context(config, RAY_KSA)
         self.workloads = []
         for obj in config.ray_objects:
-            slices = [g.slice for g in obj.worker_groups]
+            slices = [g.target[1] for g in obj.worker_groups]
             depends_on = [cluster.cluster, cluster.namespaces[obj.namespace]]
             depends_on += [pool for s in slices for pool in pools_of.get(s, [])]
             depends_on += [r for s in slices for r in compute_classes.get(s, [])]
@@ -97,7 +108,7 @@ class RayTpuPlatform(pulumi.ComponentResource):
                 depends_on.append(cluster.system_pool)
             self.workloads.append(RayWorkload(
                 f"{obj.namespace}-{obj.name}",
-                manifests.ray_manifest(obj, config.slices_by_name, ctx),
+                manifests.ray_manifest(obj, config.targets, ctx),
                 cluster.provider,
                 depends_on,
                 opts=child,
@@ -113,5 +124,5 @@ class RayTpuPlatform(pulumi.ComponentResource):
         self.cluster_name = cluster.cluster.name
         self.kubeconfig = cluster.kubeconfig
         self.bucket = storage.bucket if storage else pulumi.Output.from_input("")
-        self.pool_names = pulumi.Output.all(*[p.name for pools in pools_of.values() for p in pools])
+        self.pool_names = pulumi.Output.all(*[p.name for pools in pools_of.values() for p in pools])  # TPU, GPU, CPU
         self.register_outputs({"clusterName": self.cluster_name})

@@ -43,8 +43,9 @@ def gke_version(project: str, location: str, channel: str, pin: str | None,
                              versions.valid_master_versions).apply(check)
 
 
-def tpu_quota(project: str, needs: list[admission.QuotaNeed], gate: pulumi.Input[str]) -> pulumi.Output[str]:
-    """`gate` (e.g. the cluster name) once the project's TPU quota covers every need; shortfalls stop the deploy."""
+def accelerator_quota(project: str, needs: list[admission.QuotaNeed], gate: pulumi.Input[str]) -> pulumi.Output[str]:
+    """`gate` (e.g. the cluster name) once the project's TPU and GPU quota covers every need; shortfalls stop the
+    deploy."""
     if not needs:
         return pulumi.Output.from_input(gate)
     infos = gcp.cloudquota.get_s_quota_infos_output(parent=f"projects/{project}", service="compute.googleapis.com")

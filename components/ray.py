@@ -9,7 +9,8 @@ from pydantic import ValidationError
 from . import admission, manifests
 from .args import RayClusterArgs, RayJobArgs, RayServiceArgs
 from .config import ClusterContext, ConfigError, Paths, Problem, _problems, show
-from .models import RayClusterConfig, RayJobConfig, RayObjectConfig, RayServiceConfig, TpuSliceConfig, validate_as
+from .models import (CpuPoolConfig, GpuPoolConfig, RayClusterConfig, RayJobConfig, RayObjectConfig, RayServiceConfig,
+                     TpuSliceConfig, validate_as)
 
 
 def custom_resource(name: str, manifest: dict, opts: pulumi.ResourceOptions) -> k8s.apiextensions.CustomResource:
@@ -24,8 +25,13 @@ def custom_resource(name: str, manifest: dict, opts: pulumi.ResourceOptions) -> 
     )
 
 
+_TARGET_MODELS = (("tpu_slices", "slice", TpuSliceConfig), ("gpu_pools", "gpu_pool", GpuPoolConfig),
+                  ("cpu_pools", "cpu_pool", CpuPoolConfig))
+
+
 def _validate(kind: str, model: type[RayObjectConfig], args, name: str):
-    """The validated Ray object, its slices and render context from RayClusterArgs (or its RayService/RayJob forms)."""
+    """The validated Ray object, what its groups run on and the render context, from RayClusterArgs (or its
+    RayService/RayJob forms); ConfigError names every bad argument."""
     from . import checks
 
     root = f"{kind}({name}).args"
@@ -33,32 +39,37 @@ def _validate(kind: str, model: type[RayObjectConfig], args, name: str):
     if not isinstance(args, dict):
         raise ConfigError([Problem(root, f"must be {kind}Args, a mapping (given {show(args)})")])
     problems = [Problem(f"{root}.{key}", "required argument is missing")
-                for key in ("kubernetes_provider", "spec", "tpu_slices") if args.get(key) is None]
+                for key in ("kubernetes_provider", "spec") if args.get(key) is None]
     mode = args.get("mode", "standard")
     if mode not in ("standard", "autopilot"):
         problems.append(Problem(f"{root}.mode", f"{show(mode)} is invalid: allowed: standard, autopilot"))
-    obj, slices = None, []
+    obj = None
     try:
         obj = validate_as(model, args.get("spec"), "args") if args.get("spec") is not None else None
     except ValidationError as exc:
         problems += _problems(exc, f"{root}.spec", model, "args")
-    for i, item in enumerate(args.get("tpu_slices") or []):
-        try:
-            slices.append(validate_as(TpuSliceConfig, item, "args"))
-        except ValidationError as exc:
-            problems += _problems(exc, f"{root}.tpu_slices[{i}]", TpuSliceConfig, "args")
-            slices.append(None)
+    lists: dict[str, list] = {"ray_clusters": [], "ray_services": [], "ray_jobs": []}
+    for section, _, entry_model in _TARGET_MODELS:
+        lists[section] = []
+        for i, item in enumerate(args.get(section) or []):
+            try:
+                lists[section].append(validate_as(entry_model, item, "args"))
+            except ValidationError as exc:
+                problems += _problems(exc, f"{root}.{section}[{i}]", entry_model, "args")
+                lists[section].append(None)
     if obj is not None and not problems:
         section = {"RayCluster": "ray_clusters", "RayService": "ray_services", "RayJob": "ray_jobs"}[kind]
-        lists = {"tpu_slices": slices, "ray_clusters": [], "ray_services": [], "ray_jobs": [], section: [obj]}
+        lists[section] = [obj]
         raw = {k: list(v) for k, v in lists.items()}
         problems += [Problem(p.path.replace(f"{root}.{section}[0]", f"{root}.spec"), p.message)
                      for p in checks.check_ray_objects(ClusterContext(mode), raw, lists, paths, [])]
     if problems:
         raise ConfigError(problems)
     ctx = manifests.RenderContext(standard=mode == "standard", service_account=args.get("service_account", "default"),
-                                  bucket=args.get("bucket"), labels=dict(args.get("labels") or {}))
-    return obj, {s.name: s for s in slices}, ctx
+                                  bucket=args.get("bucket"), labels=dict(args.get("labels") or {}),
+                                  head_pool=args.get("head_pool") or manifests.SYSTEM_POOL)
+    targets = {key: {e.name: e for e in lists[section] if e is not None} for section, key, _ in _TARGET_MODELS}
+    return obj, targets, ctx
 
 
 class RayWorkload(pulumi.ComponentResource):
@@ -102,21 +113,32 @@ class RayCluster(RayWorkload):
     """A KubeRay RayCluster whose worker groups run on TPU slices of the catalogue."""
 
     def __init__(self, name: str, args: RayClusterArgs, opts: pulumi.ResourceOptions | None = None):
-        obj, slices, ctx = _validate("RayCluster", RayClusterConfig, args, name)
-        super().__init__(name, manifests.ray_manifest(obj, slices, ctx), args["kubernetes_provider"], [], opts)
+        obj, targets, ctx = _validate("RayCluster", RayClusterConfig, args, name)
+        super().__init__(name, manifests.ray_manifest(obj, targets, ctx), args["kubernetes_provider"],
+                         _depends_on(opts), opts)
 
 
 class RayService(RayWorkload):
     """A KubeRay RayService (Ray Serve) on TPU slices."""
 
     def __init__(self, name: str, args: RayServiceArgs, opts: pulumi.ResourceOptions | None = None):
-        obj, slices, ctx = _validate("RayService", RayServiceConfig, args, name)
-        super().__init__(name, manifests.ray_manifest(obj, slices, ctx), args["kubernetes_provider"], [], opts)
+        obj, targets, ctx = _validate("RayService", RayServiceConfig, args, name)
+        super().__init__(name, manifests.ray_manifest(obj, targets, ctx), args["kubernetes_provider"],
+                         _depends_on(opts), opts)
 
 
 class RayJob(RayWorkload):
     """A KubeRay RayJob on a Ray cluster of its own, or on an existing RayCluster (`spec.cluster`)."""
 
     def __init__(self, name: str, args: RayJobArgs, opts: pulumi.ResourceOptions | None = None):
-        obj, slices, ctx = _validate("RayJob", RayJobConfig, args, name)
-        super().__init__(name, manifests.ray_manifest(obj, slices, ctx), args["kubernetes_provider"], [], opts)
+        obj, targets, ctx = _validate("RayJob", RayJobConfig, args, name)
+        super().__init__(name, manifests.ray_manifest(obj, targets, ctx), args["kubernetes_provider"],
+                         _depends_on(opts), opts)
+
+
+def _depends_on(opts: pulumi.ResourceOptions | None) -> list:
+    """The component's own dependencies, for its custom resource too (the node pools a standalone object runs on)."""
+    depends_on = opts.depends_on if opts is not None else None
+    if depends_on is None:
+        return []
+    return list(depends_on) if isinstance(depends_on, (list, tuple)) else [depends_on]

@@ -1,6 +1,5 @@
 """TPU slices as node pools: one pool per slice, sized from the catalogue, placed so the slice's ICI is intact."""
 
-from __future__ import annotations
 
 import pulumi
 import pulumi_gcp as gcp

@@ -24,6 +24,7 @@ CLASSES = {
     "gke": "fill:#e8f0fe,stroke:#1a73e8,color:#0b3d91",
     "sys": "fill:#f1f3f4,stroke:#9aa0a6,color:#202124",
     "tpu": "fill:#e6f4ea,stroke:#188038,color:#0d652d",
+    "gpu": "fill:#f3e8fd,stroke:#8430ce,color:#4a148c",
     "ray": "fill:#fef7e0,stroke:#f9ab00,color:#5f370e",
     "risky": "fill:#fce8e6,stroke:#d93025,stroke-width:3px,color:#a50e0e",
     "changed": "fill:#fef7e0,stroke:#e37400,stroke-width:2px,color:#5f370e",
@@ -87,6 +88,20 @@ def mermaid(config: StackConfig, marks: dict[str, str] | None = None) -> str:
             lines.append(f'  cluster -.->|"Autopilot, node selectors"| {sid}')
         lines.append(f"  class {sid} {marks.get(s.name, 'tpu')}")
 
+    for pool in (*config.gpu_pools, *config.cpu_pools):
+        pid = node_id("pool", pool.name)
+        slice_ids[pool.name] = pid
+        gpus = getattr(pool, "accelerator", None)
+        what = f"{pool.machine.gpus} × {gpus} per node" if gpus else "CPU workers"
+        nodes = f"{pool.min_nodes}–{pool.max_nodes} nodes" if pool.autoscaled else _plural(pool.count, "node")
+        size = f"{pool.machine_type} × {nodes} · {CAPACITY[pool.capacity]}" + (f" · {pool.zone}" if pool.zone else "")
+        lines.append(f"  {pid}[{label(f'<b>{pool.name}</b>', what, size)}]")
+        if config.standard:
+            lines.append(f'  cluster -->|"node pool"| {pid}')
+        else:
+            lines.append(f'  cluster -.->|"Autopilot, node selectors"| {pid}')
+        lines.append(f"  class {pid} {marks.get(pool.name, 'gpu' if gpus else 'sys')}")
+
     for obj in config.ray_objects:
         oid = node_id(kind(obj), obj.namespace, obj.name)
         lines.append(f"  subgraph {oid}[{label(f'{kind(obj)} {obj.namespace}/{obj.name}')}]")
@@ -98,13 +113,17 @@ def mermaid(config: StackConfig, marks: dict[str, str] | None = None) -> str:
             shape = config.slice(g.slice).shape if g.slice in {s.name for s in config.tpu_slices} else None
             scale = f"{_plural(g.replicas, 'replica')} (min {g.min_replicas}, max {g.max})"
             pods = f"{_plural(shape.hosts, 'pod')} per replica × {shape.chips_per_host} TPU chips" if shape else ""
+            pool = config.targets.get(g.target[0], {}).get(g.target[1]) if g.target[0] != "slice" else None
+            if pool is not None:
+                pods = f"1 pod per replica × {pool.machine.gpus} GPUs" if g.gpu_pool else "1 pod per replica (CPU)"
             lines.append(f"    {gid}[{label(f'worker group <b>{g.name}</b>', scale, pods)}]")
             lines.append(f"    class {gid} ray")
         lines.append("  end")
         for gid, g in group_ids:
-            if g.slice in slice_ids:
-                lines.append(f"  {slice_ids[g.slice]} --> {gid}")
-    used = {k for k in (list(marks.values()) + ["gke", "tpu", "ray"] + (["sys"] if config.standard else []))}
+            if g.target[1] in slice_ids:
+                lines.append(f"  {slice_ids[g.target[1]]} --> {gid}")
+    used = {k for k in (list(marks.values()) + ["gke", "tpu", "ray"] + (["sys"] if config.standard or config.cpu_pools
+                                                                          else []) + (["gpu"] if config.gpu_pools else []))}
     for name, style in CLASSES.items():
         if name in used:
             lines.append(f"  classDef {name} {style}")

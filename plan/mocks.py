@@ -57,7 +57,8 @@ ENGINE_VERSIONS = {
     "validMasterVersions": ["1.35.8-gke.1225000", "1.34.11-gke.1209000"],
     "defaultClusterVersion": "1.35.8-gke.1225000",
 }
-# A project with ample TPU quota everywhere the stacks deploy (the deploy-time quota check then passes).
+# A project with ample TPU and GPU quota everywhere the stacks deploy (the deploy-time quota check then passes).
 MOCK_TPU_QUOTA = 4096
 MOCK_REGIONS = ("us-central1", "us-east5", "us-east1", "us-south1", "us-west4", "europe-west4", "asia-northeast1")
-MOCK_QUOTA_IDS = tuple((q.quota_id, q.dimensions) for pair in admission.TPU_QUOTA_IDS.values() for q in pair if q)
+MOCK_QUOTA_IDS = tuple((q.quota_id, q.dimensions) for table in (admission.TPU_QUOTA_IDS, admission.GPU_QUOTA_IDS)
+                       for pair in table.values() for q in pair if q)

@@ -36,7 +36,8 @@ def capacity_rows(config: StackConfig) -> list[CapacityRow]:
     users: dict[str, list[str]] = {s.name: [] for s in config.tpu_slices}
     for obj in config.ray_objects:
         for group in obj.worker_groups:
-            users[group.slice].append(f"{obj.namespace}/{obj.name}:{group.name}")
+            if group.slice is not None:
+                users[group.slice].append(f"{obj.namespace}/{obj.name}:{group.name}")
     rows = []
     for s in config.tpu_slices:
         shape = s.shape
@@ -85,18 +86,36 @@ def capacity_table(config: StackConfig) -> Table:
 
 
 def quota_table(config: StackConfig) -> Table:
-    """The TPU quota the stack draws on, per quota and region: what to request before the first `pulumi up`."""
-    table = Table(title="TPU quota needed (Cloud Quotas, compute.googleapis.com)", title_justify="left")
-    for column in ("quota", "region", "chips", "slices"):
-        table.add_column(column, justify="right" if column == "chips" else "left")
+    """The TPU and GPU quota the stack draws on, per quota and region: what to request before the first `pulumi up`."""
+    table = Table(title="Accelerator quota needed (Cloud Quotas, compute.googleapis.com)", title_justify="left")
+    for column in ("quota", "region", "amount", "for"):
+        table.add_column(column, justify="right" if column == "amount" else "left")
     totals: dict[tuple[str, str], list] = {}
     for need in config.quota_needs():
         totals.setdefault((need.key, need.region), []).append(need)
     for (key, region), needs in sorted(totals.items()):
-        table.add_row(key, region, str(sum(n.chips for n in needs)), "; ".join(n.who for n in needs))
+        table.add_row(key, region, f"{sum(n.chips for n in needs)} {needs[0].unit}", "; ".join(n.who for n in needs))
     reserved = [s.name for s in config.tpu_slices if s.capacity == "reservation"]
     if reserved:
         table.caption = f"reserved capacity draws on its reservation, not on quota: {', '.join(reserved)}"
+    return table
+
+
+def pool_table(config: StackConfig) -> Table:
+    """GPU and CPU pools: machine, accelerators per node, nodes, capacity and the worker groups on each."""
+    table = Table(title=f"GPU and CPU pools ({config.cluster.mode} mode)", title_justify="left")
+    for column in ("pool", "kind", "accelerator", "machine type", "GPUs/node", "nodes", "capacity", "used by"):
+        table.add_column(column, justify="right" if column in {"GPUs/node", "nodes"} else "left")
+    users: dict[str, list[str]] = {}
+    for obj in config.ray_objects:
+        for group in obj.worker_groups:
+            users.setdefault(group.target[1], []).append(f"{obj.namespace}/{obj.name}:{group.name}")
+    for kind, pools in (("gpu", config.gpu_pools), ("cpu", config.cpu_pools)):
+        for pool in pools:
+            nodes = f"{pool.min_nodes}-{pool.max_nodes}" if pool.autoscaled else str(pool.count)
+            table.add_row(pool.name, kind, getattr(pool, "accelerator", ""), pool.machine_type,
+                          str(pool.machine.gpus) if kind == "gpu" else "", nodes, pool.capacity,
+                          ", ".join(users.get(pool.name, [])) or "[yellow]unused[/]")
     return table
 
 
@@ -109,6 +128,9 @@ def print_plan(plan: Plan, config: StackConfig, console: Console, cost=None) -> 
     console.print()
     console.print(capacity_table(config))
     console.print()
+    if config.gpu_pools or config.cpu_pools:
+        console.print(pool_table(config))
+        console.print()
     if cost is not None:
         from .cost import print_cost
 

@@ -50,6 +50,12 @@ BY_CONFIG: dict[str, dict[str, str]] = {
         "CKV_GCP_65": "cluster.rbacSecurityGroup is not set",
         "CKV_GCP_66": "cluster.binaryAuthorization is false",
     },
+    "compare": {
+        "CKV_GCP_62": "storage.accessLogBucket is not set",
+        "CKV_GCP_78": "storage.versioning is false",
+        "CKV_GCP_65": "cluster.rbacSecurityGroup is not set",
+        "CKV_GCP_66": "cluster.binaryAuthorization is false",
+    },
     "sandbox": {
         "CKV_GCP_62": "storage.accessLogBucket is not set",
         "CKV_GCP_65": "cluster.rbacSecurityGroup is not set",

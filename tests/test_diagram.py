@@ -53,8 +53,10 @@ def test_every_stack_draws_each_slice_and_worker_group_once(stack):
     chart = diagram.mermaid(config)
     for s in config.tpu_slices:
         assert chart.count(f"  {diagram.node_id('slice', s.name)}[") == 1
+    for pool in (*config.gpu_pools, *config.cpu_pools):
+        assert chart.count(f"  {diagram.node_id('pool', pool.name)}[") == 1
     groups = [g for obj in config.ray_objects for g in obj.worker_groups]
-    assert sum(1 for a, b in edges(chart) if a.startswith("slice_")) == len(groups)
+    assert sum(1 for a, b in edges(chart) if a.startswith(("slice_", "pool_"))) == len(groups)
     # Mermaid-safe: identifiers are words, labels carry no raw double quote.
     for line in chart.splitlines()[1:]:
         assert line.count('"') % 2 == 0, line

@@ -23,7 +23,7 @@ def test_each_documented_manifest_is_what_its_config_renders():
         config = parse_stack_config(stack_file["config"], "dev")
         (obj,) = config.ray_objects
         ctx = manifests.render_context(config, RAY_KSA)
-        assert manifests.ray_manifest(obj, config.slices_by_name, ctx) == documented
+        assert manifests.ray_manifest(obj, config.targets, ctx) == documented
         kinds.append(documented["kind"])
     assert kinds == ["RayCluster", "RayService", "RayJob"]
 

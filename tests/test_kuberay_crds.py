@@ -129,7 +129,7 @@ def render(values: dict, kind_key: str = "rayClusters", index: int = 0, ctx=CONT
         tpu_slice.setdefault("count", 2)  # room for a RayService's NewCluster upgrade
     config = parse_stack_config(values, "test")
     objects = {"rayClusters": config.ray_clusters, "rayServices": config.ray_services, "rayJobs": config.ray_jobs}
-    return manifests.ray_manifest(objects[kind_key][index], config.slices_by_name, ctx)
+    return manifests.ray_manifest(objects[kind_key][index], config.targets, ctx)
 
 
 def base_manifest() -> dict:

@@ -57,7 +57,11 @@ def expected_keys(config) -> list[str]:
         keys.append(f"{s.name}-unavailable")
         if config.standard:
             keys.append(f"{s.name}-interruptions")
-    if not config.standard and config.tpu_slices:
+    for pool in config.gpu_pools:  # a GPU pool: idle GPUs, and in Standard mode its interruptions
+        keys.append(f"{pool.name}-gpu-idle")
+        if config.standard:
+            keys.append(f"{pool.name}-gpu-interruptions")
+    if not config.standard and (config.tpu_slices or config.gpu_pools):
         keys.append("node-pools-interruptions")
     return keys
 

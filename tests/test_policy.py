@@ -487,7 +487,8 @@ def test_policies_mirror_the_rules():
         assert policy.enforcement_level == (EnforcementLevel.MANDATORY if rule.level == MANDATORY
                                             else EnforcementLevel.ADVISORY)
         assert policy.description == rule.description
-    assert len(policies) <= 25  # a pack's limit on the Pulumi service
+    # No count limit: the early "up to 25 policies" per pack was dropped from Pulumi's docs in 2019
+    # (pulumi/docs#1966: "A Policy Pack can contain up to 25 Policies. We can remove this now!").
 
 
 def _policy_options(options: dict, parent):

@@ -59,7 +59,7 @@ def test_ci_runs_the_readme_test_command():
     readme = (ROOT / "README.md").read_text()
     assert "make test" in ci and "make test" in readme
     makefile = (ROOT / "Makefile").read_text()
-    assert re.search(r"^test: \$\(STAMP\).*\n\t.*\$\(BIN\)/python -m pytest", makefile, re.M)
+    assert re.search(r"^test: \$\(STAMP\).*\n(\t.*\\\n)*\t.*\$\(BIN\)/python -m pytest", makefile, re.M)
 
 
 def test_library_ranges_admit_the_pinned_versions():

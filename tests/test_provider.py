@@ -136,7 +136,7 @@ def test_platform_inputs_and_outputs(schema):
     ray = ref_type(schema, inputs["rayClusters"]["items"])
     assert ray["required"] == ["name"]
     group = ref_type(schema, ray["properties"]["workerGroups"]["items"])
-    assert sorted(group["required"]) == ["name", "slice"]
+    assert sorted(group["required"]) == ["name"]  # and exactly one of slice, gpuPool, cpuPool (checked on construct)
     assert group["properties"]["replicas"]["type"] == "integer"
     service = ref_type(schema, inputs["rayServices"]["items"])
     assert sorted(service["required"]) == ["name", "serveConfig"]

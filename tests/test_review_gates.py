@@ -55,12 +55,12 @@ def test_a_gate_needs_a_diff(capsys):
 def test_a_second_gate_is_one_function(monkeypatch):
     monkeypatch.setattr(gates, "GATES", list(gates.GATES))
 
-    @gates.gate("--fail-on-many-changes", 4, type=int, metavar="N", help="a test gate")
+    @gates.gate("--fail-on-many-changes", 5, type=int, metavar="N", help="a test gate")
     def many_changes(result: Report, limit: int) -> list[str]:
         return [f"{d.stack}: {len(d.changes)} changes" for d in result.stacks if len(d.changes) > limit]
 
     result = judged(report(SAFE, SAFE), ["--fail-on-many-changes", "1"])
-    assert result.exit_code == 4 and result.failed_gates[0].problems == ["prod: 2 changes"]
+    assert result.exit_code == 5 and result.failed_gates[0].problems == ["prod: 2 changes"]
     # Several failing: the lowest status.
     assert judged(report(RISKY, SAFE), ["--fail-on-many-changes", "1", "--fail-on-risk"]).exit_code == 3
     with pytest.raises(ValueError):

@@ -39,6 +39,11 @@ def _risk(change: Change, old: dict | None, new: dict | None, tpu_pool: bool, po
             f"{verb} TPU node pool {change.name} ({was}): the slice on it is torn down"
             + (" and its capacity must be obtained again, which may not succeed" if change.op == "replace"
                else " and its capacity released"))
+    elif tpu.gpus_of(old) or tpu.gpus_of(new):
+        change.risky = True
+        change.reasons.append(f"{verb} GPU node pool {change.name} ({tpu.gpus_of(old) or tpu.gpus_of(new)}): its "
+                              "nodes and the Ray pods on them go" + (", and GPU capacity must be obtained again"
+                                                                      if change.op == "replace" else ""))
     if change.type == CLUSTER:
         change.risky = True
         change.reasons.append(f"{verb} the GKE cluster {change.name}: every node pool ({pools}), TPU slice and Ray "

@@ -44,6 +44,16 @@ def is_tpu_pool(*steps: dict | None) -> bool:
     return any(_machine_type(step) for step in steps)
 
 
+def gpus_of(step: dict | None) -> str:
+    """`4 x nvidia-l4 per node` for a node pool with GPUs; empty for any other step."""
+    if not step or _state(step)["type"] != NODE_POOL:
+        return ""
+    accelerators = lookup(_state(step)["inputs"], ("nodeConfig", "guestAccelerators"))
+    if not isinstance(accelerators, list) or not accelerators:
+        return ""
+    return ", ".join(f"{a.get('count')} x {a.get('type')} per node" for a in accelerators if isinstance(a, dict))
+
+
 def _hosts(inputs: dict) -> Any:
     """The pool's nodes: its autoscaling maximum where it autoscales, else its node count; ABSENT if neither."""
     hosts = lookup(inputs, ("autoscaling", "maxNodeCount"))

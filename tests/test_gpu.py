@@ -1,0 +1,208 @@
+"""GPU and CPU pools beside TPU slices (issue #13): the catalogue against its source table, the node pools against what
+`gcloud container node-pools create --accelerator` creates, worker groups in both modes, and bad configuration."""
+
+import pytest
+
+import kuberay_schema
+from ray_tpu_gke import catalog
+from ray_tpu_gke.config import ConfigError, parse_stack_config
+from helpers import minimal_values, plan_of, run, steps_of_type
+
+NODE_POOL = "gcp:container/nodePool:NodePool"
+
+# Compute Engine "Accelerator-optimized machine family" (cloud.google.com/compute/docs/accelerator-optimized-machines),
+# transcribed row by row: machine type -> (GKE accelerator, GPUs, vCPUs, memory GB).
+SOURCE_TABLE = {
+    "g2-standard-4": ("nvidia-l4", 1, 4, 16), "g2-standard-8": ("nvidia-l4", 1, 8, 32),
+    "g2-standard-12": ("nvidia-l4", 1, 12, 48), "g2-standard-16": ("nvidia-l4", 1, 16, 64),
+    "g2-standard-24": ("nvidia-l4", 2, 24, 96), "g2-standard-32": ("nvidia-l4", 1, 32, 128),
+    "g2-standard-48": ("nvidia-l4", 4, 48, 192), "g2-standard-96": ("nvidia-l4", 8, 96, 384),
+    "a2-highgpu-1g": ("nvidia-tesla-a100", 1, 12, 85), "a2-highgpu-2g": ("nvidia-tesla-a100", 2, 24, 170),
+    "a2-highgpu-4g": ("nvidia-tesla-a100", 4, 48, 340), "a2-highgpu-8g": ("nvidia-tesla-a100", 8, 96, 680),
+    "a2-megagpu-16g": ("nvidia-tesla-a100", 16, 96, 1360),
+    "a2-ultragpu-1g": ("nvidia-a100-80gb", 1, 12, 170), "a2-ultragpu-2g": ("nvidia-a100-80gb", 2, 24, 340),
+    "a2-ultragpu-4g": ("nvidia-a100-80gb", 4, 48, 680), "a2-ultragpu-8g": ("nvidia-a100-80gb", 8, 96, 1360),
+    "a3-highgpu-1g": ("nvidia-h100-80gb", 1, 26, 234), "a3-highgpu-2g": ("nvidia-h100-80gb", 2, 52, 468),
+    "a3-highgpu-4g": ("nvidia-h100-80gb", 4, 104, 936), "a3-highgpu-8g": ("nvidia-h100-80gb", 8, 208, 1872),
+    "a3-megagpu-8g": ("nvidia-h100-mega-80gb", 8, 208, 1872),
+    "a3-ultragpu-8g": ("nvidia-h200-141gb", 8, 224, 2952),
+    "a4-highgpu-8g": ("nvidia-b200", 8, 224, 3968),
+}
+
+
+def test_every_gpu_machine_type_matches_its_source_row():
+    catalogued = {m.name: (g.accelerator, m.gpus, m.vcpus, m.memory_gib)
+                  for g in catalog.GPUS.values() for m in g.machines}
+    assert catalogued == SOURCE_TABLE
+
+
+def gpu_values(mode="standard", **pool):
+    values = minimal_values(rayClusters=[{"name": "train", "workerGroups": [{"name": "gpu", "gpuPool": "l4"}]}],
+                            tpuSlices=[])
+    values["gcp:region"] = "us-central1"
+    values["ray-tpu-gke:cluster"].update(location="us-central1", mode=mode)
+    values["ray-tpu-gke:gpuPools"] = [{"name": "l4", "accelerator": "nvidia-l4", "zone": "us-central1-a",
+                                       "allowUnlistedZone": True, **pool}]
+    return values
+
+
+def problems(values):
+    with pytest.raises(ConfigError) as error:
+        parse_stack_config(values, "test")
+    return [str(p) for p in error.value.problems]
+
+
+def test_the_gpu_pool_is_what_gcloud_creates():
+    """gcloud container node-pools create l4 --machine-type g2-standard-48 --accelerator type=nvidia-l4,count=4,
+    gpu-driver-version=default --spot --node-locations us-central1-a: machine, accelerator and count, driver,
+    spot without reservation; plus the GPU taint GKE adds beside non-GPU pools."""
+    plan = run(gpu_values(machineType="g2-standard-48", capacity="spot"))
+    (pool,) = [s for s in steps_of_type(plan, NODE_POOL) if s["newState"]["name"] == "l4"]
+    inputs = pool["newState"]["inputs"]
+    node = inputs["nodeConfig"]
+    assert node["machineType"] == "g2-standard-48"
+    assert node["guestAccelerators"] == [{"type": "nvidia-l4", "count": 4,
+                                          "gpuDriverInstallationConfig": {"gpuDriverVersion": "DEFAULT"}}]
+    assert node["spot"] is True and node["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
+    assert node["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]
+    assert inputs["nodeLocations"] == ["us-central1-a"] and inputs["nodeCount"] == 1
+    assert node["labels"] == {"ray-tpu-gke/pool": "l4"}
+    assert node["shieldedInstanceConfig"] == {"enableSecureBoot": True, "enableIntegrityMonitoring": True}
+
+
+def test_reservation_and_flex_start_gpu_pools():
+    node = _pool_inputs(gpu_values(capacity="reservation", reservation="l4-pool"))["nodeConfig"]
+    assert node["reservationAffinity"] == {"consumeReservationType": "SPECIFIC_RESERVATION",
+                                           "key": "compute.googleapis.com/reservation-name", "values": ["l4-pool"]}
+    inputs = _pool_inputs(gpu_values(capacity="flexStart", count=4))
+    assert inputs["nodeConfig"]["flexStart"] is True and inputs["management"]["autoRepair"] is False
+    assert inputs["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 4, "locationPolicy": "ANY"}
+
+
+def _pool_inputs(values):
+    (pool,) = [s for s in steps_of_type(run(values), NODE_POOL) if s["newState"]["name"] == "l4"]
+    return pool["newState"]["inputs"]
+
+
+def test_gpu_worker_group_requests_every_gpu_of_its_node():
+    plan = run(gpu_values(machineType="g2-standard-24"))
+    (manifest,) = [s["newState"]["inputs"] for s in plan["steps"]
+                   if s["newState"]["type"] == "kubernetes:ray.io/v1:RayCluster"]
+    group = manifest["spec"]["workerGroupSpecs"][0]
+    pod = group["template"]["spec"]
+    resources = pod["containers"][0]["resources"]
+    assert resources["requests"] == resources["limits"] and resources["limits"]["nvidia.com/gpu"] == "2"
+    assert int(resources["limits"]["cpu"]) < 24 and group["numOfHosts"] == 1
+    assert pod["nodeSelector"] == {"cloud.google.com/gke-accelerator": "nvidia-l4", "ray-tpu-gke/pool": "l4"}
+    assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    for release in kuberay_schema.RELEASES:
+        assert kuberay_schema.errors(manifest, release) == []
+
+
+def test_autopilot_gpu_pods_select_type_count_and_capacity():
+    plan = run(gpu_values(mode="autopilot", capacity="spot", machineType="g2-standard-48"))
+    assert not [s for s in steps_of_type(plan, NODE_POOL)]
+    (manifest,) = [s["newState"]["inputs"] for s in plan["steps"]
+                   if s["newState"]["type"] == "kubernetes:ray.io/v1:RayCluster"]
+    selector = manifest["spec"]["workerGroupSpecs"][0]["template"]["spec"]["nodeSelector"]
+    assert selector == {"cloud.google.com/gke-accelerator": "nvidia-l4", "cloud.google.com/gke-accelerator-count": "4",
+                        "cloud.google.com/gke-spot": "true", "topology.kubernetes.io/zone": "us-central1-a"}
+
+
+def test_autopilot_flex_start_gpus_get_a_compute_class():
+    plan = run(gpu_values(mode="autopilot", capacity="flexStart"))
+    (compute_class,) = [s["newState"]["inputs"] for s in plan["steps"]
+                        if s["newState"]["type"] == "kubernetes:cloud.google.com/v1:ComputeClass"]
+    assert compute_class["spec"]["priorities"] == [{"gpu": {"type": "nvidia-l4", "count": 1},
+                                                    "flexStart": {"enabled": True}}]
+
+
+def test_cpu_worker_groups_run_on_a_cpu_pool():
+    values = minimal_values(rayClusters=[{"name": "data", "workerGroups": [{"name": "cpu", "cpuPool": "data",
+                                                                            "replicas": 2}]}], tpuSlices=[])
+    values["ray-tpu-gke:cpuPools"] = [{"name": "data", "machineType": "n2-standard-16", "count": 2}]
+    plan = run(values)
+    (pool,) = [s for s in steps_of_type(plan, NODE_POOL) if s["newState"]["name"] == "data"]
+    assert "guestAccelerators" not in pool["newState"]["inputs"]["nodeConfig"]
+    (manifest,) = [s["newState"]["inputs"] for s in plan["steps"]
+                   if s["newState"]["type"] == "kubernetes:ray.io/v1:RayCluster"]
+    pod = manifest["spec"]["workerGroupSpecs"][0]["template"]["spec"]
+    assert pod["nodeSelector"] == {"ray-tpu-gke/pool": "data"} and "tolerations" not in pod
+    assert "nvidia.com/gpu" not in pod["containers"][0]["resources"]["limits"]
+
+
+@pytest.mark.parametrize("pool, path, fragment", [
+    ({"accelerator": "nvidia-v100"}, "accelerator", "'nvidia-l4'"),
+    ({"machineType": "a2-highgpu-8g"}, "machineType", "allowed: g2-standard-12 (1 GPU)"),
+    ({"accelerator": "nvidia-b200", "machineType": None}, "capacity", "allowed: spot, reservation, flexStart"),
+    ({"accelerator": "nvidia-h100-80gb", "machineType": "a3-highgpu-2g"}, "capacity", "allowed: spot, flexStart"),
+    ({"accelerator": "nvidia-a100-80gb", "allowUnlistedZone": False, "zone": "us-central1-b"}, "zone",
+     "allowed: us-central1-a, us-central1-c"),
+    ({"zone": "us-east5-a"}, "zone", "outside the cluster's region"),
+    ({"name": "system"}, "name", "already the system pool"),
+    ({"capacity": "reservation"}, "reservation", "required when capacity is reservation"),
+    ({"autoscaling": {"minNodes": 3}, "count": 2}, "autoscaling.minNodes", "exceeds the pool's 2 nodes"),
+])
+def test_bad_gpu_configuration_names_the_key_and_what_is_allowed(pool, path, fragment):
+    values = gpu_values(**{k: v for k, v in pool.items() if v is not None})
+    if pool.get("machineType", "") is None:
+        values["ray-tpu-gke:gpuPools"][0].pop("machineType", None)
+    found = problems(values)
+    assert any(p.startswith(f"ray-tpu-gke:gpuPools[0].{path}: ") and fragment in p for p in found), found
+
+
+def test_a_group_names_exactly_one_place_to_run():
+    values = gpu_values()
+    values["ray-tpu-gke:rayClusters"][0]["workerGroups"][0]["slice"] = "v6e-4"
+    assert any("names 2 of slice, gpuPool, cpuPool" in p for p in problems(values))
+    values["ray-tpu-gke:rayClusters"][0]["workerGroups"][0] = {"name": "g", "gpuPool": "nope"}
+    assert any('gpuPool: "nope" is not a gpuPools name; allowed: l4' in p for p in problems(values))
+
+
+def test_gpu_demand_fits_the_pool_and_gpu_versions_are_checked():
+    values = gpu_values()
+    values["ray-tpu-gke:rayClusters"][0]["workerGroups"][0]["replicas"] = 2
+    assert any("1 node(s) of l4, but the Ray objects ask for 2" in p for p in problems(values))
+    values = gpu_values(accelerator="nvidia-b200", capacity="spot", allowUnlistedZone=True)
+    values["ray-tpu-gke:cluster"]["minMasterVersion"] = "1.31"
+    assert any("older than nvidia-b200 with GKE-installed drivers" in p for p in problems(values))
+
+
+def test_compare_stack_runs_one_job_on_each_accelerator():
+    plan = plan_of("compare")
+    jobs = {s["newState"]["inputs"]["metadata"]["name"]: s["newState"]["inputs"] for s in plan["steps"]
+            if s["newState"]["type"] == "kubernetes:ray.io/v1:RayJob"}
+    assert set(jobs) == {"bench-tpu", "bench-gpu"}
+    # The same program and steps; only the run name and where it runs differ.
+    common = {name: job["spec"]["entrypoint"].replace(name, "NAME").split(" --generation")[0].split(" --gpus")[0]
+              for name, job in jobs.items()}
+    assert set(common.values()) == {"python -m workloads.train --steps 300 --name NAME"}
+    limits = {name: job["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]
+              ["resources"]["limits"] for name, job in jobs.items()}
+    assert limits["bench-tpu"]["google.com/tpu"] == "8" and limits["bench-gpu"]["nvidia.com/gpu"] == "8"
+    assert jobs["bench-gpu"]["spec"]["entrypoint"].endswith("--gpus 8")
+
+
+def test_replacing_or_deleting_a_gpu_pool_is_a_risky_change():
+    from plan.review import classify, revisions
+
+    old = run(gpu_values(machineType="g2-standard-24"))
+    new = run(gpu_values(machineType="g2-standard-48"))
+    side = lambda plan: revisions.Side(status="planned", plan=plan)  # noqa: E731
+    diff = classify.compare(side(old), side(new), "test", "base", "abc")
+    (change,) = [c for c in diff.changes if c.name == "l4" and c.type == NODE_POOL]
+    assert change.op == "replace" and change.risky
+    assert any("replaces GPU node pool l4 (2 x nvidia-l4 per node)" in r for r in change.reasons)
+
+
+def test_policy_catches_a_wrong_gpu_count_a_missing_taint_and_an_always_on_pool():
+    from test_policy import assert_violation
+
+    plan = run(gpu_values(machineType="g2-standard-48"))
+    (pool,) = [s for s in steps_of_type(plan, NODE_POOL) if s["newState"]["name"] == "l4"]
+    node = pool["newState"]["inputs"]["nodeConfig"]
+    node["guestAccelerators"][0]["count"] = 2
+    node["taints"] = []
+    assert_violation(plan, "gpu-pool-shape", "l4", "g2-standard-48 carries 4 nvidia-l4, the pool attaches 2")
+    assert_violation(plan, "gpu-driver-and-taint", "l4", "no nvidia.com/gpu=present:NO_SCHEDULE taint")
+    assert_violation(plan, "gpu-pool-autoscaling", "l4", "1 GPU node(s) always on", level="advisory")
