@@ -115,6 +115,10 @@ def _simulate(out: Path) -> None:
         first = train.make_trainer(spec, steps=2, batch_size=32, report_every=2, storage_path=storage).fit()
         again = train.make_trainer(spec, steps=3, batch_size=32, report_every=3, storage_path=storage).fit()
         params, step = model.load(Path(again.checkpoint.path))
+        # The GPU form of the same trainer (stacks/compare): one worker asking Ray for every GPU of its node.
+        gpu = train.make_trainer(None, gpus=8, steps=1, storage_path=storage)
+        seen["gpu_scaling"] = {"num_workers": gpu.scaling_config.num_workers, "use_gpu": gpu.scaling_config.use_gpu,
+                               "resources": gpu.scaling_config.resources_per_worker}
         seen["train"] = {"storage": storage, "first": {"metrics": first.metrics, "checkpoint": first.checkpoint.path},
                          "again": {"metrics": again.metrics, "checkpoint": again.checkpoint.path},
                          "saved_step": step, "saved_params": sorted(params)}
@@ -308,6 +312,10 @@ def test_jax_trainer_trains_checkpoints_and_resumes(seen):
         assert run["metrics"]["compile_s"] > 0
     assert seen["train"]["saved_step"] == 3
     assert seen["train"]["saved_params"] == ["b1", "b2", "w1", "w2"]
+
+
+def test_the_gpu_trainer_asks_for_every_gpu_of_one_node(seen):
+    assert seen["gpu_scaling"] == {"num_workers": 1, "use_gpu": True, "resources": {"GPU": 8}}
 
 
 def test_serve_app_answers_through_a_handle_and_http(seen):

@@ -198,6 +198,13 @@ def test_training_arguments():
         train.parse_args(SPEC.to_args() + ["--batch-size", "6"])  # not a multiple of the 4 hosts
 
 
+def test_training_on_one_gpu_node_needs_no_slice():
+    spec, args = train.parse_args(["--gpus", "8", "--steps", "300"])
+    assert spec is None and args.gpus == 8
+    with pytest.raises(SystemExit):
+        train.parse_args(["--gpus", "0"])
+
+
 def test_training_checkpoints_go_to_the_bucket_the_stack_mounts():
     assert train.GCS_MOUNT == manifests.GCS_MOUNT
 

@@ -2,6 +2,7 @@
 the slice, checkpointed to the stack's bucket.
 
     python -m workloads.train --generation v6e --topology 4x4 --hosts 4 --chips-per-host 4 --steps 500
+    python -m workloads.train --gpus 8 --steps 500      # the same program on one 8-GPU node (stacks/compare)
 
 One Ray Train worker per host (`ScalingConfig(use_tpu=True, topology=..., accelerator_type=...)`), which Ray 2.55
 places on a whole slice with its slice placement group and joins into one JAX program (`jax.distributed.initialize`
@@ -87,13 +88,15 @@ def train_loop(config: dict) -> None:
                 ray.train.report(metrics)
 
 
-def make_trainer(spec: SliceSpec, *, steps: int, batch_size: int = 256, learning_rate: float = 0.05,
+def make_trainer(spec: Optional[SliceSpec], *, steps: int, batch_size: int = 256, learning_rate: float = 0.05,
                  storage_path: str = DEFAULT_STORAGE, name: str = "tiny-mlp", slices: int = 1,
-                 report_every: int = 50, keep: int = 2):
+                 report_every: int = 50, keep: int = 2, gpus: Optional[int] = None):
+    """A JaxTrainer on a TPU slice (`spec`), or with `gpus`, on one GPU node: one worker holding all its GPUs, the
+    same training loop, so the two runs of stacks/Pulumi.compare.yaml measure the same program."""
     from ray.train import CheckpointConfig, RunConfig, ScalingConfig
     from ray.train.v2.jax import JaxTrainer
 
-    scaling = ScalingConfig(
+    scaling = ScalingConfig(num_workers=1, use_gpu=True, resources_per_worker={"GPU": gpus}) if gpus else ScalingConfig(
         num_workers=spec.hosts * slices,  # one worker per TPU host
         use_tpu=True,
         topology=spec.topology,
@@ -123,12 +126,14 @@ def parse_args(argv: Optional[list[str]] = None) -> tuple[SliceSpec, argparse.Na
     parser.add_argument("--storage-path", default=DEFAULT_STORAGE,
                         help=f"where Ray Train keeps checkpoints (default {DEFAULT_STORAGE}, the stack's bucket)")
     parser.add_argument("--name", default="tiny-mlp", help="run name; the same name resumes (default tiny-mlp)")
+    parser.add_argument("--gpus", type=int, help="train on one GPU node with this many GPUs instead of a TPU slice")
     args = parser.parse_args(argv)
-    spec = from_args(parser, args)
-    if min(args.steps, args.batch_size, args.report_every, args.slices) < 1:
-        parser.error("--steps, --batch-size, --report-every and --slices must be at least 1")
-    if args.batch_size % (spec.hosts * args.slices):
-        parser.error(f"--batch-size must be a multiple of the {spec.hosts * args.slices} hosts")
+    spec = None if args.gpus else from_args(parser, args)
+    if min(args.steps, args.batch_size, args.report_every, args.slices, args.gpus or 1) < 1:
+        parser.error("--steps, --batch-size, --report-every, --slices and --gpus must be at least 1")
+    workers = 1 if spec is None else spec.hosts * args.slices
+    if args.batch_size % workers:
+        parser.error(f"--batch-size must be a multiple of the {workers} hosts")
     return spec, args
 
 
@@ -139,7 +144,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     ray.init(address=os.environ.get("RAY_ADDRESS", "auto"))
     result = make_trainer(spec, steps=args.steps, batch_size=args.batch_size, learning_rate=args.learning_rate,
                           storage_path=args.storage_path, name=args.name, slices=args.slices,
-                          report_every=args.report_every).fit()
+                          report_every=args.report_every, gpus=args.gpus).fit()
     print(json.dumps({"kind": RESULT_KIND, "metrics": result.metrics,
                       "checkpoint": result.checkpoint.path if result.checkpoint else None}, sort_keys=True), flush=True)
     return 0
