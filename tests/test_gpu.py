@@ -206,3 +206,15 @@ def test_policy_catches_a_wrong_gpu_count_a_missing_taint_and_an_always_on_pool(
     assert_violation(plan, "gpu-pool-shape", "l4", "g2-standard-48 carries 4 nvidia-l4, the pool attaches 2")
     assert_violation(plan, "gpu-driver-and-taint", "l4", "no nvidia.com/gpu=present:NO_SCHEDULE taint")
     assert_violation(plan, "gpu-pool-autoscaling", "l4", "1 GPU node(s) always on", level="advisory")
+
+
+def test_the_comparison_guide_names_what_the_stack_creates():
+    from helpers import ROOT, config_of
+
+    guide = (ROOT / "docs/compare.md").read_text()
+    config = config_of("compare")
+    names = [*(s.name for s in config.tpu_slices), *(p.name for p in config.gpu_pools),
+             *(f"compare/{job.name}" for job in config.ray_jobs)]
+    assert all(f"`{name}`" in guide for name in names), names
+    for job in config.ray_jobs:
+        assert job.entrypoint.split(" --name")[0] in guide  # the program the guide describes is the one both run

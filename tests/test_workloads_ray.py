@@ -118,7 +118,8 @@ def _simulate(out: Path) -> None:
         # The GPU form of the same trainer (stacks/compare): one worker asking Ray for every GPU of its node.
         gpu = train.make_trainer(None, gpus=8, steps=1, storage_path=storage)
         seen["gpu_scaling"] = {"num_workers": gpu.scaling_config.num_workers, "use_gpu": gpu.scaling_config.use_gpu,
-                               "resources": gpu.scaling_config.resources_per_worker}
+                               "resources": gpu.scaling_config.resources_per_worker,
+                               "max_failures": gpu.run_config.failure_config.max_failures}
         seen["train"] = {"storage": storage, "first": {"metrics": first.metrics, "checkpoint": first.checkpoint.path},
                          "again": {"metrics": again.metrics, "checkpoint": again.checkpoint.path},
                          "saved_step": step, "saved_params": sorted(params)}
@@ -315,7 +316,7 @@ def test_jax_trainer_trains_checkpoints_and_resumes(seen):
 
 
 def test_the_gpu_trainer_asks_for_every_gpu_of_one_node(seen):
-    assert seen["gpu_scaling"] == {"num_workers": 1, "use_gpu": True, "resources": {"GPU": 8}}
+    assert seen["gpu_scaling"] == {"num_workers": 1, "use_gpu": True, "resources": {"GPU": 8}, "max_failures": 2}
 
 
 def test_serve_app_answers_through_a_handle_and_http(seen):

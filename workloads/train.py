@@ -90,10 +90,10 @@ def train_loop(config: dict) -> None:
 
 def make_trainer(spec: Optional[SliceSpec], *, steps: int, batch_size: int = 256, learning_rate: float = 0.05,
                  storage_path: str = DEFAULT_STORAGE, name: str = "tiny-mlp", slices: int = 1,
-                 report_every: int = 50, keep: int = 2, gpus: Optional[int] = None):
+                 report_every: int = 50, keep: int = 2, gpus: Optional[int] = None, max_failures: int = 2):
     """A JaxTrainer on a TPU slice (`spec`), or with `gpus`, on one GPU node: one worker holding all its GPUs, the
     same training loop, so the two runs of stacks/Pulumi.compare.yaml measure the same program."""
-    from ray.train import CheckpointConfig, RunConfig, ScalingConfig
+    from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
     from ray.train.v2.jax import JaxTrainer
 
     scaling = ScalingConfig(num_workers=1, use_gpu=True, resources_per_worker={"GPU": gpus}) if gpus else ScalingConfig(
@@ -110,8 +110,10 @@ def make_trainer(spec: Optional[SliceSpec], *, steps: int, batch_size: int = 256
         train_loop_config={"steps": steps, "batch_size": batch_size, "learning_rate": learning_rate,
                            "report_every": report_every},
         scaling_config=scaling,
+        # A lost worker (a preempted host, a deleted pod) restarts the workers from the latest checkpoint.
         run_config=RunConfig(name=name, storage_path=storage_path,
-                             checkpoint_config=CheckpointConfig(num_to_keep=keep)),
+                             checkpoint_config=CheckpointConfig(num_to_keep=keep),
+                             failure_config=FailureConfig(max_failures=max_failures)),
     )
 
 
