@@ -317,7 +317,7 @@ ALLOCATABLE = rule(
     "gke-node-allocatable", "A Standard node allocates its capacity less GKE's reservations: CPU 6% of the first "
     "core, 1% of the next, 0.5% of the next 2, 0.25% above 4; memory 25% of the first 4 GiB, 20% of the next 4, 10% "
     "of the next 8, 6% of the next 112, 2% above 128; and a 100 MiB eviction threshold. Node DaemonSets take a "
-    f"further allowance (an estimate: measure with kubectl describe node).",
+    "further allowance (an estimate: measure with kubectl describe node).",
     "https://cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes#memory_and_cpu_reservations")
 FITS = rule(
     "pod-fits-node", "Every Ray pod (containers, the KubeRay autoscaler sidecar of the head, the GCS FUSE sidecar) "

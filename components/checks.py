@@ -128,14 +128,19 @@ def _slice_in_cluster(s: TpuSliceConfig, shape, i: int, context: ClusterContext,
             elif low > shape.hosts:
                 problems.append(Problem(min_path, f"{low} exceeds the slice's {shape.hosts} host(s); allowed: 0 to "
                                                   f"{shape.hosts}"))
-    if shape is not None and context.mode is not None and context.min_master_version:
-        pin = context.min_master_version
-        for need in admission.gke_version_needs(s.generation, s.capacity, context.mode == "autopilot"):
-            if not admission.version_satisfies(pin, need.version):
-                problems.append(Problem(paths("cluster", "min_master_version"),
-                                        f"{show(pin)} is older than {need.reason} (tpuSlices[{i}]) needs; allowed: "
-                                        f"{need.version} or later, or leave it unset for the release channel"))
+    if shape is not None and context.mode is not None:
+        problems += _pin_problems(admission.gke_version_needs(s.generation, s.capacity, context.mode == "autopilot"),
+                                  context, paths, f"tpuSlices[{i}]")
     return problems
+
+
+def _pin_problems(needs, context: ClusterContext, paths: Paths, who: str) -> list[Problem]:
+    """A minMasterVersion pin older than what a slice or pool needs."""
+    pin = context.min_master_version
+    return [Problem(paths("cluster", "min_master_version"),
+                    f"{show(pin)} is older than {need.reason} ({who}) needs; allowed: {need.version} or later, or "
+                    "leave it unset for the release channel")
+            for need in needs if pin and not admission.version_satisfies(pin, need.version)]
 
 
 def check_worker_pools(context: ClusterContext, lists: dict, paths: Paths, warnings: list[str]) -> list[Problem]:
@@ -208,13 +213,10 @@ def _gpu_pool(pool, i: int, context: ClusterContext, paths: Paths, warnings: lis
         problems.append(Problem(paths("gpu_pools", i, "zone"),
                                 f"{show(zone)} is not known to offer {pool.accelerator}; allowed: "
                                 f"{', '.join(local or known)} (or allowUnlistedZone: true where you know it does)"))
-    if context.mode is not None and context.min_master_version:
-        pin = context.min_master_version
-        for need in admission.gpu_version_needs(pool.accelerator, pool.capacity, context.mode == "autopilot"):
-            if not admission.version_satisfies(pin, need.version):
-                problems.append(Problem(paths("cluster", "min_master_version"),
-                                        f"{show(pin)} is older than {need.reason} (gpuPools[{i}]) needs; allowed: "
-                                        f"{need.version} or later, or leave it unset for the release channel"))
+    if context.mode is not None:
+        problems += _pin_problems(admission.gpu_version_needs(pool.accelerator, pool.capacity,
+                                                              context.mode == "autopilot"), context, paths,
+                                  f"gpuPools[{i}]")
     return problems
 
 

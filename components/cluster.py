@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from . import admission, manifests, preflight
 from .args import GkeClusterArgs
-from .config import ConfigError, Paths, Problem, _problems, show
+from .config import ConfigError, Paths, Problem, _problems, component_args, show
 from .models import ClusterConfig, validate_as
 
 RAY_KSA = "ray"  # the Kubernetes service account of Ray pods in each Ray namespace
@@ -56,11 +56,9 @@ def kubeconfig(name: pulumi.Input[str], endpoint: pulumi.Input[str], ca_certific
 
 def validate_cluster_args(args: GkeClusterArgs, name: str) -> ClusterConfig:
     root = f"GkeCluster({name}).args"
-    if not isinstance(args, dict):
-        raise ConfigError([Problem(root, f"must be GkeClusterArgs, a mapping (given {show(args)})")])
-    problems = [Problem(f"{root}.{key}", "required argument is missing")
-                for key in ("project", "cluster", "network", "subnetwork", "pods_range_name", "services_range_name",
-                            "node_service_account") if args.get(key) is None]
+    problems = component_args(args, root, "GkeClusterArgs", (
+        "project", "cluster", "network", "subnetwork", "pods_range_name", "services_range_name",
+        "node_service_account"))
     cluster = None
     if args.get("cluster") is not None:
         try:

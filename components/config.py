@@ -19,7 +19,7 @@ from typing import Any, Optional, Union
 from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel
 
-from . import admission, catalog
+from . import admission
 from .models import (DEFAULT_RAY_IMAGE, DEFAULT_RAY_VERSION, ClusterConfig, CpuPoolConfig,  # noqa: F401
                      GpuPoolConfig, MonitoringConfig, PricingConfig, RayClusterConfig, RayJobConfig, RayObjectConfig, RayServiceConfig, StorageConfig,
                      TpuSliceConfig, WorkerGroupConfig, validate_as)
@@ -343,6 +343,29 @@ def _cluster_context(raw: Any, cluster: Optional[ClusterConfig], style: str) -> 
             return None
 
     return ClusterContext(part("mode"), part("location"), part("min_master_version"))
+
+
+# --- the arguments of a component used on its own ------------------------------------------------------------------
+
+
+def component_args(args: Any, root: str, kind: str, required: tuple[str, ...]) -> list[Problem]:
+    """The first checks of a component's arguments: a mapping, with every required argument (ConfigError if it is no
+    mapping at all)."""
+    if not isinstance(args, dict):
+        raise ConfigError([Problem(root, f"must be {kind}, a mapping (given {show(args)})")])
+    return [Problem(f"{root}.{key}", "required argument is missing") for key in required if args.get(key) is None]
+
+
+def location_arg(args: dict, root: str, problems: list[Problem]) -> Optional[str]:
+    """The `location` argument where it is a zone or a region (else None, with the problem noted)."""
+    location = args.get("location")
+    try:
+        admission.check_location(location)
+    except (TypeError, ValueError) as error:
+        if location is not None:
+            problems.append(Problem(f"{root}.location", f"{show(location)} is invalid: {error}"))
+        return None
+    return location
 
 
 # --- turning pydantic's errors into one line per problem -----------------------------------------------------------

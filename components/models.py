@@ -194,7 +194,30 @@ class SliceAutoscaling(Model):
     min_nodes: NonNegativeInt = 0
 
 
-class TpuSliceConfig(Model):
+class _Reservable(Model):
+    """Capacity taken from a reservation: its name, or projects/<project>/reservations/<name> when shared."""
+
+    reservation: Optional[str] = None
+
+    @field_validator("reservation")
+    @classmethod
+    def _reservation(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None:
+            admission.check_reservation(value)
+        return value
+
+    @property
+    def reservation_name(self) -> Optional[str]:
+        """The reservation's own name (the last part of projects/P/reservations/R)."""
+        return self.reservation.rsplit("/", 1)[-1] if self.reservation else None
+
+    @property
+    def reservation_project(self) -> Optional[str]:
+        """The project that owns a shared reservation, or None for a reservation of the cluster's project."""
+        return self.reservation.split("/")[1] if self.reservation and "/" in self.reservation else None
+
+
+class TpuSliceConfig(_Reservable):
     name: SliceName
     generation: Literal[tuple(catalog.GENERATIONS)]  # type: ignore[valid-type]
     topology: str
@@ -204,13 +227,6 @@ class TpuSliceConfig(Model):
     reservation: Optional[str] = None
     zone: Optional[Zone] = None
     autoscaling: Annotated[Optional[SliceAutoscaling], BeforeValidator(_shorthand_autoscaling)] = None
-
-    @field_validator("reservation")
-    @classmethod
-    def _reservation(cls, value: Optional[str]) -> Optional[str]:
-        if value is not None:
-            admission.check_reservation(value)
-        return value
 
     @property
     def shape(self) -> catalog.SliceShape:
@@ -227,16 +243,6 @@ class TpuSliceConfig(Model):
     @property
     def min_nodes(self) -> int:
         return self.autoscaling.min_nodes if self.autoscaling is not None else 0
-
-    @property
-    def reservation_name(self) -> Optional[str]:
-        """The reservation's own name (the last part of projects/P/reservations/R)."""
-        return self.reservation.rsplit("/", 1)[-1] if self.reservation else None
-
-    @property
-    def reservation_project(self) -> Optional[str]:
-        """The project that owns a shared reservation, or None for a reservation of the cluster's project."""
-        return self.reservation.split("/")[1] if self.reservation and "/" in self.reservation else None
 
 
 # --- GPU and CPU worker pools --------------------------------------------------------------------------------------
@@ -276,7 +282,7 @@ class _WorkerPool(Model):
         return self.count
 
 
-class GpuPoolConfig(_WorkerPool):
+class GpuPoolConfig(_WorkerPool, _Reservable):
     """A GPU node pool (Standard) or what GPU pods select (Autopilot); GPUs, machine and capacity from the catalogue."""
 
     accelerator: Literal[tuple(catalog.GPUS)]  # type: ignore[valid-type]
@@ -285,13 +291,6 @@ class GpuPoolConfig(_WorkerPool):
     capacity: Capacity = "onDemand"
     reservation: Optional[str] = None
     allow_unlisted_zone: StrictBool = False
-
-    @field_validator("reservation")
-    @classmethod
-    def _reservation(cls, value: Optional[str]) -> Optional[str]:
-        if value is not None:
-            admission.check_reservation(value)
-        return value
 
     @model_validator(mode="after")
     def _machine_of_accelerator(self) -> "GpuPoolConfig":
@@ -302,14 +301,6 @@ class GpuPoolConfig(_WorkerPool):
     @property
     def machine(self) -> catalog.GpuMachine:
         return catalog.gpu_machine(self.accelerator, self.machine_type)
-
-    @property
-    def reservation_name(self) -> Optional[str]:
-        return self.reservation.rsplit("/", 1)[-1] if self.reservation else None
-
-    @property
-    def reservation_project(self) -> Optional[str]:
-        return self.reservation.split("/")[1] if self.reservation and "/" in self.reservation else None
 
 
 class CpuPoolConfig(_WorkerPool):

@@ -4,7 +4,7 @@
 import pulumi
 import pulumi_gcp as gcp
 
-from . import admission, manifests, preflight
+from . import manifests, preflight
 from .args import RayTpuPlatformArgs
 from .cluster import RAY_KSA, GkeCluster
 from .config import StackConfig, validate_platform_args

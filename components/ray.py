@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from . import admission, manifests
 from .args import RayClusterArgs, RayJobArgs, RayServiceArgs
-from .config import ClusterContext, ConfigError, Paths, Problem, _problems, show
+from .config import ClusterContext, ConfigError, Paths, Problem, _problems, component_args, show
 from .models import (CpuPoolConfig, GpuPoolConfig, RayClusterConfig, RayJobConfig, RayObjectConfig, RayServiceConfig,
                      TpuSliceConfig, validate_as)
 
@@ -36,10 +36,7 @@ def _validate(kind: str, model: type[RayObjectConfig], args, name: str):
 
     root = f"{kind}({name}).args"
     paths = Paths("args", root)
-    if not isinstance(args, dict):
-        raise ConfigError([Problem(root, f"must be {kind}Args, a mapping (given {show(args)})")])
-    problems = [Problem(f"{root}.{key}", "required argument is missing")
-                for key in ("kubernetes_provider", "spec") if args.get(key) is None]
+    problems = component_args(args, root, f"{kind}Args", ("kubernetes_provider", "spec"))
     mode = args.get("mode", "standard")
     if mode not in ("standard", "autopilot"):
         problems.append(Problem(f"{root}.mode", f"{show(mode)} is invalid: allowed: standard, autopilot"))

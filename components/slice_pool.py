@@ -7,7 +7,7 @@ import pulumi_gcp as gcp
 from . import admission, catalog, checks, manifests
 from .args import TpuSlicePoolsArgs
 from .cluster import node_hardening
-from .config import ClusterContext, ConfigError, Paths, Problem, show
+from .config import ClusterContext, ConfigError, Paths, component_args, location_arg
 from .models import TpuSliceConfig, validate_as
 
 # A TPU host runs one Ray worker pod plus system pods; a small per-node pod range saves the pods' IP space.
@@ -63,17 +63,8 @@ def validate_pool_args(args: TpuSlicePoolsArgs, name: str) -> TpuSliceConfig:
     """The validated slice of TpuSlicePoolsArgs; ConfigError names every bad argument."""
     root = f"TpuSlicePools({name}).args"
     paths = _SlicePaths("args", root)
-    if not isinstance(args, dict):
-        raise ConfigError([Problem(root, f"must be TpuSlicePoolsArgs, a mapping (given {show(args)})")])
-    problems = [Problem(f"{root}.{key}", "required argument is missing")
-                for key in ("project", "cluster", "location", "slice") if args.get(key) is None]
-    location = args.get("location")
-    try:
-        admission.check_location(location)
-    except (TypeError, ValueError) as error:
-        if location is not None:
-            problems.append(Problem(f"{root}.location", f"{show(location)} is invalid: {error}"))
-        location = None
+    problems = component_args(args, root, "TpuSlicePoolsArgs", ("project", "cluster", "location", "slice"))
+    location = location_arg(args, root, problems)
     tpu_slice, warnings = None, []
     if args.get("slice") is not None:
         from pydantic import ValidationError

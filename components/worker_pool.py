@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from . import admission, checks, manifests
 from .args import WorkerPoolArgs
 from .cluster import node_hardening
-from .config import ClusterContext, ConfigError, Paths, Problem, _problems, show
+from .config import ClusterContext, ConfigError, Paths, Problem, _problems, component_args, location_arg
 from .models import CpuPoolConfig, GpuPoolConfig, validate_as
 
 
@@ -29,20 +29,11 @@ class _PoolPaths(Paths):
 def validate_worker_pool_args(args: WorkerPoolArgs, name: str) -> GpuPoolConfig | CpuPoolConfig:
     """The validated GPU or CPU pool of WorkerPoolArgs; ConfigError names every bad argument."""
     root = f"WorkerPool({name}).args"
-    if not isinstance(args, dict):
-        raise ConfigError([Problem(root, f"must be WorkerPoolArgs, a mapping (given {show(args)})")])
-    problems = [Problem(f"{root}.{key}", "required argument is missing")
-                for key in ("project", "cluster", "location") if args.get(key) is None]
+    problems = component_args(args, root, "WorkerPoolArgs", ("project", "cluster", "location"))
     given = [key for key in ("gpu", "cpu") if args.get(key) is not None]
     if len(given) != 1:
         problems.append(Problem(root, f"names {len(given)} of gpu, cpu; allowed: exactly one"))
-    location = args.get("location")
-    try:
-        admission.check_location(location)
-    except (TypeError, ValueError) as error:
-        if location is not None:
-            problems.append(Problem(f"{root}.location", f"{show(location)} is invalid: {error}"))
-        location = None
+    location = location_arg(args, root, problems)
     pool = None
     if len(given) == 1:
         key = given[0]

@@ -194,11 +194,11 @@ def test_monitoring_disabled_registers_no_monitoring_resource():
 
 
 def test_ray_charts_follow_the_ray_operator_monitoring_switch():
-    for monitoring in (True, False):
+    for enabled in (True, False):
         values = minimal_values()
-        values["ray-tpu-gke:cluster"]["rayOperator"] = {"monitoring": monitoring}
+        values["ray-tpu-gke:cluster"]["rayOperator"] = {"monitoring": enabled}
         (dashboard,) = steps_of_type(run(values), DASHBOARD)
-        assert ("prometheus.googleapis.com/ray_" in dashboard["newState"]["inputs"]["dashboardJson"]) is monitoring
+        assert ("prometheus.googleapis.com/ray_" in dashboard["newState"]["inputs"]["dashboardJson"]) is enabled
 
 
 # --- the component on its own: arguments validated before anything is registered -----------------------------------

@@ -35,7 +35,7 @@ import re
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Optional
+from typing import Iterable, Optional
 
 from workloads.slice import SliceSpec, add_arguments, from_args
 
