@@ -320,3 +320,15 @@ def tpu_worker_groups(manifest: dict) -> list[dict]:
     spec = manifest.get("spec", {})
     cluster = spec.get("rayClusterConfig") or spec.get("rayClusterSpec") or spec
     return cluster.get("workerGroupSpecs", [])
+
+
+def label_problems(manifest: dict) -> list[str]:
+    """Node selectors and labels of every pod template of a KubeRay object that Kubernetes would refuse."""
+    spec = manifest.get("spec", {})
+    cluster = spec.get("rayClusterConfig") or spec.get("rayClusterSpec") or (spec if "headGroupSpec" in spec else {})
+    groups = ([cluster["headGroupSpec"]] if "headGroupSpec" in cluster else []) + cluster.get("workerGroupSpecs", [])
+    problems = admission.pod_label_problems({}, manifest.get("metadata", {}).get("labels"))
+    for group in groups:
+        template = group.get("template", {})
+        problems += admission.pod_label_problems(template.get("spec", {}), template.get("metadata", {}).get("labels"))
+    return problems

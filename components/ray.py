@@ -80,7 +80,7 @@ class RayWorkload(pulumi.ComponentResource):
     def __init__(self, name: str, manifest: dict, provider: k8s.Provider, depends_on: list[pulumi.Resource],
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"ray-tpu-gke:index:{manifest['kind']}", name, None, opts)
-        problems = [f"{manifest['kind']} {name}: {p}" for p in manifest_label_problems(manifest)]
+        problems = [f"{manifest['kind']} {name}: {p}" for p in manifests.label_problems(manifest)]
         if problems:
             raise ConfigError([Problem(name, p) for p in problems])
         self.resource = custom_resource(
@@ -92,18 +92,6 @@ class RayWorkload(pulumi.ComponentResource):
         # KubeRay names the head service <cluster>-head-svc (RayService: <service>-head-svc as well).
         self.head_service = pulumi.Output.from_input(f"{meta['namespace']}/{meta['name']}-head-svc")
         self.register_outputs({"name": meta["name"], "namespace": meta["namespace"]})
-
-
-def manifest_label_problems(manifest: dict) -> list[str]:
-    """Node selectors and labels of every pod template of a KubeRay object that Kubernetes would refuse."""
-    spec = manifest.get("spec", {})
-    cluster = spec.get("rayClusterConfig") or spec.get("rayClusterSpec") or (spec if "headGroupSpec" in spec else {})
-    groups = ([cluster["headGroupSpec"]] if "headGroupSpec" in cluster else []) + cluster.get("workerGroupSpecs", [])
-    problems = admission.pod_label_problems({}, manifest.get("metadata", {}).get("labels"))
-    for group in groups:
-        template = group.get("template", {})
-        problems += admission.pod_label_problems(template.get("spec", {}), template.get("metadata", {}).get("labels"))
-    return problems
 
 
 class RayCluster(RayWorkload):

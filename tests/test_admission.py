@@ -9,7 +9,7 @@ from plan import mocks
 from ray_tpu_gke import admission, catalog, manifests
 from ray_tpu_gke.config import ConfigError, parse_stack_config
 from ray_tpu_gke.preflight import PreflightError
-from ray_tpu_gke.ray import manifest_label_problems
+
 from helpers import ROOT, config_of, minimal_values, plan_of, run, steps_of_type
 
 from helpers import STACKS  # noqa: E402  every stack in stacks/
@@ -115,14 +115,14 @@ def test_autopilot_shared_reservation_selects_short_name_and_owner_project():
     assert selector["cloud.google.com/reservation-name"] == "v6e-pool"
     assert selector["cloud.google.com/reservation-project"] == "acme-capacity"
     assert selector["cloud.google.com/reservation-affinity"] == "specific"
-    assert manifest_label_problems(manifest) == []
+    assert manifests.label_problems(manifest) == []
 
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_pod_of_every_stack_has_valid_labels_and_fits_its_node(stack):
     config = config_of(stack)
     for manifest in _ray_manifests(plan_of(stack)):
-        assert manifest_label_problems(manifest) == [], manifest["metadata"]["name"]
+        assert manifests.label_problems(manifest) == [], manifest["metadata"]["name"]
         _assert_pods_fit(manifest, config)
 
 
@@ -134,14 +134,14 @@ def test_the_documented_examples_have_valid_labels_and_fit():
     for stack_file, manifest in zip(blocks[0::2], blocks[1::2]):
         config = parse_stack_config(yaml.safe_load(stack_file)["config"], "dev")
         manifest = yaml.safe_load(manifest)
-        assert manifest_label_problems(manifest) == []
+        assert manifests.label_problems(manifest) == []
         _assert_pods_fit(manifest, config)
 
 
 def test_a_label_value_with_a_slash_is_caught():
     manifest = {"metadata": {"labels": {}}, "spec": {"headGroupSpec": {"template": {"spec": {
         "nodeSelector": {"cloud.google.com/reservation-name": "projects/p/reservations/r"}}}}}}
-    (problem,) = manifest_label_problems(manifest)
+    (problem,) = manifests.label_problems(manifest)
     assert "cloud.google.com/reservation-name" in problem and "no '/'" in problem
     for bad in ("a" * 64, "-x", "x\n", "a b"):
         with pytest.raises(ValueError):
@@ -315,3 +315,15 @@ def test_docs_list_every_rule_with_its_source(request):
         path.write_text(page)
     assert page.endswith(admission.markdown())
     assert all(rule.source for rule in admission.RULES.values())
+
+
+def test_the_policy_pack_applies_the_same_label_and_fit_rules():
+    from test_policy import assert_violation, groups, ray
+
+    plan = plan_of("prod")
+    pod = groups(ray(plan, "training-train"))[0]["template"]["spec"]
+    pod["nodeSelector"]["cloud.google.com/reservation-name"] = "projects/acme-capacity/reservations/v6e"
+    pod["containers"][0]["resources"]["requests"]["cpu"] = "306"
+    assert_violation(plan, "k8s-label-values", "training-train", "cloud.google.com/reservation-name", "no '/'")
+    assert_violation(plan, "tpu-pod-fits-host", "training-train", "requests 306.25 CPU",
+                     "a ct6e-standard-4t host allocates")

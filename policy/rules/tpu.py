@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ray_tpu_gke import catalog
+from ray_tpu_gke import admission, catalog, manifests
 
 from .. import slices
 from ..view import CLUSTER, Resource, StackView, is_known
@@ -265,3 +265,45 @@ def no_kuberay_beside_addon(view: StackView) -> Findings:
         what = _kuberay_install(r)
         if what:
             yield r, f"{what} installs KubeRay beside the Ray Operator add-on of cluster {names}; remove it"
+
+
+@resource_rule(
+    "k8s-label-values", MANDATORY,
+    "Every node selector and label of a Ray object's pods is a valid Kubernetes label key and value.",
+    "The API server refuses a pod whose node selector value holds a '/' or more than 63 characters (a shared "
+    "reservation's full path, say), so the group never gets a pod (admission rule k8s-label-value).",
+    types=RAY,
+)
+def label_values(resource: Resource) -> Messages:
+    def known(value):  # values a preview does not know yet are judged when they are
+        if isinstance(value, dict):
+            return {k: known(v) for k, v in value.items() if is_known(v)}
+        if isinstance(value, list):
+            return [known(v) for v in value if is_known(v)]
+        return value
+
+    manifest = known({"metadata": resource.props.get("metadata") or {}, "spec": resource.props.get("spec") or {}})
+    for problem in manifests.label_problems(manifest):
+        yield f"{slices.ray_label(resource)}: {problem}"
+
+
+@resource_rule(
+    "tpu-pod-fits-host", MANDATORY,
+    "Every TPU worker pod requests no more CPU and memory than its TPU host allocates to pods.",
+    "A pod larger than what the node allocates (capacity less GKE's reservations, eviction threshold and DaemonSets) "
+    "never schedules, and the slice's chips sit idle (admission rules gke-node-allocatable, pod-fits-node).",
+    types=RAY,
+)
+def pod_fits_host(resource: Resource) -> Messages:
+    for group in slices.tpu_worker_groups(resource):
+        if group.shape is None or group.chips_per_host is None:
+            continue  # tpu-node-selectors / tpu-whole-chips report it
+        hosts = [m for m in catalog.layouts(group.generation, group.topology) if m.chips == group.chips_per_host]
+        if not hosts:
+            continue
+        gcs = "gke-gcsfuse/volumes" in str(group.spec.get("template", {}).get("metadata", {}))
+        cpu, memory = admission.pod_requests(group.pod_spec, [admission.GCS_FUSE_SIDECAR] * gcs)
+        free_cpu, free_memory = admission.allocatable(hosts[0].vcpus, hosts[0].memory_gib)
+        if cpu > free_cpu or memory > free_memory:
+            yield (f"{slices.ray_label(resource)} {group.label}: requests {cpu:g} CPU and {memory:.1f} GiB with its "
+                   f"sidecars; a {hosts[0].name} host allocates {free_cpu:.1f} CPU and {free_memory:.1f} GiB to pods")
