@@ -6,7 +6,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pydantic import ValidationError
 
-from . import admission, manifests
+from . import manifests
 from .args import RayClusterArgs, RayJobArgs, RayServiceArgs
 from .config import ClusterContext, ConfigError, Paths, Problem, _problems, component_args, show
 from .models import (CpuPoolConfig, GpuPoolConfig, RayClusterConfig, RayJobConfig, RayObjectConfig, RayServiceConfig,
