@@ -524,18 +524,25 @@ def tpu_slice_row(env: Environment, target: SliceTarget) -> Row:
                 dataset(_node_query(env, target, HBM_TOTAL, "ALIGN_MEAN", 60, "REDUCE_SUM")),
             ], "bytes"),
         ]
-        if target.pools:
-            charts.append(chart("Interruptions per hour, by type and reason",
-                                [dataset(interruptions(env, target, 3600, by_reason=True), plot="STACKED_BAR")],
-                                "interruptions"))
-        if env.ray_metrics and target.worker_groups:
-            charts.append(chart(f"Ray worker pods of {_groups(target)} (active, pending)", [
-                dataset(ray_nodes(env, RAY_ACTIVE_NODES, target.worker_groups)),
-                dataset(ray_nodes(env, RAY_PENDING_NODES, target.worker_groups)),
-            ], "pods"))
+        charts += _interruption_and_ray_charts(env, target)
     except ObservabilityError as error:
         raise error.on("slice", target.name) from None
     return Row(f"TPU slice {target.name}: {target.describe}", charts)
+
+
+def _interruption_and_ray_charts(env: Environment, target) -> list:
+    """What a slice's and a GPU pool's rows share: interruptions of named pools, and the Ray workers on them."""
+    charts = []
+    if target.pools:
+        charts.append(chart("Interruptions per hour, by type and reason",
+                            [dataset(interruptions(env, target, 3600, by_reason=True), plot="STACKED_BAR")],
+                            "interruptions"))
+    if env.ray_metrics and target.worker_groups:
+        charts.append(chart(f"Ray worker pods of {_groups(target)} (active, pending)", [
+            dataset(ray_nodes(env, RAY_ACTIVE_NODES, target.worker_groups)),
+            dataset(ray_nodes(env, RAY_PENDING_NODES, target.worker_groups)),
+        ], "pods"))
+    return charts
 
 
 def gpu_pool_row(env: Environment, target: GpuPoolTarget) -> Row:
@@ -554,15 +561,7 @@ def gpu_pool_row(env: Environment, target: GpuPoolTarget) -> Row:
                 dataset(_node_query(env, target, HBM_TOTAL, "ALIGN_MEAN", 60, "REDUCE_SUM")),
             ], "bytes"),
         ]
-        if target.pools:
-            charts.append(chart("Interruptions per hour, by type and reason",
-                                [dataset(interruptions(env, target, 3600, by_reason=True), plot="STACKED_BAR")],
-                                "interruptions"))
-        if env.ray_metrics and target.worker_groups:
-            charts.append(chart(f"Ray worker pods of {_groups(target)} (active, pending)", [
-                dataset(ray_nodes(env, RAY_ACTIVE_NODES, target.worker_groups)),
-                dataset(ray_nodes(env, RAY_PENDING_NODES, target.worker_groups)),
-            ], "pods"))
+        charts += _interruption_and_ray_charts(env, target)
     except ObservabilityError as error:
         raise error.on("gpu_pool", target.name) from None
     return Row(f"GPU pool {target.name}: {target.describe}", charts)
