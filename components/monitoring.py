@@ -70,11 +70,6 @@ class SliceMonitoringArgs(TypedDict, total=False):
 PROJECT_ID = re.compile(r"[a-z][-a-z0-9]{4,28}[a-z0-9]")
 
 
-def gpu_pool_model() -> Any:
-    """The model GPU pool entries are validated with (models.GpuPoolConfig), or None before the library has one."""
-    return getattr(models, "GpuPoolConfig", None)
-
-
 def _validated(args: Any, name: str) -> tuple[observability.Environment, list[observability.SliceTarget],
                                                list[observability.GpuPoolTarget], MonitoringConfig]:
     """The environment and targets of SliceMonitoringArgs, with every dashboard and policy built once to prove they
@@ -158,12 +153,7 @@ def _targets(args: dict, section: str, root: str, mode: str, problems: list[Prob
         problems.append(Problem(f"{root}.{section}", f"must be a list (given {show(raw)})"))
         return []
     gpu = section == "gpu_pools"
-    key, model = ("pool", gpu_pool_model()) if gpu else ("slice", TpuSliceConfig)
-    if model is None:
-        if raw:
-            problems.append(Problem(f"{root}.{section}", "GPU pools need models.GpuPoolConfig, which this version of "
-                                                         "the library does not have yet"))
-        return []
+    key, model = ("pool", models.GpuPoolConfig) if gpu else ("slice", TpuSliceConfig)
     out, seen_names = [], {}
     for index, item in enumerate(raw):
         path = f"{root}.{section}[{index}]"

@@ -12,7 +12,7 @@ import pytest
 from helpers import STACKS, config_of, minimal_values, plan_of, run, steps_of_type
 from plan import harness, stackfile
 from plan.review import replacement
-from ray_tpu_gke import monitoring
+from ray_tpu_gke.models import GpuPoolConfig
 
 DASHBOARD = "gcp:monitoring/dashboard:Dashboard"
 POLICY = "gcp:monitoring/alertPolicy:AlertPolicy"
@@ -233,8 +233,6 @@ GOOD = {
     "labels": {"team": "ml"},
 }
 GPU_POOL = {"pool": {"name": "l4", "accelerator": "nvidia-l4"}, "pools": ["l4"], "worker_groups": ["gpu"]}
-needs_gpu_pools = pytest.mark.skipif(monitoring.gpu_pool_model() is None,
-                                     reason="GPU pool entries (models.GpuPoolConfig) are not in the library yet")
 
 
 def test_the_component_alone_builds_its_slices(tmp_path):
@@ -253,21 +251,19 @@ def test_the_component_alone_builds_its_slices(tmp_path):
     assert plan.warnings == []  # not production
 
 
-@needs_gpu_pools
 def test_the_component_alone_builds_gpu_pools(tmp_path):
     plan = component_plan(tmp_path, {**GOOD, "gpu_pools": [GPU_POOL]})
     assert plan.outputs["error"] == ""
     assert [s.name for s in plan.steps if s.type == POLICY][-2:] == ["mon-l4-gpu-idle", "mon-l4-gpu-interruptions"]
     (dashboard,) = [s for s in plan.steps if s.type == DASHBOARD]
     tiles = json.loads(dashboard.inputs["dashboardJson"])["mosaicLayout"]["tiles"]
-    machine = monitoring.gpu_pool_model()(name="l4", accelerator="nvidia-l4").machine_type
+    machine = GpuPoolConfig(name="l4", accelerator="nvidia-l4").machine_type
     assert [t["widget"]["title"] for t in tiles if "collapsibleGroup" in t["widget"]][-1] == \
         f"GPU pool l4: 1 x {machine} (nvidia-l4), onDemand"
     idle = next(s for s in plan.steps if s.name == "mon-l4-gpu-idle")
     assert idle.inputs["userLabels"] == {"team": "ml", "alert": "gpu-idle", "subject": "l4"}
 
 
-@needs_gpu_pools
 def test_gpu_pools_are_checked_with_the_slices(tmp_path):
     plan = component_plan(tmp_path, {**GOOD, "mode": "autopilot", "slices": [],
                                      "gpu_pools": [GPU_POOL, {"pool": {"name": "l4", "accelerator": "nvidia-l4"}}]})
@@ -283,13 +279,6 @@ def test_gpu_pools_are_checked_with_the_slices(tmp_path):
     assert ('SliceMonitoring(mon).args.gpu_pools: GPU pool "v5p-16" has the name of SliceMonitoring(mon).args.'
             "slices[0]: names must differ") in error
     assert [s.type for s in plan.steps] == ["pulumi:pulumi:Stack"]
-
-
-def test_gpu_pools_are_refused_while_the_library_has_no_gpu_pool_model(tmp_path, monkeypatch):
-    if monitoring.gpu_pool_model() is not None:
-        pytest.skip("the library has GPU pool entries")
-    error = component_plan(tmp_path, {**GOOD, "gpu_pools": [GPU_POOL]}).outputs["error"]
-    assert "SliceMonitoring(mon).args.gpu_pools: GPU pools need models.GpuPoolConfig" in error
 
 
 @pytest.mark.parametrize("change, problems", [
