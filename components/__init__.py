@@ -39,7 +39,8 @@ except PackageNotFoundError:  # imported from a checkout that is not installed
 
 __all__ = [
     "admission", "catalog", "CatalogError", "SliceShape", "slice_shape", "ConfigError", "StackConfig",
-    "load_stack_config", "SliceMonitoring", "SliceMonitoringArgs", "GkeCluster", "TpuSlicePools", "WorkerPool", "RayCluster", "RayService", "RayJob",
+    "load_stack_config", "SliceMonitoring", "SliceMonitoringArgs", "GkeCluster", "TpuSlicePools", "WorkerPool",
+    "RayCluster", "RayService", "RayJob",
     "RayTpuPlatform", "ClusterSpecArgs", "CpuPoolArgs", "GkeClusterArgs", "GpuPoolArgs", "PoolAutoscalingArgs",
     "WorkerPoolArgs", "RayClusterArgs", "RayJobArgs", "RayJobSpecArgs", "RayObjectArgs",
     "RayServiceArgs", "RayServiceSpecArgs", "RayTpuPlatformArgs", "SliceAutoscalingArgs", "StorageArgs",

@@ -381,10 +381,6 @@ def node_worker_resources(vcpus: float, memory_gib: float, gcs_fuse: bool) -> tu
     return math.floor(cpu), math.floor(memory)
 
 
-def tpu_worker_resources(machine: catalog.MachineType, gcs_fuse: bool) -> tuple[int, int]:
-    """Whole CPUs and GiB a TPU worker container requests (one per host)."""
-    return node_worker_resources(machine.vcpus, machine.memory_gib, gcs_fuse)
-
 
 # --- capacity, reservations, Ray -----------------------------------------------------------------------------------
 
@@ -516,7 +512,8 @@ def tpu_quota_need(generation: str, capacity: str, chips: int, region: str, who:
     return QuotaNeed(on_demand if capacity == "onDemand" else preemptible, region, chips, who)
 
 
-def quota_shortfalls(needs: Iterable[QuotaNeed], available: dict[tuple[str, str], float]) -> tuple[list[str], list[str]]:
+def quota_shortfalls(needs: Iterable[QuotaNeed],
+                     available: dict[tuple[str, str], float]) -> tuple[list[str], list[str]]:
     """(errors, warnings) for needs against what a project has: `available[(quota key, region)]`."""
     totals: dict[tuple[str, str], list[QuotaNeed]] = {}
     for need in needs:

@@ -193,7 +193,8 @@ def _gpu_pool(pool, i: int, context: ClusterContext, paths: Paths, warnings: lis
         return [Problem(machine_path, f"{show(pool.machine_type)} is {error}")]
     if pool.capacity not in machine.capacities:
         problems.append(Problem(paths("gpu_pools", i, "capacity"),
-                                f"{show(pool.capacity)} is not how {machine.name} is sold ({admission.GPU_CAPACITY.id}); "
+                                f"{show(pool.capacity)} is not how {machine.name} is sold "
+                                f"({admission.GPU_CAPACITY.id}); "
                                 f"allowed: {', '.join(machine.capacities)}"))
     if pool.capacity == "reservation" and pool.reservation is None:
         problems.append(Problem(paths("gpu_pools", i, "reservation"), "required when capacity is reservation"))
@@ -345,7 +346,8 @@ def _check_job(job: RayJobConfig, path: str, paths: Paths, clusters: set) -> lis
     problems = []
     if job.ttl_seconds_after_finished is not None and not job.shutdown_after_job_finishes:
         problems.append(Problem(f"{path}.{paths.key('ttl_seconds_after_finished')}",
-                                f"{job.ttl_seconds_after_finished} is only allowed with shutdownAfterJobFinishes: true"))
+                                f"{job.ttl_seconds_after_finished} is only allowed with "
+                                "shutdownAfterJobFinishes: true"))
     if job.cluster is not None:
         if job.shutdown_after_job_finishes and "shutdown_after_job_finishes" in job.model_fields_set:
             problems.append(Problem(f"{path}.{paths.key('shutdown_after_job_finishes')}",
@@ -412,7 +414,8 @@ def check_heads(cluster: Optional[ClusterConfig], lists: dict, paths: Paths) -> 
             if cpu > cpu_free or memory > memory_free:
                 problems.append(Problem(
                     paths(kind, i, "head"),
-                    f"{obj.head.cpu} CPU and {obj.head.memory} (with sidecars {cpu:g} CPU, {memory:.2f} GiB) do not fit "
+                    f"{obj.head.cpu} CPU and {obj.head.memory} (with sidecars {cpu:g} CPU, {memory:.2f} GiB) "
+                    "do not fit "
                     f"a {cluster.system_pool.machine_type} system node, which allocates {cpu_free:.2f} CPU and "
                     f"{memory_free:.2f} GiB to pods; allowed: a smaller head or a larger "
                     f"{paths.key('system_pool')}.{paths.key('machine_type')}"))

@@ -21,7 +21,8 @@ from pydantic.alias_generators import to_camel
 
 from . import admission
 from .models import (DEFAULT_RAY_IMAGE, DEFAULT_RAY_VERSION, ClusterConfig, CpuPoolConfig,  # noqa: F401
-                     GpuPoolConfig, MonitoringConfig, PricingConfig, RayClusterConfig, RayJobConfig, RayObjectConfig, RayServiceConfig, StorageConfig,
+                     GpuPoolConfig, MonitoringConfig, PricingConfig, RayClusterConfig, RayJobConfig, RayObjectConfig,
+                     RayServiceConfig, StorageConfig,
                      TpuSliceConfig, WorkerGroupConfig, validate_as)
 
 PROJECT = "ray-tpu-gke"

@@ -60,8 +60,8 @@ def compute_class_name(entry: TpuSliceConfig | GpuPoolConfig) -> str:
 def capacity_selector(tpu_slice, standard: bool, cluster_name: str = "") -> dict[str, str]:
     """Node labels that steer a pod to the slice's capacity type.
 
-    Standard mode: the slice's own pools carry SLICE_LABEL, which is exact. Autopilot: GKE provisions nodes from what the
-    pod selects, so the capacity type is spelled out.
+    Standard mode: the slice's own pools carry SLICE_LABEL, which is exact. Autopilot: GKE provisions nodes from what
+    the pod selects, so the capacity type is spelled out.
     """
     if standard:
         return {SLICE_LABEL: tpu_slice.name}
@@ -152,7 +152,7 @@ def _head_group(obj: RayObjectConfig, ctx: RenderContext) -> dict:
 def _tpu_worker(tpu_slice: TpuSliceConfig, ctx: RenderContext, gcs: bool) -> dict:
     shape = tpu_slice.shape
     # Sized from what the host allocates to pods (admission.ALLOCATABLE), less the GCS FUSE sidecar it shares.
-    cpu, memory = admission.tpu_worker_resources(shape.machine_type, gcs_fuse=gcs)
+    cpu, memory = admission.node_worker_resources(shape.machine_type.vcpus, shape.machine_type.memory_gib, gcs)
     env = [{"name": "JAX_PLATFORMS", "value": "tpu,cpu"}, {"name": "ENABLE_PJRT_COMPATIBILITY", "value": "true"}]
     ports = []
     if shape.multi_host:

@@ -122,8 +122,9 @@ def mermaid(config: StackConfig, marks: dict[str, str] | None = None) -> str:
         for gid, g in group_ids:
             if g.target[1] in slice_ids:
                 lines.append(f"  {slice_ids[g.target[1]]} --> {gid}")
-    used = {k for k in (list(marks.values()) + ["gke", "tpu", "ray"] + (["sys"] if config.standard or config.cpu_pools
-                                                                          else []) + (["gpu"] if config.gpu_pools else []))}
+    used = set(marks.values()) | {"gke", "tpu", "ray"}
+    used |= {"sys"} if config.standard or config.cpu_pools else set()
+    used |= {"gpu"} if config.gpu_pools else set()
     for name, style in CLASSES.items():
         if name in used:
             lines.append(f"  classDef {name} {style}")

@@ -1,13 +1,36 @@
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
 
-import plan  # noqa: E402,F401  binds ray_tpu_gke to this checkout's components/ before any test imports it
+import plan as _checkout_plan  # noqa: E402,F401  binds ray_tpu_gke to this checkout's components/ first
 
 
 def pytest_addoption(parser):
     parser.addoption("--update-snapshots", action="store_true", help="rewrite tests/snapshots/ from the current plans")
+
+
+@dataclass
+class CliResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def plan(capsys):
+    """`python -m plan ARGS` run in-process (imports are paid once): its exit status, stdout and stderr."""
+    from plan import __main__ as plan_cli
+
+    def run(*args):
+        code = plan_cli.main(list(args))
+        out, err = capsys.readouterr()
+        return CliResult(code, out, err)
+
+    return run

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import copy
 import functools
+import os
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -52,3 +55,27 @@ def minimal_values(**overrides: Any) -> dict[str, Any]:
 
 def run(values: dict[str, Any], stack: str = "test", preview: bool = False) -> dict:
     return harness.run_program(stack, values, preview=preview).to_json()
+
+
+# --- a copy of the project in a git repository of its own, for the diff's end-to-end tests --------------------------
+
+PROJECT_FILES = ("Pulumi.yaml", "__main__.py", "components", "plan", "stacks")
+GIT_ENV = dict(os.environ, GIT_AUTHOR_NAME="test", GIT_AUTHOR_EMAIL="test@example.com", GIT_COMMITTER_NAME="test",
+               GIT_COMMITTER_EMAIL="test@example.com", GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, env=GIT_ENV, check=True, capture_output=True, text=True).stdout
+
+
+def project_repo(repo: Path) -> Path:
+    """`repo` holding a copy of the project, as a new git repository on `main` with nothing committed yet."""
+    for name in PROJECT_FILES:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, repo / name)
+    (repo / ".gitignore").write_text("__pycache__/\n")
+    git(repo, "init", "-q", "-b", "main")
+    return repo

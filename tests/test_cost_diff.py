@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from decimal import Decimal
@@ -27,10 +26,7 @@ from plan.review.markdown import markdown
 from plan.review.revisions import Side
 from plan.review.text import print_text
 
-ROOT = Path(__file__).resolve().parent.parent
-PROJECT_FILES = ("Pulumi.yaml", "__main__.py", "components", "plan", "stacks")
-GIT_ENV = dict(os.environ, GIT_AUTHOR_NAME="test", GIT_AUTHOR_EMAIL="test@example.com", GIT_COMMITTER_NAME="test",
-               GIT_COMMITTER_EMAIL="test@example.com", GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
+from helpers import ROOT, git, project_repo  # noqa: E402
 
 
 def item(name, hourly, kind="tpuSlice", capacity="onDemand", rate=2.5, low=None, high=None, **extra):
@@ -223,22 +219,11 @@ def test_markdown_says_when_the_cost_change_is_unknown():
 # --- end to end ----------------------------------------------------------------------------------------------------
 
 
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, env=GIT_ENV, check=True, capture_output=True, text=True).stdout
-
-
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory) -> Path:
     """The project at `base`; in the working tree staging provisions two slices instead of one."""
     repo = tmp_path_factory.mktemp("cost-project")
-    for name in PROJECT_FILES:
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, repo / name)
-    (repo / ".gitignore").write_text("__pycache__/\n")
-    git(repo, "init", "-q", "-b", "main")
+    project_repo(repo)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "base")
     git(repo, "tag", "base")

@@ -9,25 +9,9 @@ import pytest
 import yaml
 
 from ray_tpu_gke import pricing
-from plan import __main__ as plan_cli
 from plan import harness, stackfile
 
 from helpers import minimal_values
-
-
-class Result:
-    def __init__(self, returncode, stdout, stderr):
-        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
-
-
-@pytest.fixture
-def plan(capsys):
-    def run(*args):
-        code = plan_cli.main(list(args))
-        out, err = capsys.readouterr()
-        return Result(code, out, err)
-
-    return run
 
 
 def stack_file(tmp_path, values, name="test"):

@@ -30,14 +30,7 @@ from plan.review import classify, paths, replacement, revisions
 from plan.review.markdown import MARKER, markdown
 from plan.review.text import print_text
 
-ROOT = Path(__file__).resolve().parent.parent
-PROJECT_FILES = ("Pulumi.yaml", "__main__.py", "components", "plan", "stacks")
-GIT_ENV = dict(os.environ, GIT_AUTHOR_NAME="test", GIT_AUTHOR_EMAIL="test@example.com", GIT_COMMITTER_NAME="test",
-               GIT_COMMITTER_EMAIL="test@example.com", GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, env=GIT_ENV, check=True, capture_output=True, text=True).stdout
+from helpers import ROOT, git, project_repo  # noqa: E402
 
 
 def edit_stack(repo: Path, stack: str, change) -> None:
@@ -72,14 +65,7 @@ def repo(tmp_path_factory) -> Path:
     `extra` (base with a spare single-host slice in staging, on a branch of its own), and a clean working tree at
     base."""
     repo = tmp_path_factory.mktemp("project")
-    for name in PROJECT_FILES:
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, repo / name)
-    (repo / ".gitignore").write_text("__pycache__/\n")
-    git(repo, "init", "-q", "-b", "main")
+    project_repo(repo)
     shutil.copy2(repo / "stacks" / "Pulumi.staging.yaml", repo / "stacks" / "Pulumi.legacy.yaml")
     edit_stack(repo, "legacy", break_topology)
     git(repo, "add", "-A")

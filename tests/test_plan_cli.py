@@ -7,26 +7,8 @@ import sys
 import pytest
 import yaml
 
-from plan import __main__ as plan_cli
 
 from helpers import ROOT, minimal_values
-
-
-class Result:
-    def __init__(self, returncode, stdout, stderr):
-        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
-
-
-@pytest.fixture
-def plan(capsys):
-    """Runs the CLI in-process (imports are paid once); one test below runs it as a real subprocess."""
-
-    def run(*args):
-        code = plan_cli.main(list(args))
-        out, err = capsys.readouterr()
-        return Result(code, out, err)
-
-    return run
 
 
 def stack_file(tmp_path, values):

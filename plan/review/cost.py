@@ -41,8 +41,28 @@ def _minus(after: dict, before: dict) -> dict:
     return {key: _num(_dec(after.get(key)) - _dec(before.get(key))) for key in ("hourly", "monthly")}
 
 
+class _Delta:
+    """What an item's and a stack's cost change share: amounts `before` (at REF) and `after` (the working tree)."""
+
+    before: Optional[dict]
+    after: Optional[dict]
+
+    def change(self, which: str = "") -> dict:
+        return _minus(_amounts(self.after, which), _amounts(self.before, which))
+
+    @property
+    def monthly(self) -> Decimal:
+        """The change of the monthly cost at the configured size."""
+        return _dec(self.change()["monthly"])
+
+    @property
+    def max_monthly(self) -> Decimal:
+        """The change of the most it can cost in a month (every autoscaled pool at its maximum)."""
+        return _dec(self.change("max")["monthly"])
+
+
 @dataclass
-class ItemDelta:
+class ItemDelta(_Delta):
     """One TPU slice entry or node pool whose cost changes: its amounts at REF and in the working tree."""
 
     kind: str
@@ -53,17 +73,6 @@ class ItemDelta:
     @property
     def op(self) -> str:
         return "create" if self.before is None else "delete" if self.after is None else "update"
-
-    def change(self, which: str = "") -> dict:
-        return _minus(_amounts(self.after, which), _amounts(self.before, which))
-
-    @property
-    def monthly(self) -> Decimal:
-        return _dec(self.change()["monthly"])
-
-    @property
-    def max_monthly(self) -> Decimal:
-        return _dec(self.change("max")["monthly"])
 
     def to_json(self) -> dict:
         out = {"kind": self.kind, "name": self.name, "op": self.op, **self.change(),
@@ -85,7 +94,7 @@ def _summary(item: Optional[dict]) -> Optional[dict]:
 
 
 @dataclass
-class CostDelta:
+class CostDelta(_Delta):
     """A stack's cost at REF, in the working tree, and the change per item; `unknown` where it cannot be told."""
 
     currency: str = "USD"
@@ -97,19 +106,6 @@ class CostDelta:
     @property
     def known(self) -> bool:
         return self.unknown is None
-
-    def change(self, which: str = "") -> dict:
-        return _minus(_amounts(self.after, which), _amounts(self.before, which))
-
-    @property
-    def monthly(self) -> Decimal:
-        """The change of the monthly cost at the configured size."""
-        return _dec(self.change()["monthly"])
-
-    @property
-    def max_monthly(self) -> Decimal:
-        """The change of the most the stack can cost in a month (every autoscaled pool at its maximum)."""
-        return _dec(self.change("max")["monthly"])
 
     @property
     def changed(self) -> bool:
