@@ -19,7 +19,8 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-from ray_tpu_gke.config import ConfigError, parse_stack_config
+from ray_tpu_gke.spec.config import parse_stack_config
+from ray_tpu_gke.spec.problems import ConfigError
 
 from . import synthetic
 

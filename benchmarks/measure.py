@@ -39,7 +39,7 @@ def warm_imports() -> None:
     """Import what either program needs, identically for both."""
     for module, name in SDK_CLASSES:
         getattr(importlib.import_module(module), name)
-    for module in ("plan.harness", "ray_tpu_gke.platform", "ray_tpu_gke.stack", "benchmarks.floor",
+    for module in ("plan.harness", "ray_tpu_gke.resources.platform", "ray_tpu_gke.spec.stack", "benchmarks.floor",
                    "benchmarks.synthetic"):
         importlib.import_module(module)
 

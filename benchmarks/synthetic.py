@@ -2,7 +2,7 @@
 
 Deterministic (slice i always has the same shape), so two runs of one size plan the same resources. Every shape is
 taken from the catalogue, and `values(n)` is a config map as the Pulumi engine hands it to the program (see
-tests/helpers.minimal_values), valid for `ray_tpu_gke.config.parse_stack_config`.
+tests/helpers.minimal_values), valid for `ray_tpu_gke.spec.config.parse_stack_config`.
 """
 
 from __future__ import annotations

@@ -12,25 +12,43 @@ Public API (everything else is internal):
 - `ConfigError` (bad arguments or configuration, every problem with its path), `load_stack_config` (the stack file
   front end) and `admission` (the rules GKE, Kubernetes, KubeRay and Ray enforce, with their sources).
 
-Pure modules (no Pulumi import): `catalog`, `admission`, `models`, `config`, `checks`, `manifests`.
+Layers, each importing only those before it: `catalog` (numbers and data tables) and `admission` (service rules),
+no Pulumi; `spec` (validated declarations); `render` (pure builders); `resources` (the ComponentResources).
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
 from . import admission, catalog
-from .args import (ClusterSpecArgs, CpuPoolArgs, GkeClusterArgs, GpuPoolArgs, PoolAutoscalingArgs, RayClusterArgs,
-                   RayJobArgs, RayJobSpecArgs, RayObjectArgs, RayServiceArgs, RayServiceSpecArgs, RayTpuPlatformArgs,
-                   SliceAutoscalingArgs, StorageArgs, TpuSliceArgs, TpuSlicePoolsArgs, WorkerGroupArgs,
-                   WorkerPoolArgs)
 from .catalog import CatalogError, SliceShape, slice_shape
-from .cluster import GkeCluster
-from .config import ConfigError, StackConfig
-from .monitoring import SliceMonitoring, SliceMonitoringArgs
-from .platform import RayTpuPlatform
-from .ray import RayCluster, RayJob, RayService
-from .slice_pool import TpuSlicePools
-from .stack import load_stack_config
-from .worker_pool import WorkerPool
+from .resources.cluster import GkeCluster
+from .resources.monitoring import SliceMonitoring, SliceMonitoringArgs
+from .resources.platform import RayTpuPlatform
+from .resources.ray import RayCluster, RayJob, RayService
+from .resources.slice_pool import TpuSlicePools
+from .resources.worker_pool import WorkerPool
+from .spec.args import (
+    ClusterSpecArgs,
+    CpuPoolArgs,
+    GkeClusterArgs,
+    GpuPoolArgs,
+    PoolAutoscalingArgs,
+    RayClusterArgs,
+    RayJobArgs,
+    RayJobSpecArgs,
+    RayObjectArgs,
+    RayServiceArgs,
+    RayServiceSpecArgs,
+    RayTpuPlatformArgs,
+    SliceAutoscalingArgs,
+    StorageArgs,
+    TpuSliceArgs,
+    TpuSlicePoolsArgs,
+    WorkerGroupArgs,
+    WorkerPoolArgs,
+)
+from .spec.config import StackConfig
+from .spec.problems import ConfigError
+from .spec.stack import load_stack_config
 
 try:
     __version__ = version("ray-tpu-gke")

@@ -13,12 +13,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ray_tpu_gke.config import ConfigError
-from ray_tpu_gke.preflight import PreflightError
+from ray_tpu_gke.resources.preflight import PreflightError
+from ray_tpu_gke.spec.problems import ConfigError
 
 from . import cost, harness, render, stackfile
 from .review import gates
-
 
 
 def parse_args(argv):

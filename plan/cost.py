@@ -1,4 +1,4 @@
-"""The plan's cost: the estimate of `ray_tpu_gke.pricing` attached to the plan JSON (`cost`), and its table for people.
+"""The plan's cost: the estimate of `ray_tpu_gke.render.pricing` attached to the plan JSON (`cost`), and its table for people.
 
 A rate that neither the stack nor the price table has does not stop the plan: the plan prints, `cost` says which rates
 are missing (`missing`, each with the `ray-tpu-gke:pricing.rates` entry to add) and carries no amounts, and each
@@ -15,8 +15,9 @@ from typing import Optional
 
 from rich.table import Table
 
-from ray_tpu_gke import pricing
-from ray_tpu_gke.config import StackConfig
+from ray_tpu_gke.catalog import prices
+from ray_tpu_gke.render import pricing
+from ray_tpu_gke.spec.config import StackConfig
 
 from .harness import Plan
 
@@ -41,9 +42,9 @@ class CostResult:
         if self.estimate is not None:
             out += list(self.estimate.warnings)
             age = self.estimate.age_days
-            if age is not None and age > pricing.STALE_AFTER_DAYS:
+            if age is not None and age > prices.STALE_AFTER_DAYS:
                 out.append(f"the oldest price used is {age} days old ({self.estimate.oldest_as_of}); refresh "
-                           "components/data/prices.yaml or the stack's ray-tpu-gke:pricing.rates")
+                           "components/catalog/data/prices.yaml or the stack's ray-tpu-gke:pricing.rates")
         return out
 
 
@@ -69,7 +70,7 @@ def usd(value: Decimal, places: int = 2) -> str:
     return pricing.format_usd(Decimal(value), places)
 
 
-def rate_text(rate: pricing.Rate) -> str:
+def rate_text(rate: prices.Rate) -> str:
     """`$2.70/chip-hour`, `$0.26805/VM-hour`: every digit of the rate, at least cents."""
     amount = rate.hourly.normalize()
     if amount.as_tuple().exponent > -2:

@@ -12,8 +12,9 @@ import re
 import sys
 from pathlib import Path
 
-from ray_tpu_gke.config import (ConfigError, RayClusterConfig, RayJobConfig, RayObjectConfig, RayServiceConfig,
-                               StackConfig)
+from ray_tpu_gke.spec.config import StackConfig
+from ray_tpu_gke.spec.models import RayClusterConfig, RayJobConfig, RayObjectConfig, RayServiceConfig
+from ray_tpu_gke.spec.problems import ConfigError
 
 from . import stackfile
 

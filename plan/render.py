@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
-from ray_tpu_gke.config import StackConfig
+from ray_tpu_gke.spec.config import StackConfig
 
 from .harness import Plan
 

@@ -6,7 +6,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ray_tpu_gke.config import PROJECT, ConfigError, Problem, StackConfig, parse_stack_config
+from ray_tpu_gke.spec.config import StackConfig, parse_stack_config
+from ray_tpu_gke.spec.paths import PROJECT
+from ray_tpu_gke.spec.problems import ConfigError, Problem
 
 from . import yamlfile
 

@@ -2,7 +2,7 @@
 
 - TPU node pools are recognised by a catalogue machine type; a pool's slice shape comes from its placement
   (`placementPolicy.tpuTopology`, or the workload policy `placementPolicy.policyName` names), else it is one host.
-- TPU worker groups of KubeRay objects are read with `ray_tpu_gke.manifests.tpu_worker_groups`.
+- TPU worker groups of KubeRay objects are read with `ray_tpu_gke.render.manifests.tpu_worker_groups`.
 - A worker group's node selector is matched against the labels a pool's nodes will carry, so rules can tell which
   pools a Ray object runs on.
 """
@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Mapping
 
-from ray_tpu_gke import catalog, manifests
+from ray_tpu_gke import catalog
+from ray_tpu_gke.render import manifests
 
 from .view import NODE_POOL, RESOURCE_POLICY, Resource, StackView, is_known, lookup
 

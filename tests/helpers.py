@@ -10,8 +10,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from ray_tpu_gke.config import parse_stack_config
 from plan import harness, stackfile
+from ray_tpu_gke.spec.config import parse_stack_config
 
 ROOT = Path(__file__).resolve().parent.parent
 STACKS = stackfile.stacks()

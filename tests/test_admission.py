@@ -4,15 +4,23 @@ import copy
 import re
 
 import pytest
+from helpers import (
+    ROOT,
+    STACKS,  # noqa: E402  every stack in stacks/
+    config_of,
+    minimal_values,
+    plan_of,
+    run,
+    steps_of_type,
+)
 
 from plan import mocks
-from ray_tpu_gke import admission, catalog, manifests
-from ray_tpu_gke.config import ConfigError, parse_stack_config
-from ray_tpu_gke.preflight import PreflightError
+from ray_tpu_gke import admission, catalog
+from ray_tpu_gke.render import manifests
+from ray_tpu_gke.resources.preflight import PreflightError
+from ray_tpu_gke.spec.config import parse_stack_config
+from ray_tpu_gke.spec.problems import ConfigError
 
-from helpers import ROOT, config_of, minimal_values, plan_of, run, steps_of_type
-
-from helpers import STACKS  # noqa: E402  every stack in stacks/
 RAY_TYPES = ("kubernetes:ray.io/v1:RayCluster", "kubernetes:ray.io/v1:RayService", "kubernetes:ray.io/v1:RayJob")
 
 

@@ -4,8 +4,8 @@ resources as the plan it replays. Timing lives in `make bench` only (docs/benchm
 from __future__ import annotations
 
 from benchmarks import floor, measure, synthetic
-from ray_tpu_gke.config import parse_stack_config
 from plan import harness
+from ray_tpu_gke.spec.config import parse_stack_config
 
 
 def _resource(step: dict) -> tuple:

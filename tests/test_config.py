@@ -3,9 +3,10 @@
 import copy
 
 import pytest
-
-from ray_tpu_gke.config import ConfigError, parse_stack_config
 from helpers import minimal_values
+
+from ray_tpu_gke.spec.config import parse_stack_config
+from ray_tpu_gke.spec.problems import ConfigError
 
 
 def problems(values, stack="test"):

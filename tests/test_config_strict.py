@@ -1,11 +1,12 @@
 """Nothing silently ignored or overridden (issue #17): one spelling per key, values a service would refuse, one pass."""
 
 import pytest
+from helpers import minimal_values
 
 from plan import harness
 from ray_tpu_gke import admission
-from ray_tpu_gke.config import ConfigError, parse_stack_config
-from helpers import minimal_values
+from ray_tpu_gke.spec.config import parse_stack_config
+from ray_tpu_gke.spec.problems import ConfigError
 
 
 def problems(values):

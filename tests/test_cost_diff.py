@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import ROOT, git, project_repo  # noqa: E402
 from rich.console import Console
 
 from plan.__main__ import parse_args
@@ -25,8 +26,8 @@ from plan.review.cost import delta
 from plan.review.markdown import markdown
 from plan.review.revisions import Side
 from plan.review.text import print_text
-
-from helpers import ROOT, git, project_repo  # noqa: E402
+from ray_tpu_gke.catalog import prices
+from ray_tpu_gke.render import pricing
 
 
 def item(name, hourly, kind="tpuSlice", capacity="onDemand", rate=2.5, low=None, high=None, **extra):
@@ -171,7 +172,7 @@ def test_the_diff_own_exit_statuses_come_first():
 
 
 def test_risk_and_cost_together_report_the_lowest_status():
-    from plan.review.changes import Change
+    from plan.review.change import Change
     from plan.review.replacement import NODE_POOL
 
     report = report_of(cost(item("a", 40)), cost(item("a", 80)))
@@ -245,12 +246,11 @@ def gated(repo):
 
 
 def test_end_to_end_json_delta_and_exit_4(gated):
-    from ray_tpu_gke import pricing
 
     assert gated.returncode == 4, gated.stderr
     payload = json.loads(gated.stdout)
     (slice_delta,) = payload["cost"]["items"]
-    rate = next(r.hourly for r in pricing.load_table() if (r.kind, r.name, r.capacity, r.region)
+    rate = next(r.hourly for r in prices.load_table() if (r.kind, r.name, r.capacity, r.region)
                 == ("tpu", "v6e", "onDemand", "us-east5"))
     one_slice = 16 * rate  # staging's v6e 4x4 slice: 16 chips at the table's chip-hour
     assert (slice_delta["kind"], slice_delta["name"], slice_delta["op"]) == ("tpuSlice", "v6e-16", "update")
@@ -262,9 +262,8 @@ def test_end_to_end_json_delta_and_exit_4(gated):
 
 
 def test_end_to_end_under_the_amount_passes_and_text_shows_the_cost(repo):
-    from ray_tpu_gke import pricing
 
-    rate = next(r.hourly for r in pricing.load_table() if (r.kind, r.name, r.capacity, r.region)
+    rate = next(r.hourly for r in prices.load_table() if (r.kind, r.name, r.capacity, r.region)
                 == ("tpu", "v6e", "onDemand", "us-east5"))
     done = cli(repo, "--fail-on-cost-increase", "100000")
     assert done.returncode == 0, done.stderr

@@ -7,11 +7,11 @@ import json
 
 import pytest
 import yaml
-
-from ray_tpu_gke import pricing
-from plan import harness, stackfile
-
 from helpers import minimal_values
+
+from plan import harness, stackfile
+from ray_tpu_gke.catalog import prices
+from ray_tpu_gke.render import pricing
 
 
 def stack_file(tmp_path, values, name="test"):
@@ -89,7 +89,7 @@ def test_stranded_capacity_is_a_line_with_its_cost(plan, tmp_path):
     values = minimal_values(tpuSlices=[{"name": "v6e-4", "generation": "v6e", "topology": "2x2"},
                                        {"name": "spare", "generation": "v6e", "topology": "2x2"}])
     out = plan("test", "--config-file", str(stack_file(tmp_path, values))).stdout
-    rate = next(r.hourly for r in pricing.load_table() if (r.kind, r.name, r.capacity, r.region)
+    rate = next(r.hourly for r in prices.load_table() if (r.kind, r.name, r.capacity, r.region)
                 == ("tpu", "v6e", "onDemand", "us-east5"))
     hourly, monthly = pricing.format_usd(4 * rate), pricing.format_usd(4 * rate * 730)
     assert (f"Stranded: {hourly}/hour, {monthly}/month provisioned that no Ray worker group uses (spare: 1 slice x 4 "

@@ -9,14 +9,13 @@ import sys
 from decimal import Decimal
 
 import yaml
+from helpers import ROOT, plan_of
 
-from ray_tpu_gke import pricing
-from ray_tpu_gke.config import parse_stack_config
 from plan import stackfile
 from policy import engine
 from policy.rules import ADVISORY, MANDATORY
-
-from helpers import ROOT, plan_of
+from ray_tpu_gke.render import pricing
+from ray_tpu_gke.spec.config import parse_stack_config
 
 
 def with_cost(stack: str, **pricing_section) -> dict:

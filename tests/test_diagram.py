@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from ray_tpu_gke.config import parse_stack_config
 from helpers import STACKS, config_of, minimal_values
+
 from plan import diagram
+from ray_tpu_gke.spec.config import parse_stack_config
 
 
 def edges(chart: str) -> set[tuple[str, str]]:

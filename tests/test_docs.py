@@ -3,11 +3,11 @@
 import re
 
 import yaml
-
-from ray_tpu_gke import manifests
-from ray_tpu_gke.config import parse_stack_config
-from ray_tpu_gke.identity import RAY_KSA
 from helpers import ROOT
+
+from ray_tpu_gke.render import manifests
+from ray_tpu_gke.resources.identity import RAY_KSA
+from ray_tpu_gke.spec.config import parse_stack_config
 
 
 def examples():

@@ -1,12 +1,13 @@
 """GPU and CPU pools beside TPU slices (issue #13): the catalogue against its source table, the node pools against what
 `gcloud container node-pools create --accelerator` creates, worker groups in both modes, and bad configuration."""
 
-import pytest
-
 import kuberay_schema
-from ray_tpu_gke import catalog
-from ray_tpu_gke.config import ConfigError, parse_stack_config
+import pytest
 from helpers import minimal_values, plan_of, run, steps_of_type
+
+from ray_tpu_gke import catalog
+from ray_tpu_gke.spec.config import parse_stack_config
+from ray_tpu_gke.spec.problems import ConfigError
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 

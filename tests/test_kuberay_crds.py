@@ -12,12 +12,13 @@ from __future__ import annotations
 import copy
 import math
 
-import pytest
-
 import kuberay_schema
-from ray_tpu_gke import catalog, manifests
-from ray_tpu_gke.config import parse_stack_config
+import pytest
 from helpers import STACKS, minimal_values, plan_of
+
+from ray_tpu_gke import catalog
+from ray_tpu_gke.render import manifests
+from ray_tpu_gke.spec.config import parse_stack_config
 
 RAY_TYPES = {f"kubernetes:ray.io/v1:{kind}" for kind in kuberay_schema.KINDS}
 RELEASES = kuberay_schema.RELEASES

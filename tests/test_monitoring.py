@@ -8,11 +8,11 @@ import json
 import textwrap
 
 import pytest
-
 from helpers import STACKS, config_of, minimal_values, plan_of, run, steps_of_type
+
 from plan import harness, stackfile
 from plan.review import replacement
-from ray_tpu_gke.models import GpuPoolConfig
+from ray_tpu_gke.spec.models import GpuPoolConfig
 
 DASHBOARD = "gcp:monitoring/dashboard:Dashboard"
 POLICY = "gcp:monitoring/alertPolicy:AlertPolicy"
@@ -205,8 +205,8 @@ def test_ray_charts_follow_the_ray_operator_monitoring_switch():
 
 PROGRAM = textwrap.dedent("""
     import pulumi
-    from ray_tpu_gke.config import ConfigError
-    from ray_tpu_gke.monitoring import SliceMonitoring
+    from ray_tpu_gke import ConfigError
+    from ray_tpu_gke.resources.monitoring import SliceMonitoring
 
     args = pulumi.Config("ray-tpu-gke").require_object("args")
     try:

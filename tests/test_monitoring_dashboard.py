@@ -16,10 +16,12 @@ import json
 
 import jsonschema
 import pytest
-
 from helpers import STACKS, config_of, plan_of, run, steps_of_type
-from ray_tpu_gke import catalog, observability
-from ray_tpu_gke.observability import Environment, GpuPoolTarget, SliceTarget
+
+from ray_tpu_gke import catalog
+from ray_tpu_gke.catalog import metrics
+from ray_tpu_gke.render import dashboards
+from ray_tpu_gke.render.series import Environment, GpuPoolTarget, SliceTarget
 
 DASHBOARD = "gcp:monitoring/dashboard:Dashboard"
 
@@ -169,7 +171,7 @@ def layout_errors(dashboard: dict) -> list[str]:
             period = aggregation.get("alignmentPeriod", "60s")
             if float(period[:-1]) < 60:
                 errors.append(f"{t['widget']['title']}: alignmentPeriod {period} is under 60s")
-    if len(tiles) > observability.limit("widgets_per_dashboard"):
+    if len(tiles) > metrics.limit("widgets_per_dashboard"):
         errors.append(f"{len(tiles)} widgets")
     return errors
 
@@ -212,15 +214,15 @@ def test_one_row_per_slice_entry_with_its_charts(stack):
     assert [t.split(":")[0] for t in slice_rows] == [f"TPU slice {s.name}" for s in config.tpu_slices]
     for s, title in zip(config.tpu_slices, slice_rows):
         types = metric_types(by_title[title])
-        expected = {observability.NODE_CONDITION, observability.DUTY_CYCLE, observability.TENSORCORE,
-                    observability.HBM_BANDWIDTH, observability.HBM_USED, observability.HBM_TOTAL}
+        expected = {metrics.NODE_CONDITION, metrics.DUTY_CYCLE, metrics.TENSORCORE,
+                    metrics.HBM_BANDWIDTH, metrics.HBM_USED, metrics.HBM_TOTAL}
         if config.standard:
-            expected.add(observability.INTERRUPTIONS)
+            expected.add(metrics.INTERRUPTIONS)
             if s.shape.multi_host:
-                expected.add(observability.MULTI_HOST_AVAILABLE)
+                expected.add(metrics.MULTI_HOST_AVAILABLE)
         groups = [g for o in config.ray_objects for g in o.worker_groups if g.slice == s.name]
         if config.cluster.ray_operator.monitoring and groups:
-            expected |= {observability.RAY_ACTIVE_NODES, observability.RAY_PENDING_NODES}
+            expected |= {metrics.RAY_ACTIVE_NODES, metrics.RAY_PENDING_NODES}
         assert types == expected, title
         ready = next(c for c in by_title[title] if c["title"].startswith("Ready hosts"))
         assert ready["xyChart"]["thresholds"][0]["value"] == s.shape.hosts
@@ -256,7 +258,7 @@ def test_standard_rows_name_the_pools_and_autopilot_rows_the_selected_labels():
 def test_dashboard_json_in_the_plan_is_the_builder_output_with_sorted_keys():
     (step,) = steps_of_type(plan_of("staging"), DASHBOARD)
     text = step["newState"]["inputs"]["dashboardJson"]
-    assert text == observability.dashboard_json(json.loads(text))
+    assert text == dashboards.dashboard_json(json.loads(text))
     assert step["newState"]["inputs"]["project"] == "acme-ml-staging"
 
 
@@ -327,11 +329,11 @@ def test_a_gpu_pool_row_is_one_more_row():
     env = Environment("acme-ml-test", "ray-tpu", "test", ray_metrics=True)
     tpu = SliceTarget("v6e-8", catalog.resolve("v6e", "2x4"), pools=("v6e-8-0",), worker_groups=("tpu",))
     gpu = GpuPoolTarget("l4", "nvidia-l4", "g2-standard-8", count=2, pools=("l4",), worker_groups=("gpu",))
-    (dashboard,) = observability.dashboards(env, [tpu], [gpu])
+    (dashboard,) = dashboards.dashboards(env, [tpu], [gpu])
     assert schema_errors(dashboard) == [] and layout_errors(dashboard) == []
     by_title = rows(dashboard)
     assert list(by_title)[-1] == "GPU pool l4: 2 x g2-standard-8 (nvidia-l4), onDemand"
     assert metric_types(by_title[list(by_title)[-1]]) == {
-        observability.NODE_CONDITION, observability.DUTY_CYCLE, observability.HBM_USED, observability.HBM_TOTAL,
-        observability.INTERRUPTIONS, observability.RAY_ACTIVE_NODES, observability.RAY_PENDING_NODES}
-    assert observability.gpu_pool_row(env, gpu).widgets == 6
+        metrics.NODE_CONDITION, metrics.DUTY_CYCLE, metrics.HBM_USED, metrics.HBM_TOTAL,
+        metrics.INTERRUPTIONS, metrics.RAY_ACTIVE_NODES, metrics.RAY_PENDING_NODES}
+    assert dashboards.gpu_pool_row(env, gpu).widgets == 6

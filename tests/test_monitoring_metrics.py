@@ -13,12 +13,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from helpers import STACKS, plan_of, steps_of_type
-from ray_tpu_gke import catalog, observability
-from ray_tpu_gke.observability import Environment, GpuPoolTarget, ObservabilityError, SliceTarget
 
-DATA = yaml.safe_load(observability.METRICS_FILE.read_text())
+from ray_tpu_gke import catalog
+from ray_tpu_gke.catalog import metrics
+from ray_tpu_gke.catalog.metrics import ObservabilityError
+from ray_tpu_gke.render import alerts, dashboards, series
+from ray_tpu_gke.render.series import Environment, GpuPoolTarget, SliceTarget
+
+DATA = yaml.safe_load(metrics.METRICS_FILE.read_text())
 METRICS = {m["type"]: m for m in DATA["metrics"]}
 RESOURCES = DATA["resources"]
 DASHBOARD = "gcp:monitoring/dashboard:Dashboard"
@@ -65,7 +68,7 @@ def check_series(filter_text: str, aggregations: list[dict]) -> str:
             allowed = {"resource.label": resource["labels"], "metric.label": metric["labels"],
                        "metadata.user_labels": resource["user_labels"]}[match["scope"]]
             assert match["key"] in allowed, f"{metric_type} cannot be grouped by {group}"
-        assert observability.aggregation_problems(observability.metric_list().metric(metric_type), aggregation) == []
+        assert series.aggregation_problems(metrics.metric_list().metric(metric_type), aggregation) == []
     return metric_type
 
 
@@ -106,9 +109,9 @@ def extra_series():
                                     ("cloud.google.com/gke-tpu-accelerator", "tpu-v6e-slice"),
                                     ("cloud.google.com/gke-tpu-topology", "2x4")), worker_groups=("g",))
     for env, slices, gpus in ((ENV, [MULTI], [GPU]), (autopilot, [spot], [GPU_AUTOPILOT])):
-        for dashboard in observability.dashboards(env, slices, gpus):
+        for dashboard in dashboards.dashboards(env, slices, gpus):
             yield from dashboard_series(dashboard)
-        for spec in observability.alert_policies(env, slices, gpus):
+        for spec in alerts.alert_policies(env, slices, gpus):
             yield from policy_series(spec.policy)
 
 
@@ -143,8 +146,8 @@ def test_metric_types_are_spelled_as_their_sources_spell_them():
 
 def test_node_labels_listed_are_the_ones_slices_select():
     """Autopilot filters select a slice's nodes by the labels its pods select: all of them must be listed."""
-    from ray_tpu_gke import manifests
-    from ray_tpu_gke.models import TpuSliceConfig
+    from ray_tpu_gke.render import manifests
+    from ray_tpu_gke.spec.models import TpuSliceConfig
 
     listed = set(RESOURCES["k8s_node"]["user_labels"])
     for capacity, extra in (("spot", {}), ("flexStart", {}), ("onDemand", {}),
@@ -153,7 +156,7 @@ def test_node_labels_listed_are_the_ones_slices_select():
             tpu = TpuSliceConfig(name="s", generation=generation, topology=topology, capacity=capacity,
                                  zone="us-central1-b", **extra)
             assert set(manifests.slice_node_selector(tpu, standard=False, cluster_name="c")) <= listed
-    assert observability.NODEPOOL_LABEL in listed and observability.GPU_ACCELERATOR_LABEL in listed
+    assert metrics.NODEPOOL_LABEL in listed and metrics.GPU_ACCELERATOR_LABEL in listed
 
 
 # --- every filter of every stack, and of every builder ---------------------------------------------------------------
@@ -188,50 +191,50 @@ def test_filters_name_the_stack_project_and_cluster():
 def test_unknown_metric_type_is_refused_with_the_listed_ones():
     with pytest.raises(ObservabilityError, match="kubernetes.io/container/accelerator/duty_cycle.*not in "
                                                  "data/metrics.yaml; listed: kubernetes.io/node/accelerator"):
-        observability.series_filter(ENV, "kubernetes.io/container/accelerator/duty_cycle")
+        series.series_filter(ENV, "kubernetes.io/container/accelerator/duty_cycle")
 
 
 @pytest.mark.parametrize("selection, message", [
     ({"resource": {"pod_name": "x"}}, "k8s_node has no resource label 'pod_name'"),
     ({"metric": {"tpu_topology": "2x2"}}, "duty_cycle has no metric label 'tpu_topology'"),
     ({"user": {"ray-tpu-gke/slice": "x"}}, "node label 'ray-tpu-gke/slice' is not listed for k8s_node"),
-    ({"user": {observability.NODEPOOL_LABEL: 'a"b'}}, "cannot be matched in a Monitoring filter"),
+    ({"user": {metrics.NODEPOOL_LABEL: 'a"b'}}, "cannot be matched in a Monitoring filter"),
 ])
 def test_unlisted_labels_and_unquotable_values_are_refused(selection, message):
     with pytest.raises(ObservabilityError, match=re.escape(message)):
-        observability.series_filter(ENV, observability.DUTY_CYCLE, **selection)
+        series.series_filter(ENV, metrics.DUTY_CYCLE, **selection)
 
 
 def test_groupings_and_aggregations_are_checked():
     with pytest.raises(ObservabilityError, match="cannot be grouped by metric label 'node_type'"):
-        observability.group_field(observability.DUTY_CYCLE, "metric", "node_type")
+        series.group_field(metrics.DUTY_CYCLE, "metric", "node_type")
     with pytest.raises(ObservabilityError, match="below 60s"):
-        observability.query(ENV, observability.DUTY_CYCLE, "ALIGN_MEAN", 30)
-    metric = observability.metric_list().metric
-    assert observability.aggregation_problems(metric(observability.DUTY_CYCLE), {
+        series.query(ENV, metrics.DUTY_CYCLE, "ALIGN_MEAN", 30)
+    metric = metrics.metric_list().metric
+    assert series.aggregation_problems(metric(metrics.DUTY_CYCLE), {
         "alignmentPeriod": "60s", "perSeriesAligner": "ALIGN_FRACTION_TRUE"}) == [
         "ALIGN_FRACTION_TRUE needs Boolean values; kubernetes.io/node/accelerator/duty_cycle is DOUBLE"]
-    assert observability.aggregation_problems(metric(observability.MULTI_HOST_AVAILABLE), {
+    assert series.aggregation_problems(metric(metrics.MULTI_HOST_AVAILABLE), {
         "alignmentPeriod": "60s", "perSeriesAligner": "ALIGN_MEAN", "crossSeriesReducer": "REDUCE_MEAN"}) == [
         "ALIGN_MEAN needs numeric values; kubernetes.io/node_pool/multi_host/available is BOOL"]
-    assert observability.aggregation_problems(metric(observability.INTERRUPTIONS), {
+    assert series.aggregation_problems(metric(metrics.INTERRUPTIONS), {
         "perSeriesAligner": "ALIGN_RATE", "crossSeriesReducer": "REDUCE_SUM"}) == [
         "ALIGN_RATE needs an alignmentPeriod in seconds (given None)",
         "ALIGN_RATE needs a CUMULATIVE or DELTA metric; kubernetes.io/node_pool/interruption_count is GAUGE"]
 
 
 def test_several_values_are_one_full_match_and_a_long_filter_is_refused():
-    f = observability.series_filter(ENV, observability.DUTY_CYCLE,
-                                    user={observability.NODEPOOL_LABEL: ["a-0", "a-1", "a.b"]})
+    f = series.series_filter(ENV, metrics.DUTY_CYCLE,
+                                    user={metrics.NODEPOOL_LABEL: ["a-0", "a-1", "a.b"]})
     assert f.endswith('metadata.user_labels."cloud.google.com/gke-nodepool"='
                       'monitoring.regex.full_match("a-0|a-1|a[.]b")')
     pools = [f"slice-with-a-long-name-{i}" for i in range(100)]
     with pytest.raises(ObservabilityError, match=r"more than the 2048 Cloud Monitoring accepts"):
-        observability.series_filter(ENV, observability.DUTY_CYCLE, user={observability.NODEPOOL_LABEL: pools})
+        series.series_filter(ENV, metrics.DUTY_CYCLE, user={metrics.NODEPOOL_LABEL: pools})
 
 
 def test_runbook_has_a_section_for_every_alert():
     text = (Path(__file__).resolve().parent.parent / "docs" / "operations.md").read_text()
     headings = set(re.findall(r"^###? (.+)$", text, re.M))
-    for kind, (title, _, _) in observability.ALERTS.items():
+    for kind, (title, _, _) in alerts.ALERTS.items():
         assert title in headings, f"docs/operations.md has no section {title!r} ({kind})"

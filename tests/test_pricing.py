@@ -1,4 +1,4 @@
-"""The cost estimate (`ray_tpu_gke.pricing`): arithmetic per capacity type, autoscaling ranges, Autopilot, stranded
+"""The cost estimate (`ray_tpu_gke.render.pricing`): arithmetic per capacity type, autoscaling ranges, Autopilot, stranded
 capacity, stack rates beating the table, missing rates, and the shipped price table itself.
 
 Most tests price against a small table written here, so every expected number is visibly a row (or a stack rate)
@@ -16,11 +16,12 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
-
-from ray_tpu_gke import pricing
-from ray_tpu_gke.config import ConfigError, StackConfig, parse_stack_config
-
 from helpers import ROOT, config_of, minimal_values
+
+from ray_tpu_gke.catalog import prices
+from ray_tpu_gke.render import pricing
+from ray_tpu_gke.spec.config import StackConfig, parse_stack_config
+from ray_tpu_gke.spec.problems import ConfigError
 
 TODAY = date(2026, 12, 1)
 URL = "https://example.com/prices"
@@ -40,7 +41,7 @@ ROWS = [
     {"kind": "cpu", "name": "e2-standard-16", "capacity": "spot", "region": "us-east5", "hourly": 0.125,
      "asOf": "2026-11-01", "source": URL},
 ]
-TABLE = pricing.parse_table({"currency": "USD", "rates": ROWS})
+TABLE = prices.parse_table({"currency": "USD", "rates": ROWS})
 
 
 def config(**overrides) -> StackConfig:
@@ -343,8 +344,8 @@ def test_money_formatting():
 
 
 def test_the_shipped_table_is_list_prices_each_dated_placed_and_sourced():
-    rows = yaml.safe_load((ROOT / "components" / "data" / "prices.yaml").read_text())["rates"]
-    table = pricing.load_table()
+    rows = yaml.safe_load((ROOT / "components" / "catalog" / "data" / "prices.yaml").read_text())["rates"]
+    table = prices.load_table()
     assert len(table) == len(rows) > 0
     for row, rate in zip(rows, table):
         assert set(row) == {"kind", "name", "capacity", "region", "hourly", "asOf", "source", "note"}, row
@@ -362,12 +363,12 @@ def test_the_table_rejects_what_is_not_a_sourced_list_price():
                             ({"source": "http://example.com"}, "https URL"),
                             ({"hourly": 0}, "positive number"),
                             ({"region": "us-east5-b"}, "not a region")):
-        with pytest.raises(pricing.TableError, match=message):
-            pricing.parse_table({"currency": "USD", "rates": [{**good, **broken}]})
-    with pytest.raises(pricing.TableError, match="a second row"):
-        pricing.parse_table({"currency": "USD", "rates": [good, copy.deepcopy(good)]})
-    with pytest.raises(pricing.TableError, match="exactly kind"):
-        pricing.parse_table({"currency": "USD", "rates": [{k: v for k, v in good.items() if k != "asOf"}]})
+        with pytest.raises(prices.TableError, match=message):
+            prices.parse_table({"currency": "USD", "rates": [{**good, **broken}]})
+    with pytest.raises(prices.TableError, match="a second row"):
+        prices.parse_table({"currency": "USD", "rates": [good, copy.deepcopy(good)]})
+    with pytest.raises(prices.TableError, match="exactly kind"):
+        prices.parse_table({"currency": "USD", "rates": [{k: v for k, v in good.items() if k != "asOf"}]})
 
 
 @pytest.mark.parametrize("stack", ["dev", "staging", "sandbox"])
@@ -380,7 +381,7 @@ def test_the_committed_stacks_without_reservations_are_priced_by_the_table(stack
 def test_staging_is_its_slice_and_its_system_pool_at_list_price():
     e = pricing.estimate(config_of("staging"), today=TODAY)
     tpu, system = e.item("tpuSlice", "v6e-16"), e.item("cpuPool", "system")
-    row = {(r.kind, r.name, r.capacity, r.region): r for r in pricing.load_table()}
+    row = {(r.kind, r.name, r.capacity, r.region): r for r in prices.load_table()}
     assert tpu.rate == row[("tpu", "v6e", "onDemand", "us-east5")]
     assert system.rate == row[("cpu", "e2-standard-8", "onDemand", "us-east5")]
     assert e.total.hourly == 16 * tpu.rate.hourly + 1 * system.rate.hourly

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from plan.review import capacity, tpu
-from plan.review.changes import Change
+from plan.review.change import Change
 from plan.review.replacement import NODE_POOL
 from plan.review.tpu import PoolSize
 

@@ -8,7 +8,8 @@ import pytest
 
 from plan.__main__ import parse_args
 from plan.review import gates
-from plan.review.changes import Change, Report, StackDiff
+from plan.review.change import Change
+from plan.review.changes import Failure, Report, StackDiff
 from plan.review.replacement import CLUSTER, NODE_POOL
 from plan.review.revisions import Side
 
@@ -35,7 +36,7 @@ def test_the_gate_is_off_by_default():
 def test_fail_on_risk_exits_3_and_names_every_risky_change():
     result = judged(report(RISKY, SAFE), ["--fail-on-risk"])
     assert result.exit_code == gates.EXIT_RISK == 3
-    assert result.failed_gates == [gates.Failure("--fail-on-risk", 3, [f"prod: replace {NODE_POOL} v6e-64-0"])]
+    assert result.failed_gates == [Failure("--fail-on-risk", 3, [f"prod: replace {NODE_POOL} v6e-64-0"])]
     assert judged(report(SAFE), ["--fail-on-risk"]).exit_code == 0
 
 

@@ -17,12 +17,14 @@ import os
 import sys
 from collections import defaultdict
 
-import pytest
-
 import kuberay_schema
+import pytest
 from helpers import ROOT
-from plan import harness, stackfile, verify
-from ray_tpu_gke import catalog, manifests
+
+from plan import harness, stackfile
+from plan.verify import checks, cli, expected, kubectl, labels, smoke
+from ray_tpu_gke import catalog
+from ray_tpu_gke.render import manifests
 from workloads import tpu_smoke
 
 DATA = ROOT / "tests" / "data" / "verify"
@@ -34,12 +36,12 @@ def template(name: str) -> dict:
 
 
 @functools.lru_cache(maxsize=None)
-def _planned(stack: str) -> verify.StackPlan:
+def _planned(stack: str) -> expected.StackPlan:
     values, secrets, config = stackfile.load_checked(stack)
-    return verify.stack_plan(harness.run_program(stack, values, secrets), config)
+    return expected.stack_plan(harness.run_program(stack, values, secrets), config)
 
 
-def planned(stack: str) -> verify.StackPlan:
+def planned(stack: str) -> expected.StackPlan:
     return copy.deepcopy(_planned(stack))
 
 
@@ -54,7 +56,7 @@ def make_node(name: str, labels: dict, chips: int) -> dict:
     return node
 
 
-def make_pod(namespace: str, cluster: str, group: verify.GroupPlan, replica: int, worker: int, node: str) -> dict:
+def make_pod(namespace: str, cluster: str, group: expected.GroupPlan, replica: int, worker: int, node: str) -> dict:
     pod = template("pod.json")
     spec, name = group.spec, group.group
     pod["metadata"].update(name=f"{cluster}-{name}-worker-{replica}{worker}", namespace=namespace)
@@ -138,8 +140,8 @@ def healthy(stack: str) -> dict:
                     shape = catalog.resolve(spec.generation, spec.topology)
                     hosts = [f"gk3-{group.group}-{replica}-{w}" for w in range(spec.hosts)]
                     for name in hosts:
-                        nodes.append(make_node(name, {**group.selector, verify.NODE_POOL_LABEL: f"nap-{hosts[0]}",
-                                                      verify.INSTANCE_TYPE_LABEL: shape.machine_type.name},
+                        nodes.append(make_node(name, {**group.selector, labels.NODE_POOL_LABEL: f"nap-{hosts[0]}",
+                                                      labels.INSTANCE_TYPE_LABEL: shape.machine_type.name},
                                                spec.chips_per_host))
                 pods += [make_pod(obj.namespace, cluster, group, replica, w, hosts[w]) for w in range(spec.hosts)]
             slices = max(1, group.min_replicas if group.autoscaling else group.replicas)
@@ -149,9 +151,9 @@ def healthy(stack: str) -> dict:
             shape = pool.shape
             for w in range(shape.hosts):
                 nodes.append(make_node(f"gke-{pool.name}-{w}", {
-                    verify.NODE_POOL_LABEL: pool.name, catalog.ACCELERATOR_LABEL: shape.accelerator,
+                    labels.NODE_POOL_LABEL: pool.name, catalog.ACCELERATOR_LABEL: shape.accelerator,
                     catalog.TOPOLOGY_LABEL: shape.topology, manifests.SLICE_LABEL: pool.slice,
-                    verify.INSTANCE_TYPE_LABEL: shape.machine_type.name}, shape.chips_per_host))
+                    labels.INSTANCE_TYPE_LABEL: shape.machine_type.name}, shape.chips_per_host))
     return {"context": CONTEXT, "nodes": nodes, "pods": pods, "objects": objects,
             "smoke": {"status": {"jobDeploymentStatus": "Complete", "jobStatus": "SUCCEEDED"}, "logs": logs}}
 
@@ -189,12 +191,12 @@ def fake_kubectl(tmp_path, monkeypatch):
 def run(tmp_path, monkeypatch, capsys):
     """Run `python -m plan.verify STACK --context CONTEXT ...` in-process against a state; returns
     (exit status, checks by (subject, name), stdout, the stand-in kubectl's state afterwards); `run.err` is stderr."""
-    monkeypatch.setattr(verify.harness, "run_program", program_once)
+    monkeypatch.setattr(expected.harness, "run_program", program_once)
     path = fake_kubectl(tmp_path, monkeypatch)
 
     def go(stack: str, state: dict, *args: str, text: bool = False):
         path.write_text(json.dumps(state))
-        code = verify.main([stack, "--context", CONTEXT, "--poll", "0", *args, *([] if text else ["--json"])])
+        code = cli.main([stack, "--context", CONTEXT, "--poll", "0", *args, *([] if text else ["--json"])])
         out, go.err = capsys.readouterr()
         checks = {} if text else {(c["subject"], c["name"]): c for c in json.loads(out)["checks"]}
         return code, checks, out, json.loads(path.read_text())
@@ -247,7 +249,7 @@ def test_the_smoke_rayjob_is_a_valid_kuberay_object_running_the_smoke_test_on_th
         assert kuberay_schema.errors(job, release) == [], release
     assert job["metadata"]["namespace"] == "ray"
     assert job["metadata"]["name"].startswith("smoke-v6e-16-")
-    assert len(job["metadata"]["name"]) <= verify.MAX_RAYJOB_NAME
+    assert len(job["metadata"]["name"]) <= smoke.MAX_RAYJOB_NAME
     assert job["spec"]["clusterSelector"] == {"ray.io/cluster": "train"}
     words = job["spec"]["entrypoint"].split()
     assert words[:3] == ["python", "-m", "workloads.tpu_smoke"]
@@ -441,8 +443,8 @@ def test_a_smoke_job_without_a_result_fails_with_its_last_lines(run):
 
 def test_a_result_for_another_slice_does_not_count():
     group = planned("staging").objects[0].groups[0]
-    other = tpu_smoke.parse_result(smoke_log(verify.SliceSpec("v6e", "2x4", 2, 4), "v6e-16", 1))
-    check = verify.smoke_verdict("g", group, {"status": {"jobStatus": "SUCCEEDED"}}, json.dumps(other))
+    other = tpu_smoke.parse_result(smoke_log(expected.SliceSpec("v6e", "2x4", 2, 4), "v6e-16", 1))
+    check = smoke.smoke_verdict("g", group, {"status": {"jobStatus": "SUCCEEDED"}}, json.dumps(other))
     assert check.status == "fail"
     assert check.detail.startswith("the result is for another slice: topology '2x4' (asked '4x4')")
 
@@ -458,7 +460,7 @@ def test_a_smoke_job_that_never_finishes_fails_at_the_deadline(tmp_path, monkeyp
         now[0] += 100
 
     group = planned("staging").objects[0].groups[0]
-    (check,) = verify.run_smoke(verify.Kubectl(CONTEXT), [verify.SmokeTarget(TRAIN, "ray", "train", group)],
+    (check,) = smoke.run_smoke(kubectl.Kubectl(CONTEXT), [smoke.SmokeTarget(TRAIN, "ray", "train", group)],
                                 timeout=60, poll=1, keep=False, clock=lambda: now[0], sleep=sleep)
     assert check.status == "fail" and "not done within 420s (jobStatus RUNNING)" in check.detail
     after = json.loads(path.read_text())
@@ -468,14 +470,14 @@ def test_a_smoke_job_that_never_finishes_fails_at_the_deadline(tmp_path, monkeyp
 
 def test_a_smoke_job_kubectl_refuses_to_create_fails_that_group_only(run, monkeypatch):
     state = healthy("staging")
-    original = verify.Kubectl.json
+    original = kubectl.Kubectl.json
 
     def refuse(self, *args, **kwargs):
         if args[:1] == ("create",):
-            raise verify.KubectlError('kubectl create -f -: rayjobs.ray.io is forbidden: User "ci" cannot create')
+            raise kubectl.KubectlError('kubectl create -f -: rayjobs.ray.io is forbidden: User "ci" cannot create')
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(verify.Kubectl, "json", refuse)
+    monkeypatch.setattr(kubectl.Kubectl, "json", refuse)
     code, checks, _, _ = run("staging", state)
     assert code == 1
     assert failures(checks) == {(GROUP, "smoke"): 'could not create the smoke RayJob: kubectl create -f -: '
@@ -495,19 +497,19 @@ def test_an_unknown_context_exits_1_with_kubectls_message(run):
 
 def test_no_kubectl_on_path_exits_1(monkeypatch, capsys):
     monkeypatch.setenv("PATH", "/nonexistent")
-    assert verify.main(["staging", "--context", CONTEXT]) == 1
+    assert cli.main(["staging", "--context", CONTEXT]) == 1
     assert capsys.readouterr().err == "error: kubectl is not on PATH\n"
 
 
 def test_an_invalid_stack_exits_2_before_reading_the_cluster(tmp_path, capsys):
     broken = tmp_path / "Pulumi.broken.yaml"
     broken.write_text((ROOT / "stacks" / "Pulumi.staging.yaml").read_text().replace("topology: 4x4", "topology: 4x3"))
-    assert verify.main(["staging", "--context", CONTEXT, "--config-file", str(broken)]) == 2
+    assert cli.main(["staging", "--context", CONTEXT, "--config-file", str(broken)]) == 2
     assert "ray-tpu-gke:tpuSlices[0].topology" in capsys.readouterr().err
 
 
 def test_usage_errors_exit_2(capsys):
     with pytest.raises(SystemExit) as exit_:
-        verify.main(["staging"])
+        cli.main(["staging"])
     assert exit_.value.code == 2
     assert "--context" in capsys.readouterr().err

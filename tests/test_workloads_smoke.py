@@ -9,9 +9,11 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from helpers import ROOT
-from ray_tpu_gke import catalog, manifests, models
+
+from ray_tpu_gke import catalog
+from ray_tpu_gke.render import manifests
+from ray_tpu_gke.spec import models
 from workloads import slice as slices
 from workloads import tpu_smoke, train
 from workloads.slice import SliceSpec

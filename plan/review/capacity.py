@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
 if TYPE_CHECKING:
-    from .changes import Change
+    from .change import Change
 
 _FIELDS = ("chipsAdded", "chipsRemoved", "hostsAdded", "hostsRemoved")
 

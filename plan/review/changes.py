@@ -9,70 +9,13 @@ change adds and removes and its cost delta (`review.cost`). `to_json` gives the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from ..stackfile import EXIT_ERROR, EXIT_INVALID
 from .capacity import Capacity, of_changes
+from .change import OPS, Change, Detail
 from .cost import CostDelta
 from .cost import delta as cost_delta
-from .paths import ABSENT
 from .revisions import Side
-
-if TYPE_CHECKING:
-    from .gates import Failure
-    from .tpu import PoolSize
-
-
-@dataclass
-class Detail:
-    path: str
-    old: Any
-    new: Any
-    replaces: bool = False
-
-    def to_json(self) -> dict:
-        out: dict = {"path": self.path, "replaces": self.replaces}
-        if self.old is not ABSENT:
-            out["old"] = self.old
-        if self.new is not ABSENT:
-            out["new"] = self.new
-        return out
-
-
-@dataclass
-class Change:
-    op: str
-    urn: str
-    type: str
-    name: str
-    details: list[Detail] = field(default_factory=list)
-    risky: bool = False
-    reasons: list[str] = field(default_factory=list)
-    old_urn: str | None = None
-    protected: bool = False
-    summary: str = ""  # what the resource is, for TPU pools: machine type and shape
-    before: PoolSize | None = None  # a TPU pool's slice, hosts and chips at REF
-    after: PoolSize | None = None  # and in the working tree
-
-    @property
-    def diffs(self) -> list[str]:
-        return [d.path for d in self.details]
-
-    def to_json(self) -> dict:
-        out = {"op": self.op, "urn": self.urn, "type": self.type, "diffs": self.diffs, "name": self.name,
-               "risky": self.risky}
-        if self.reasons:
-            out["reasons"] = self.reasons
-        if self.details:
-            out["details"] = [d.to_json() for d in self.details]
-        if self.old_urn and self.old_urn != self.urn:
-            out["oldUrn"] = self.old_urn
-        if self.protected:
-            out["protected"] = True
-        return out
-
-
-OPS = ("create", "update", "replace", "delete")
 
 
 @dataclass
@@ -135,6 +78,15 @@ def summary_line(diff: StackDiff) -> str:
     counts = diff.counts
     parts = [f"{counts[op]} to {op}" for op in OPS if counts[op]]
     return ", ".join(parts) + f" ({diff.unchanged} unchanged)" if parts else f"no changes ({diff.unchanged} unchanged)"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A gate that failed: its option, its exit status and what made it fail, one line each."""
+
+    option: str
+    exit_code: int
+    problems: list[str]
 
 
 @dataclass

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .changes import Change, Detail, StackDiff
 from . import tpu
+from .change import Change, Detail
+from .changes import StackDiff
 from .paths import ABSENT, apply_ignore_changes, format_path, leaf_diffs, lookup
 from .replacement import CLUSTER, NODE_POOL, replace_rule
 from .revisions import Side

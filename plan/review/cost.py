@@ -157,7 +157,7 @@ def delta(old: Side, new: Side, ref: str) -> Optional[CostDelta]:
 
 
 def usd(value: Any, sign: bool = False, places: int = 2) -> str:
-    from ray_tpu_gke.pricing import format_usd
+    from ray_tpu_gke.render.pricing import format_usd
 
     return format_usd(_dec(value), places, sign=sign)
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
-    from .changes import Report
+    from .changes import Failure, Report
 
 EXIT_RISK = 3
 EXIT_COST = 4
@@ -47,15 +47,6 @@ class Gate:
     @property
     def dest(self) -> str:
         return self.option.lstrip("-").replace("-", "_")
-
-
-@dataclass(frozen=True)
-class Failure:
-    """A gate that failed: its option, its exit status and what made it fail, one line each."""
-
-    option: str
-    exit_code: int
-    problems: list[str]
 
 
 GATES: list[Gate] = []
@@ -87,6 +78,8 @@ def requested(args: argparse.Namespace) -> list[Gate]:
 
 def evaluate(report: Report, args: argparse.Namespace) -> list[Failure]:
     """The requested gates that fail on this report (`Report.exit_code` puts statuses 1 and 2 first)."""
+    from .changes import Failure  # here, not at the top: building the arguments imports this module alone
+
     failures = []
     for g in requested(args):
         problems = g.check(report, getattr(args, g.dest))

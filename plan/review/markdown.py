@@ -12,7 +12,8 @@ from pathlib import Path
 
 from .. import ROOT
 from .capacity import describe
-from .changes import Change, Report, StackDiff, summary_line
+from .change import Change
+from .changes import Report, StackDiff, summary_line
 from .cost import describe as describe_cost
 from .cost import usd
 from .paths import show
@@ -39,7 +40,7 @@ def _md_change_block(change: Change, limit: int) -> list[str]:
 
 def _diagram(diff: StackDiff, root: Path) -> str | None:
     """The working tree's diagram of a stack, slices touched by the change marked; None if it cannot be drawn."""
-    from ray_tpu_gke.config import ConfigError
+    from ray_tpu_gke.spec.problems import ConfigError
 
     from .. import diagram, stackfile
 

@@ -83,7 +83,7 @@ REPLACE_PATHS: dict[str, tuple[str, ...]] = {
     "gcp:storage/bucket:Bucket": (
         "customPlacementConfig", "enableObjectRetention", "hierarchicalNamespace", "location", "name", "project",
     ),
-    # Monitoring (components/monitoring.py): only the project is ForceNew (resource_monitoring_dashboard.go,
+    # Monitoring (components/resources/monitoring.py): only the project is ForceNew (resource_monitoring_dashboard.go,
     # resource_monitoring_alert_policy.go); a new dashboard JSON, condition, threshold or channel list is a PATCH.
     "gcp:monitoring/dashboard:Dashboard": ("project",),
     "gcp:monitoring/alertPolicy:AlertPolicy": ("project",),

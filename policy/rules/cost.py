@@ -2,7 +2,7 @@
 budget (mandatory where the stack sets one).
 
 The amounts come from the plan's `cost` object (`python -m plan STACK --json`: the estimate of
-`ray_tpu_gke.pricing`, per slice entry and pool). Where a plan has none (what the Pulumi CLI hands a policy pack, or
+`ray_tpu_gke.render.pricing`, per slice entry and pool). Where a plan has none (what the Pulumi CLI hands a policy pack, or
 an older saved plan) the advisory rules still fire without amounts, and the budget rule cannot run.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any, Mapping, Optional
 
-from ray_tpu_gke.pricing import format_usd
+from ray_tpu_gke.render.pricing import format_usd
 
 from .. import slices
 from ..view import StackView

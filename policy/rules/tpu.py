@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ray_tpu_gke import admission, catalog, manifests
+from ray_tpu_gke import admission, catalog
+from ray_tpu_gke.render import manifests
 
 from .. import slices
 from ..view import CLUSTER, Resource, StackView, is_known

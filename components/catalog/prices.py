@@ -1,0 +1,148 @@
+"""The price table (catalog/data/prices.yaml): public list prices of TPU chip-hours and GPU and CPU VM-hours, each
+row with its region, the date it was read and its source. Reservations and committed-use prices are never in the
+table: they are what a contract says, so a stack supplies them (`render.pricing`)."""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Optional
+
+import yaml
+
+HOURS_PER_MONTH = 730  # Google Cloud's pricing pages: "monthly" prices are 730 hours
+CURRENCY = "USD"
+TABLE_PATH = Path(__file__).resolve().parent / "data" / "prices.yaml"
+
+
+KINDS = ("tpu", "gpu", "cpu")
+UNITS = {"tpu": "chip-hour", "gpu": "VM-hour", "cpu": "VM-hour"}
+TABLE_CAPACITIES = ("onDemand", "spot", "flexStart")  # list prices; reservation and committed use are user-supplied
+CAPACITIES = (*TABLE_CAPACITIES, "reservation")
+ITEM_KINDS = ("tpuSlice", "gpuPool", "cpuPool")
+STALE_AFTER_DAYS = 180  # older list prices are flagged: Google changes them a few times a year
+
+
+# --- rates ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rate:
+    """One price: per chip-hour (TPU) or per VM-hour (GPU, CPU) of `name` with `capacity` in `region` (None: any)."""
+
+    kind: str
+    name: str
+    capacity: str
+    hourly: Decimal
+    region: Optional[str]
+    source: str
+    as_of: Optional[date]
+    origin: str  # "table" (components/catalog/data/prices.yaml) or "stack" (ray-tpu-gke:pricing.rates[i])
+
+    @property
+    def unit(self) -> str:
+        return UNITS[self.kind]
+
+    def matches(self, kind: str, name: str, capacity: str) -> bool:
+        return (self.kind, self.name, self.capacity) == (kind, name, capacity)
+
+    def describe(self) -> str:
+        """`$2.70/chip-hour (tpu v6e onDemand, us-east5, 2025-11-01, table)`."""
+        where = self.region or "all regions"
+        when = self.as_of.isoformat() if self.as_of else "undated"
+        return f"${_plain(self.hourly)}/{self.unit} ({self.kind} {self.name} {self.capacity}, {where}, {when}, " \
+               f"{self.origin})"
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "name": self.name, "capacity": self.capacity, "region": self.region,
+                "hourly": _number(self.hourly), "unit": self.unit,
+                "asOf": self.as_of.isoformat() if self.as_of else None, "source": self.source, "from": self.origin}
+
+
+class TableError(ValueError):
+    """The price table itself is malformed: each problem names its row."""
+
+
+def _date(value: Any, where: str) -> Optional[date]:
+    if value is None:
+        return None
+    if isinstance(value, date):
+        return value
+    try:
+        return date.fromisoformat(str(value))
+    except ValueError:
+        raise TableError(f"{where}: asOf {value!r} is not a date (YYYY-MM-DD)") from None
+
+
+def parse_table(document: Any, where: str = "prices table") -> tuple[Rate, ...]:
+    """The rows of a price table document (`currency`, `rates: [{kind, name, capacity, region, hourly, asOf,
+    source}]`), checked: list prices only, every row dated, placed and sourced, no two rows for the same rate."""
+    if not isinstance(document, Mapping) or document.get("currency") != CURRENCY:
+        raise TableError(f"{where}: must be a mapping with currency: {CURRENCY} and rates: [...]")
+    rows = document.get("rates")
+    if not isinstance(rows, list):
+        raise TableError(f"{where}: rates must be a list")
+    rates, seen = [], set()
+    fields = {"kind", "name", "capacity", "region", "hourly", "asOf", "source", "note"}
+    for i, row in enumerate(rows):
+        at = f"{where}: rates[{i}]"
+        if not isinstance(row, Mapping) or not fields >= set(row) or not (fields - {"note"}) <= set(row):
+            raise TableError(f"{at}: must have exactly kind, name, capacity, region, hourly, asOf, source (and an "
+                             f"optional note); given {sorted(row) if isinstance(row, Mapping) else row!r}")
+        if row["kind"] not in KINDS:
+            raise TableError(f"{at}: kind {row['kind']!r}; allowed: {', '.join(KINDS)}")
+        if row["capacity"] not in TABLE_CAPACITIES:
+            raise TableError(f"{at}: capacity {row['capacity']!r}; the table holds list prices only: "
+                             f"{', '.join(TABLE_CAPACITIES)} (reservations and committed use come from the stack)")
+        if not isinstance(row["region"], str) or not re.fullmatch(r"[a-z]+-[a-z]+[0-9]+", row["region"]):
+            raise TableError(f"{at}: region {row['region']!r} is not a region such as us-east5")
+        hourly = row["hourly"]
+        if isinstance(hourly, bool) or not isinstance(hourly, (int, float)) or not 0 < hourly < 1_000_000:
+            raise TableError(f"{at}: hourly {hourly!r} must be a positive number")
+        if not isinstance(row["source"], str) or not row["source"].startswith("https://"):
+            raise TableError(f"{at}: source {row['source']!r} must be an https URL")
+        as_of = _date(row["asOf"], at)
+        if as_of is None:
+            raise TableError(f"{at}: asOf is required")
+        key = (row["kind"], row["name"], row["capacity"], row["region"])
+        if key in seen:
+            raise TableError(f"{at}: a second row for {' '.join(key)}")
+        seen.add(key)
+        rates.append(Rate(row["kind"], str(row["name"]), row["capacity"], Decimal(str(hourly)), row["region"],
+                          row["source"], as_of, "table"))
+    return tuple(rates)
+
+
+@functools.lru_cache(maxsize=4)
+def load_table(path: Path = TABLE_PATH) -> tuple[Rate, ...]:
+    """The price table shipped with the package (components/catalog/data/prices.yaml)."""
+    return parse_table(yaml.safe_load(path.read_text(encoding="utf-8")), str(path.name))
+
+
+
+
+def find_rate(kind: str, name: str, capacity: str, region: str, overrides: Iterable[Rate],
+              table: Iterable[Rate]) -> Optional[Rate]:
+    """The stack's rate for this region, else the stack's rate for every region, else the table's row."""
+    overrides = list(overrides)
+    for candidates in ([r for r in overrides if r.region == region], [r for r in overrides if r.region is None],
+                       [r for r in table if r.region == region]):
+        found = next((r for r in candidates if r.matches(kind, name, capacity)), None)
+        if found is not None:
+            return found
+    return None
+
+
+def _number(value: Decimal) -> int | float:
+    """JSON: whole amounts as integers (as the plan's inputs are), others as floats."""
+    value = value.normalize()
+    return int(value) if value == value.to_integral_value() else float(value)
+
+
+def _plain(value: Decimal) -> str:
+    """`2.7`, `0.268`: a rate as the table writes it."""
+    return format(value.normalize(), "f")

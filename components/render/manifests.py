@@ -1,0 +1,334 @@
+"""KubeRay and GKE manifests as plain dicts, built from config and the TPU catalogue.
+
+Pure (no Pulumi import): a test can check every number of a manifest without running Pulumi, and the policy pack can
+rebuild the expectation from the same catalogue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import yaml
+
+from .. import admission, catalog
+from ..spec.config import StackConfig
+from ..spec.models import CpuPoolConfig, GpuPoolConfig, RayJobConfig, RayObjectConfig, RayServiceConfig, TpuSliceConfig
+
+SLICE_LABEL = "ray-tpu-gke/slice"
+POOL_LABEL = "ray-tpu-gke/pool"  # on the system, GPU and CPU pools' nodes
+SYSTEM_POOL = "system"
+TPU_TAINT = {"key": catalog.TPU_RESOURCE, "value": "present", "effect": "NoSchedule"}
+GPU_TAINT = {"key": catalog.GPU_RESOURCE, "value": "present", "effect": "NoSchedule"}  # admission.GPU_TAINT
+GCS_MOUNT = "/gcs"
+KINDS = {"rayClusters": "RayCluster", "rayServices": "RayService", "rayJobs": "RayJob"}  # config key -> kind
+# Node label GKE puts on nodes placed by a workload policy; xpk selects multi-host Ironwood slices with it
+# (AI-Hypercomputer/xpk src/xpk/core/scheduling.py).
+PLACEMENT_POLICY_LABEL = "cloud.google.com/placement-policy-name"
+
+@dataclass(frozen=True)
+class RenderContext:
+    """What a Ray object needs to know about the platform it runs on."""
+
+    standard: bool
+    service_account: str
+    bucket: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    cluster_name: str = ""  # names the Autopilot workload policies of multi-host Ironwood slices
+    head_pool: str = SYSTEM_POOL  # Standard mode: the node pool Ray heads run on
+
+
+def render_context(config: StackConfig, service_account: str) -> RenderContext:
+    return RenderContext(standard=config.standard, service_account=service_account, bucket=config.bucket_name,
+                         labels=dict(config.labels), cluster_name=config.cluster.name)
+
+
+def needs_workload_policy(shape: catalog.SliceShape) -> bool:
+    """GKE places multi-host Ironwood slices through a HIGH_THROUGHPUT workload policy, which replaces the TPU topology
+    flag (GKE "About Ironwood (TPU7x) in GKE")."""
+    return shape.multi_host and shape.generation.name == "tpu7x"
+
+
+def workload_policy_name(cluster_name: str, tpu_slice: TpuSliceConfig) -> str:
+    return f"{cluster_name}-{tpu_slice.name}"[:63].rstrip("-")
+
+
+def compute_class_name(entry: TpuSliceConfig | GpuPoolConfig) -> str:
+    return f"{entry.name}-flex-start"
+
+
+def capacity_selector(tpu_slice, standard: bool, cluster_name: str = "") -> dict[str, str]:
+    """Node labels that steer a pod to the slice's capacity type.
+
+    Standard mode: the slice's own pools carry SLICE_LABEL, which is exact. Autopilot: GKE provisions nodes from what
+    the pod selects, so the capacity type is spelled out.
+    """
+    if standard:
+        return {SLICE_LABEL: tpu_slice.name}
+    selector = {}
+    if tpu_slice.capacity == "spot":
+        selector["cloud.google.com/gke-spot"] = "true"
+    elif tpu_slice.capacity == "reservation":
+        # A label value holds no '/': the short name, and the owner project of a shared reservation apart
+        # (admission.RESERVATION_SELECTOR).
+        selector["cloud.google.com/reservation-name"] = tpu_slice.reservation_name
+        if tpu_slice.reservation_project:
+            selector["cloud.google.com/reservation-project"] = tpu_slice.reservation_project
+        selector["cloud.google.com/reservation-affinity"] = "specific"
+    elif tpu_slice.capacity == "flexStart":
+        selector["cloud.google.com/compute-class"] = compute_class_name(tpu_slice)
+    if isinstance(tpu_slice, TpuSliceConfig) and needs_workload_policy(tpu_slice.shape):
+        selector[PLACEMENT_POLICY_LABEL] = workload_policy_name(cluster_name, tpu_slice)
+    if tpu_slice.zone:
+        selector["topology.kubernetes.io/zone"] = tpu_slice.zone
+    return selector
+
+
+def slice_node_selector(tpu_slice: TpuSliceConfig, standard: bool, cluster_name: str = "") -> dict[str, str]:
+    return {**tpu_slice.shape.node_selector, **capacity_selector(tpu_slice, standard, cluster_name)}
+
+
+def compute_class(entry: TpuSliceConfig | GpuPoolConfig) -> dict:
+    """An Autopilot custom ComputeClass that provisions a slice's hosts, or a GPU pool's nodes, with flex-start VMs."""
+    if isinstance(entry, GpuPoolConfig):
+        accelerator = {"gpu": {"type": entry.accelerator, "count": entry.machine.gpus}}
+    else:
+        shape = entry.shape
+        accelerator = {"tpu": {"type": shape.accelerator, "count": shape.chips_per_host, "topology": shape.topology}}
+    return {
+        "apiVersion": "cloud.google.com/v1",
+        "kind": "ComputeClass",
+        "metadata": {"name": compute_class_name(entry)},
+        "spec": {
+            "priorities": [{**accelerator, "flexStart": {"enabled": True}}],
+            "nodePoolAutoCreation": {"enabled": True},
+            "whenUnsatisfiable": "DoNotScaleUp",
+        },
+    }
+
+
+def _gcs_fuse(ctx: RenderContext, obj: RayObjectConfig):
+    """Pod annotations, volumes and mounts for the cluster's bucket through the GCS FUSE CSI driver."""
+    if not (obj.gcs_fuse and ctx.bucket):
+        return {}, [], []
+    volume = {
+        "name": "gcs",
+        "csi": {
+            "driver": "gcsfuse.csi.storage.gke.io",
+            "volumeAttributes": {"bucketName": ctx.bucket, "mountOptions": "implicit-dirs"},
+        },
+    }
+    return {"gke-gcsfuse/volumes": "true"}, [volume], [{"name": "gcs", "mountPath": GCS_MOUNT}]
+
+
+def _head_group(obj: RayObjectConfig, ctx: RenderContext) -> dict:
+    annotations, volumes, mounts = _gcs_fuse(ctx, obj)
+    resources = {"cpu": obj.head.cpu, "memory": obj.head.memory}
+    container = {
+        "name": "ray-head",
+        "image": obj.image,
+        "ports": [
+            {"containerPort": 6379, "name": "gcs"},
+            {"containerPort": 8265, "name": "dashboard"},
+            {"containerPort": 10001, "name": "client"},
+            {"containerPort": 8000, "name": "serve"},
+        ],
+        "resources": {"requests": dict(resources), "limits": dict(resources)},
+    }
+    if mounts:
+        container["volumeMounts"] = mounts
+    spec = {"serviceAccountName": ctx.service_account, "containers": [container]}
+    if ctx.standard:
+        spec["nodeSelector"] = {"cloud.google.com/gke-nodepool": ctx.head_pool}
+    if volumes:
+        spec["volumes"] = volumes
+    template = {"spec": spec}
+    if annotations:
+        template["metadata"] = {"annotations": annotations}
+    # The head schedules no Ray tasks: TPU work belongs on the TPU hosts.
+    return {"rayStartParams": {"num-cpus": "0"}, "template": template}
+
+
+def _tpu_worker(tpu_slice: TpuSliceConfig, ctx: RenderContext, gcs: bool) -> dict:
+    shape = tpu_slice.shape
+    # Sized from what the host allocates to pods (admission.ALLOCATABLE), less the GCS FUSE sidecar it shares.
+    cpu, memory = admission.node_worker_resources(shape.machine_type.vcpus, shape.machine_type.memory_gib, gcs)
+    env = [{"name": "JAX_PLATFORMS", "value": "tpu,cpu"}, {"name": "ENABLE_PJRT_COMPATIBILITY", "value": "true"}]
+    ports = []
+    if shape.multi_host:
+        # What KubeRay's multi-host TPU samples give each host: its node IP for the megascale/vbar control service,
+        # and the MXLA port the hosts of one slice talk on.
+        env += [
+            {"name": "NODE_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}},
+            {"name": "VBAR_CONTROL_SERVICE_URL", "value": "$(NODE_IP):8353"},
+        ]
+        ports.append({"containerPort": 8081, "name": "mxla"})
+    if gcs:
+        env.append({"name": "JAX_COMPILATION_CACHE_DIR", "value": f"{GCS_MOUNT}/xla-cache"})
+    return {
+        # Whole chips only: a TPU host is never shared, and KubeRay derives Ray's TPU resource from this limit.
+        "resources": {"cpu": str(cpu), "memory": f"{memory}Gi", catalog.TPU_RESOURCE: str(shape.chips_per_host)},
+        "env": env, "ports": ports, "hosts": shape.hosts,
+        "selector": slice_node_selector(tpu_slice, ctx.standard, ctx.cluster_name),
+        "tolerations": [{"key": catalog.TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}],
+    }
+
+
+def _gpu_worker(pool: GpuPoolConfig, ctx: RenderContext, gcs: bool) -> dict:
+    machine = pool.machine
+    cpu, memory = admission.node_worker_resources(machine.vcpus, machine.memory_gib, gcs_fuse=gcs)
+    if ctx.standard:
+        selector = {catalog.GPU_ACCELERATOR_LABEL: pool.accelerator, POOL_LABEL: pool.name}
+    else:  # GKE "Deploy GPU workloads in Autopilot": the type, and the count per node, as node selectors
+        selector = {catalog.GPU_ACCELERATOR_LABEL: pool.accelerator, catalog.GPU_COUNT_LABEL: str(machine.gpus),
+                    **capacity_selector(pool, standard=False)}
+    return {
+        # All the node's GPUs, requests equal to limits; KubeRay derives Ray's GPU resource from the limit.
+        "resources": {"cpu": str(cpu), "memory": f"{memory}Gi", catalog.GPU_RESOURCE: str(machine.gpus)},
+        "env": [], "ports": [], "hosts": 1, "selector": selector,
+        "tolerations": [{"key": catalog.GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}],
+    }
+
+
+def _cpu_worker(pool: CpuPoolConfig, ctx: RenderContext, gcs: bool) -> dict:
+    vcpus, memory_gib = admission.cpu_machine(pool.machine_type)
+    cpu, memory = admission.node_worker_resources(vcpus, memory_gib, gcs_fuse=gcs)
+    if ctx.standard:
+        selector = {POOL_LABEL: pool.name}
+    else:
+        selector = {"cloud.google.com/gke-spot": "true"} if pool.capacity == "spot" else {}
+        if pool.zone:
+            selector["topology.kubernetes.io/zone"] = pool.zone
+    return {"resources": {"cpu": str(cpu), "memory": f"{memory}Gi"}, "env": [], "ports": [], "hosts": 1,
+            "selector": selector, "tolerations": []}
+
+
+_WORKERS = {"slice": _tpu_worker, "gpu_pool": _gpu_worker, "cpu_pool": _cpu_worker}
+
+
+def _worker_group(group, targets: Mapping[str, Mapping], obj: RayObjectConfig, ctx: RenderContext) -> dict:
+    """One worker group: a pod per host of its slice, or a pod per node of its GPU or CPU pool."""
+    kind, name = group.target
+    annotations, volumes, mounts = _gcs_fuse(ctx, obj)
+    worker = _WORKERS[kind](targets[kind][name], ctx, bool(mounts))
+    resources = worker["resources"]
+    container = {"name": "ray-worker", "image": obj.image}
+    if worker["env"]:
+        container["env"] = worker["env"]
+    container["resources"] = {"requests": dict(resources), "limits": dict(resources)}
+    if worker["ports"]:
+        container["ports"] = worker["ports"]
+    if mounts:
+        container["volumeMounts"] = mounts
+    spec = {"serviceAccountName": ctx.service_account}
+    if worker["selector"]:
+        spec["nodeSelector"] = worker["selector"]
+    if worker["tolerations"]:
+        spec["tolerations"] = worker["tolerations"]
+    spec["containers"] = [container]
+    if volumes:
+        spec["volumes"] = volumes
+    template = {"spec": spec}
+    if annotations:
+        template["metadata"] = {"annotations": annotations}
+    return {
+        "groupName": group.name,
+        "replicas": group.replicas,
+        "minReplicas": group.min_replicas,
+        "maxReplicas": group.max,
+        "numOfHosts": worker["hosts"],
+        "rayStartParams": {},
+        "template": template,
+    }
+
+
+def ray_cluster_spec(obj: RayObjectConfig, targets: Mapping[str, Mapping], ctx: RenderContext) -> dict:
+    """`targets`: what worker groups run on, by kind ("slice", "gpu_pool", "cpu_pool") and name
+    (`StackConfig.targets`)."""
+    spec = {
+        "rayVersion": obj.ray_version,
+        "headGroupSpec": _head_group(obj, ctx),
+        "workerGroupSpecs": [_worker_group(g, targets, obj, ctx) for g in obj.worker_groups],
+    }
+    if obj.autoscaling.enabled:
+        spec["enableInTreeAutoscaling"] = True
+        spec["autoscalerOptions"] = {"idleTimeoutSeconds": obj.autoscaling.idle_timeout_seconds}
+    return spec
+
+
+# Status fields that say a Ray object is ready, for Pulumi's `pulumi.com/waitFor`.
+_READY = {
+    "RayCluster": "jsonpath={.status.state}=ready",
+    "RayService": "jsonpath={.status.serviceStatus}=Running",
+    "RayJob": "jsonpath={.status.jobDeploymentStatus}=Running",
+}
+
+
+def kind_of(obj: RayObjectConfig) -> str:
+    if isinstance(obj, RayServiceConfig):
+        return "RayService"
+    if isinstance(obj, RayJobConfig):
+        return "RayJob"
+    return "RayCluster"
+
+
+def ray_manifest(obj: RayObjectConfig, targets: Mapping[str, Mapping], ctx: RenderContext) -> dict:
+    """The whole KubeRay object (apiVersion, kind, metadata, spec) for a RayCluster, RayService or RayJob."""
+    kind = kind_of(obj)
+    cluster_spec = None if getattr(obj, "cluster", None) else ray_cluster_spec(obj, targets, ctx)
+    if kind == "RayService":
+        spec = {
+            "serveConfigV2": yaml.safe_dump(obj.serve_config, sort_keys=True),
+            "upgradeStrategy": {"type": obj.upgrade_strategy},
+            "rayClusterConfig": cluster_spec,
+        }
+    elif kind == "RayJob":
+        spec = {
+            "entrypoint": obj.entrypoint,
+            "submissionMode": obj.submission_mode,
+            # A job on an existing RayCluster never shuts that cluster down.
+            "shutdownAfterJobFinishes": obj.shutdown_after_job_finishes and obj.cluster is None,
+        }
+        if obj.runtime_env is not None:
+            spec["runtimeEnvYAML"] = yaml.safe_dump(obj.runtime_env, sort_keys=True)
+        if obj.ttl_seconds_after_finished is not None:
+            spec["ttlSecondsAfterFinished"] = obj.ttl_seconds_after_finished
+        if obj.active_deadline_seconds is not None:
+            spec["activeDeadlineSeconds"] = obj.active_deadline_seconds
+        if obj.cluster is not None:
+            # KubeRay RayJob clusterSelector: the job is submitted to the RayCluster labelled ray.io/cluster=<name>.
+            spec["clusterSelector"] = {"ray.io/cluster": obj.cluster}
+        else:
+            spec["rayClusterSpec"] = cluster_spec
+    else:
+        spec = cluster_spec
+    metadata = {
+        "name": obj.name,
+        "namespace": obj.namespace,
+        "labels": {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "ray-tpu-gke",
+                   **ctx.labels},
+    }
+    if obj.wait_for_ready:
+        metadata["annotations"] = {"pulumi.com/waitFor": _READY[kind]}
+    else:
+        metadata["annotations"] = {"pulumi.com/skipAwait": "true"}
+    return {"apiVersion": "ray.io/v1", "kind": kind, "metadata": metadata, "spec": spec}
+
+
+def tpu_worker_groups(manifest: dict) -> list[dict]:
+    """The worker groups of any KubeRay object, wherever its kind keeps the cluster spec."""
+    spec = manifest.get("spec", {})
+    cluster = spec.get("rayClusterConfig") or spec.get("rayClusterSpec") or spec
+    return cluster.get("workerGroupSpecs", [])
+
+
+def label_problems(manifest: dict) -> list[str]:
+    """Node selectors and labels of every pod template of a KubeRay object that Kubernetes would refuse."""
+    spec = manifest.get("spec", {})
+    cluster = spec.get("rayClusterConfig") or spec.get("rayClusterSpec") or (spec if "headGroupSpec" in spec else {})
+    groups = ([cluster["headGroupSpec"]] if "headGroupSpec" in cluster else []) + cluster.get("workerGroupSpecs", [])
+    problems = admission.pod_label_problems({}, manifest.get("metadata", {}).get("labels"))
+    for group in groups:
+        template = group.get("template", {})
+        problems += admission.pod_label_problems(template.get("spec", {}), template.get("metadata", {}).get("labels"))
+    return problems

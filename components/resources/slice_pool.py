@@ -1,0 +1,170 @@
+"""TPU slices as node pools: one pool per slice, sized from the catalogue, placed so the slice's ICI is intact."""
+
+
+import pulumi
+import pulumi_gcp as gcp
+
+from .. import admission, catalog
+from ..render import manifests
+from ..spec import checks
+from ..spec.args import TpuSlicePoolsArgs
+from ..spec.models import TpuSliceConfig, validate_as
+from ..spec.paths import ClusterContext, Paths
+from ..spec.problems import ConfigError, component_args, location_arg
+from .cluster import node_hardening
+
+# A TPU host runs one Ray worker pod plus system pods; a small per-node pod range saves the pods' IP space.
+TPU_MAX_PODS_PER_NODE = 16
+
+
+def pool_name(tpu_slice: TpuSliceConfig, index: int) -> str:
+    """Stable per slice: adding, removing or reordering other slices never renames a pool."""
+    return f"{tpu_slice.name}-{index}"
+
+
+def reservation_affinity(tpu_slice: TpuSliceConfig):
+    if tpu_slice.capacity == "reservation":
+        return gcp.container.NodePoolNodeConfigReservationAffinityArgs(
+            consume_reservation_type="SPECIFIC_RESERVATION",
+            key="compute.googleapis.com/reservation-name",
+            values=[tpu_slice.reservation],
+        )
+    if tpu_slice.capacity in ("spot", "flexStart"):
+        return gcp.container.NodePoolNodeConfigReservationAffinityArgs(consume_reservation_type="NO_RESERVATION")
+    return None
+
+
+def autoscaling(tpu_slice: TpuSliceConfig, shape: catalog.SliceShape):
+    """Per-zone bounds, never total limits: a multi-host pool goes from 0 to all its hosts at once."""
+    if not tpu_slice.autoscaled:
+        return None
+    return gcp.container.NodePoolAutoscalingArgs(
+        min_node_count=tpu_slice.min_nodes,
+        max_node_count=shape.hosts,
+        location_policy="ANY",
+    )
+
+
+def placement(shape: catalog.SliceShape, workload_policy: gcp.compute.ResourcePolicy | None):
+    if not shape.multi_host:
+        return None
+    if workload_policy is not None:
+        return gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", policy_name=workload_policy.name)
+    return gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", tpu_topology=shape.topology)
+
+
+class _SlicePaths(Paths):
+    """Paths of the rules written for a platform's `tpu_slices[i]`, read as this component's `slice`."""
+
+    def __call__(self, section, *parts):
+        if section == "tpu_slices":
+            return Paths.__call__(self, "slice", *parts[1:])
+        return Paths.__call__(self, section, *parts)
+
+
+def validate_pool_args(args: TpuSlicePoolsArgs, name: str) -> TpuSliceConfig:
+    """The validated slice of TpuSlicePoolsArgs; ConfigError names every bad argument."""
+    root = f"TpuSlicePools({name}).args"
+    paths = _SlicePaths("args", root)
+    problems = component_args(args, root, "TpuSlicePoolsArgs", ("project", "cluster", "location", "slice"))
+    location = location_arg(args, root, problems)
+    tpu_slice, warnings = None, []
+    if args.get("slice") is not None:
+        from pydantic import ValidationError
+
+        from ..spec.problems import _problems
+
+        try:
+            tpu_slice = validate_as(TpuSliceConfig, args["slice"], "args")
+        except ValidationError as exc:
+            problems += _problems(exc, f"{root}.slice", TpuSliceConfig, "args")
+        raw = args["slice"] if isinstance(args["slice"], dict) else tpu_slice.model_dump()
+        problems += checks.check_slices(ClusterContext("standard", location), [raw], [tpu_slice], paths, warnings)
+    if problems:
+        raise ConfigError(problems)
+    for warning in warnings:
+        pulumi.log.warn(warning)
+    return tpu_slice
+
+
+class TpuSlicePools(pulumi.ComponentResource):
+    """The node pools of one TPU slice entry: `count` pools, each one whole slice with its topology intact."""
+
+    pool_names: pulumi.Output[list[str]]
+    """Names of the node pools, one per slice."""
+    node_selector: pulumi.Output[dict[str, str]]
+    """Node labels a pod selects to run on these slices (accelerator, topology, slice)."""
+
+    def __init__(self, name: str, args: TpuSlicePoolsArgs, opts: pulumi.ResourceOptions | None = None):
+        tpu_slice = validate_pool_args(args, name)  # before anything is registered
+        super().__init__("ray-tpu-gke:index:TpuSlicePools", name, None, opts)
+        shape = tpu_slice.shape
+        location = args["location"]
+        zone = tpu_slice.zone or location
+        region = admission.region_of(location)
+        protect = bool(args.get("deletion_protection", True))
+        child = pulumi.ResourceOptions(parent=self)
+        workload_policy = None
+        if manifests.needs_workload_policy(shape):
+            workload_policy = gcp.compute.ResourcePolicy(
+                f"{name}-workload",
+                name=pulumi.Output.from_input(args["cluster"]).apply(
+                    lambda cluster: manifests.workload_policy_name(cluster.rsplit("/", 1)[-1], tpu_slice)),
+                project=args["project"],
+                region=region,
+                workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(
+                    type="HIGH_THROUGHPUT", accelerator_topology=shape.topology),
+                opts=child,
+            )
+        flex = tpu_slice.capacity == "flexStart"
+        node_labels = {
+            manifests.SLICE_LABEL: tpu_slice.name,
+            "ray-tpu-gke/generation": shape.generation.name,
+            "ray-tpu-gke/topology": shape.topology,
+        }
+        if args.get("environment"):
+            node_labels["ray-tpu-gke/environment"] = args["environment"]
+        ignore = ["initialNodeCount", "placementPolicy.type"] + (["nodeCount"] if tpu_slice.autoscaled else [])
+        if workload_policy is not None:
+            # GKE reads the slice's topology back from the policy; the program never sends it (the policy replaces
+            # it), so without this every later `pulumi up` would replace the slice (placementPolicy is ForceNew).
+            ignore.append("placementPolicy.tpuTopology")
+        hardening = node_hardening(args.get("node_service_account"))
+        self.pools = []
+        for index in range(tpu_slice.count):
+            self.pools.append(gcp.container.NodePool(
+                pool_name(tpu_slice, index),
+                name=pool_name(tpu_slice, index),
+                project=args["project"],
+                cluster=args["cluster"],
+                location=location,
+                node_locations=[zone],
+                node_count=None if tpu_slice.autoscaled else shape.hosts,
+                # Only read at creation; ignored afterwards so a new minimum never replaces the slice.
+                initial_node_count=tpu_slice.min_nodes if tpu_slice.autoscaled else None,
+                autoscaling=autoscaling(tpu_slice, shape),
+                max_pods_per_node=TPU_MAX_PODS_PER_NODE,
+                placement_policy=placement(shape, workload_policy),
+                # Flex-start VMs are not repaired in place; they are returned and requested again.
+                management=gcp.container.NodePoolManagementArgs(auto_repair=not flex, auto_upgrade=True),
+                node_config=gcp.container.NodePoolNodeConfigArgs(
+                    **hardening,
+                    machine_type=shape.machine_type.name,
+                    spot=True if tpu_slice.capacity == "spot" else None,
+                    flex_start=True if flex else None,
+                    reservation_affinity=reservation_affinity(tpu_slice),
+                    labels=node_labels,
+                    resource_labels=args.get("labels") or {},
+                    taints=[gcp.container.NodePoolNodeConfigTaintArgs(
+                        key=manifests.TPU_TAINT["key"], value=manifests.TPU_TAINT["value"],
+                        effect="NO_SCHEDULE")],
+                    shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
+                        enable_secure_boot=True, enable_integrity_monitoring=True),
+                    workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
+                        mode="GKE_METADATA"),
+                ),
+                opts=pulumi.ResourceOptions(parent=self, protect=protect, ignore_changes=ignore),
+            ))
+        self.pool_names = pulumi.Output.all(*[p.name for p in self.pools])
+        self.node_selector = pulumi.Output.from_input(manifests.slice_node_selector(tpu_slice, standard=True))
+        self.register_outputs({"poolNames": self.pool_names, "nodeSelector": self.node_selector})

@@ -1,0 +1,141 @@
+"""GPU and CPU node pools beside the TPU slices: one pool per entry, one Ray worker pod per node.
+
+A GPU pool is what `gcloud container node-pools create --machine-type M --accelerator type=T,count=N,
+gpu-driver-version=default` creates (GKE "Run GPUs in GKE Standard node pools"), with the GPU taint set explicitly
+(admission.GPU_TAINT), the capacity type's settings as for TPU slices, and the pool label Ray worker groups select.
+"""
+
+import pulumi
+import pulumi_gcp as gcp
+from pydantic import ValidationError
+
+from .. import admission
+from ..render import manifests
+from ..spec import checks
+from ..spec.args import WorkerPoolArgs
+from ..spec.models import CpuPoolConfig, GpuPoolConfig, validate_as
+from ..spec.paths import ClusterContext, Paths
+from ..spec.problems import ConfigError, Problem, _problems, component_args, location_arg
+from .cluster import node_hardening
+
+
+class _PoolPaths(Paths):
+    """Paths of the rules written for a platform's `gpu_pools[i]` / `cpu_pools[i]`, read as this component's
+    `gpu` / `cpu`."""
+
+    def __call__(self, section, *parts):
+        if section in ("gpu_pools", "cpu_pools"):
+            return Paths.__call__(self, section.split("_")[0], *parts[1:])
+        return Paths.__call__(self, section, *parts)
+
+
+def validate_worker_pool_args(args: WorkerPoolArgs, name: str) -> GpuPoolConfig | CpuPoolConfig:
+    """The validated GPU or CPU pool of WorkerPoolArgs; ConfigError names every bad argument."""
+    root = f"WorkerPool({name}).args"
+    problems = component_args(args, root, "WorkerPoolArgs", ("project", "cluster", "location"))
+    given = [key for key in ("gpu", "cpu") if args.get(key) is not None]
+    if len(given) != 1:
+        problems.append(Problem(root, f"names {len(given)} of gpu, cpu; allowed: exactly one"))
+    location = location_arg(args, root, problems)
+    pool = None
+    if len(given) == 1:
+        key = given[0]
+        model = GpuPoolConfig if key == "gpu" else CpuPoolConfig
+        try:
+            pool = validate_as(model, args[key], "args")
+        except ValidationError as exc:
+            problems += _problems(exc, f"{root}.{key}", model, "args")
+        if pool is not None:
+            section = f"{key}_pools"
+            lists = {"tpu_slices": [], "gpu_pools": [], "cpu_pools": [], section: [pool]}
+            warnings: list[str] = []
+            problems += checks.check_worker_pools(ClusterContext("standard", location), lists,
+                                                  _PoolPaths("args", root), warnings)
+            for warning in warnings:
+                pulumi.log.warn(warning)
+    if problems:
+        raise ConfigError(problems)
+    return pool
+
+
+def _autoscaling(pool, total: bool):
+    if not pool.autoscaled:
+        return None
+    # Spot and flex-start capacity goes where it is (ANY); on-demand pools balance their zones.
+    policy = "ANY" if getattr(pool, "capacity", "onDemand") in ("spot", "flexStart") else "BALANCED"
+    if total:  # a pool across the cluster's zones: limits for the whole pool (admission.PER_ZONE_LIMITS)
+        return gcp.container.NodePoolAutoscalingArgs(total_min_node_count=pool.min_nodes,
+                                                     total_max_node_count=pool.max_nodes, location_policy=policy)
+    return gcp.container.NodePoolAutoscalingArgs(min_node_count=pool.min_nodes, max_node_count=pool.max_nodes,
+                                                 location_policy=policy)
+
+
+def _reservation_affinity(pool):
+    capacity = getattr(pool, "capacity", "onDemand")
+    if capacity == "reservation":
+        return gcp.container.NodePoolNodeConfigReservationAffinityArgs(
+            consume_reservation_type="SPECIFIC_RESERVATION", key="compute.googleapis.com/reservation-name",
+            values=[pool.reservation])
+    if capacity in ("spot", "flexStart"):
+        return gcp.container.NodePoolNodeConfigReservationAffinityArgs(consume_reservation_type="NO_RESERVATION")
+    return None
+
+
+class WorkerPool(pulumi.ComponentResource):
+    """A GPU or CPU node pool for Ray worker groups, in an existing Standard cluster."""
+
+    pool_name: pulumi.Output[str]
+    """The node pool's name."""
+    node_selector: pulumi.Output[dict[str, str]]
+    """Node labels a pod selects to run on this pool."""
+
+    def __init__(self, name: str, args: WorkerPoolArgs, opts: pulumi.ResourceOptions | None = None):
+        pool = validate_worker_pool_args(args, name)  # before anything is registered
+        gpu = isinstance(pool, GpuPoolConfig)
+        super().__init__("ray-tpu-gke:index:WorkerPool", name, None, opts)
+        location = args["location"]
+        zone = pool.zone or (location if admission.is_zone(location) else None)
+        flex = gpu and pool.capacity == "flexStart"
+        labels = {manifests.POOL_LABEL: pool.name}
+        node_config = dict(
+            **node_hardening(args.get("node_service_account")),
+            machine_type=pool.machine_type,
+            spot=True if pool.capacity == "spot" else None,
+            reservation_affinity=_reservation_affinity(pool),
+            labels=labels,
+            resource_labels=args.get("labels") or {},
+            shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
+                enable_secure_boot=True, enable_integrity_monitoring=True),
+            workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
+        )
+        if gpu:
+            node_config.update(
+                flex_start=True if flex else None,
+                guest_accelerators=[gcp.container.NodePoolNodeConfigGuestAcceleratorArgs(
+                    type=pool.accelerator, count=pool.machine.gpus,
+                    gpu_driver_installation_config=gcp.container
+                    .NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(gpu_driver_version="DEFAULT"),
+                )],
+                taints=[gcp.container.NodePoolNodeConfigTaintArgs(
+                    key=manifests.GPU_TAINT["key"], value=manifests.GPU_TAINT["value"], effect="NO_SCHEDULE")],
+            )
+        ignore = ["initialNodeCount"] + (["nodeCount"] if pool.autoscaled else [])
+        self.pool = gcp.container.NodePool(
+            pool.name,
+            name=pool.name,
+            project=args["project"],
+            cluster=args["cluster"],
+            location=location,
+            node_locations=[zone] if zone else None,
+            node_count=None if pool.autoscaled else pool.count,
+            initial_node_count=pool.min_nodes if pool.autoscaled else None,
+            autoscaling=_autoscaling(pool, total=zone is None),
+            management=gcp.container.NodePoolManagementArgs(auto_repair=not flex, auto_upgrade=True),
+            node_config=gcp.container.NodePoolNodeConfigArgs(**node_config),
+            opts=pulumi.ResourceOptions(parent=self, protect=bool(args.get("deletion_protection", False)),
+                                        ignore_changes=ignore),
+        )
+        self.pool_name = self.pool.name
+        selector = dict(labels, **({manifests.catalog.GPU_ACCELERATOR_LABEL: pool.accelerator} if gpu else {}))
+        self.node_selector = pulumi.Output.from_input(selector)
+        self.register_outputs({"poolName": self.pool_name, "nodeSelector": self.node_selector})

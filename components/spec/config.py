@@ -1,0 +1,257 @@
+"""The whole platform's configuration, validated before any resource is registered, from either front end.
+
+Pure (no Pulumi import). `parse_stack_config` reads the decoded config map of a stack (`{"ray-tpu-gke:cluster": {...}}`,
+camelCase keys); `validate_platform_args` reads `RayTpuPlatformArgs` (snake_case keys). Both run the same checks and
+return a `StackConfig`, or raise `ConfigError` listing every problem at once with its key path, the value given and
+what is allowed.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from pydantic import ValidationError
+
+from .. import admission
+from .models import (
+    ClusterConfig,
+    CpuPoolConfig,
+    GpuPoolConfig,
+    MonitoringConfig,
+    PricingConfig,
+    RayClusterConfig,
+    RayJobConfig,
+    RayObjectConfig,
+    RayServiceConfig,
+    StorageConfig,
+    TpuSliceConfig,
+    validate_as,
+)
+from .paths import CONFIG_NAMESPACES, PROJECT, RAY_KINDS, SECTIONS, Paths, _cluster_context
+from .problems import ConfigError, Problem, _problems, show
+
+_MODELS = {"cluster": ClusterConfig, "storage": StorageConfig, "pricing": PricingConfig,
+           "monitoring": MonitoringConfig, "tpu_slices": TpuSliceConfig, "gpu_pools": GpuPoolConfig,
+           "cpu_pools": CpuPoolConfig,
+           "ray_clusters": RayClusterConfig, "ray_services": RayServiceConfig, "ray_jobs": RayJobConfig}
+
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    """Everything a RayTpuPlatform builds, validated."""
+
+    stack: str
+    project: str
+    region: str
+    environment: str
+    labels: dict[str, str]
+    cluster: ClusterConfig
+    storage: StorageConfig
+    tpu_slices: tuple[TpuSliceConfig, ...]
+    gpu_pools: tuple[GpuPoolConfig, ...]
+    cpu_pools: tuple[CpuPoolConfig, ...]
+    ray_clusters: tuple[RayClusterConfig, ...]
+    ray_services: tuple[RayServiceConfig, ...]
+    ray_jobs: tuple[RayJobConfig, ...]
+    warnings: tuple[str, ...] = ()
+    pricing: PricingConfig = PricingConfig()
+    monitoring: MonitoringConfig = MonitoringConfig()
+
+    @property
+    def standard(self) -> bool:
+        return self.cluster.mode == "standard"
+
+    @property
+    def ray_objects(self) -> tuple[RayObjectConfig, ...]:
+        return self.ray_clusters + self.ray_services + self.ray_jobs
+
+    @property
+    def namespaces(self) -> list[str]:
+        """The Kubernetes namespaces the Ray objects live in, each created once."""
+        return sorted({obj.namespace for obj in self.ray_objects})
+
+    @functools.cached_property
+    def slices_by_name(self) -> dict[str, TpuSliceConfig]:
+        return {s.name: s for s in self.tpu_slices}
+
+    @functools.cached_property
+    def targets(self) -> dict[str, dict]:
+        """What worker groups may run on, by kind ("slice", "gpu_pool", "cpu_pool") and name."""
+        return {"slice": self.slices_by_name, "gpu_pool": {p.name: p for p in self.gpu_pools},
+                "cpu_pool": {p.name: p for p in self.cpu_pools}}
+
+    def slice(self, name: str) -> TpuSliceConfig:
+        return self.slices_by_name[name]
+
+    @property
+    def bucket_name(self) -> Optional[str]:
+        if not self.storage.enabled:
+            return None
+        return self.storage.bucket_name or f"{self.project}-{self.cluster.name}-ray"[:63].rstrip("-.")
+
+    def slice_zone(self, tpu_slice: TpuSliceConfig) -> Optional[str]:
+        return tpu_slice.zone or (self.cluster.location if self.cluster.zonal else None)
+
+    @property
+    def gke_version(self) -> Optional[str]:
+        """The control plane's pinned version, or None: the release channel chooses."""
+        return self.cluster.min_master_version
+
+    @property
+    def gke_version_need(self) -> admission.VersionNeed:
+        """The newest minimum GKE version the stack needs, and why."""
+        autopilot = not self.standard
+        needs = [admission.VersionNeed(admission.RAY_OPERATOR_MIN_GKE_VERSION, "the Ray Operator add-on")]
+        needs += [n for s in self.tpu_slices for n in admission.gke_version_needs(s.generation, s.capacity, autopilot)]
+        needs += [n for p in self.gpu_pools for n in admission.gpu_version_needs(p.accelerator, p.capacity, autopilot)]
+        return admission.newest(needs)
+
+    def quota_needs(self) -> list[admission.QuotaNeed]:
+        """The accelerator quota each slice entry and GPU pool draws on at its largest, per region."""
+        needs = [admission.tpu_quota_need(s.generation, s.capacity, s.shape.chips * s.count, self.region,
+                                          f"{s.name}: {s.count} x {s.shape.chips} chips") for s in self.tpu_slices]
+        needs += [admission.gpu_quota_need(p.accelerator, p.capacity, p.machine.gpus * p.max_nodes, self.region,
+                                           f"{p.name}: {p.max_nodes} x {p.machine.gpus} GPUs") for p in self.gpu_pools]
+        return [need for need in needs if need is not None]
+
+    def to_args(self) -> dict[str, Any]:
+        """The platform arguments (snake_case) this configuration was read from."""
+        dump = lambda m: m.model_dump(exclude_defaults=True)  # noqa: E731
+        return {
+            "project": self.project, "region": self.region, "environment": self.environment,
+            "team": self.labels.get("team", ""), "cost_center": self.labels.get("cost-center", ""),
+            "cluster": dump(self.cluster), "storage": dump(self.storage), "pricing": dump(self.pricing),
+            "monitoring": dump(self.monitoring),
+            "tpu_slices": [dump(s) for s in self.tpu_slices], "gpu_pools": [dump(p) for p in self.gpu_pools],
+            "cpu_pools": [dump(p) for p in self.cpu_pools],
+            **{kind: [dump(o) for o in getattr(self, kind)] for kind in RAY_KINDS},
+        }
+
+
+# --- the two front ends --------------------------------------------------------------------------------------------
+
+
+def decode_config_value(key: str, value: Any) -> Any:
+    """Pulumi hands structured config to programs as JSON text; plain string keys stay text."""
+    if key in _STRING_KEYS or not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except (json.JSONDecodeError, RecursionError):
+        return value
+
+
+_STRING_KEYS = {SECTIONS[k] for k in ("project", "region", "environment", "team", "cost_center")} | {"gcp:zone"}
+PROJECT_KEYS = tuple(key.split(":", 1)[1] for key in SECTIONS.values() if key.startswith(f"{PROJECT}:"))
+
+
+def parse_stack_config(values: dict[str, Any], stack: str) -> StackConfig:
+    """Validate a stack's decoded config map; raises ConfigError with every problem found."""
+    problems: list[Problem] = []
+    known = set(SECTIONS.values())
+    for full_key, value in sorted(values.items(), key=lambda kv: str(kv[0])):
+        namespace, _, name = str(full_key).partition(":")
+        if full_key in known:
+            continue
+        if namespace == PROJECT:
+            allowed = ", ".join(f"{PROJECT}:{k}" for k in PROJECT_KEYS)
+            problems.append(Problem(full_key, f"unknown key (given {show(value)}); allowed: {allowed}"))
+        elif namespace not in CONFIG_NAMESPACES or not re.fullmatch(r"[a-z][A-Za-z0-9]*", name):
+            problems.append(Problem(full_key, f"unknown key (given {show(value)}); keys are "
+                                              f"<namespace>:<name> with namespace {', '.join(CONFIG_NAMESPACES)}"))
+    sections = {section: values[key] for section, key in SECTIONS.items() if key in values}
+    return _validate(sections, Paths("stack"), stack, problems)
+
+
+def validate_platform_args(args: Any, name: str = "platform") -> StackConfig:
+    """Validate RayTpuPlatformArgs (a mapping of snake_case keys) exactly as a stack file is validated."""
+    paths = Paths("args", f"RayTpuPlatform({name}).args")
+    if not isinstance(args, dict):
+        raise ConfigError([Problem(paths.root, f"must be RayTpuPlatformArgs, a mapping (given {show(args)})")])
+    problems = [Problem(f"{paths.root}.{key}", f"unknown argument (given {show(value)}); allowed: "
+                                                f"{', '.join(SECTIONS)}")
+                for key, value in args.items() if key not in SECTIONS]
+    sections = {k: v for k, v in args.items() if k in SECTIONS and v is not None}
+    return _validate(sections, paths, args.get("environment") or "platform", problems)
+
+
+def _validate(sections: dict[str, Any], paths: Paths, stack: str, problems: list[Problem]) -> StackConfig:
+    def parse(model, value, path):
+        try:
+            return validate_as(model, value, paths.style)
+        except ValidationError as exc:
+            problems.extend(_problems(exc, path, model, paths.style))
+            return None
+
+    project = sections.get("project")
+    if not isinstance(project, str) or not re.fullmatch(r"[a-z][-a-z0-9]{4,28}[a-z0-9]", project):
+        problems.append(Problem(paths("project"), f"required: the Google Cloud project ID (given {show(project)})"))
+
+    cluster_raw = sections.get("cluster")
+    cluster = None
+    if cluster_raw is None:
+        problems.append(Problem(paths("cluster"), "required: the GKE cluster (name, location, ...)"))
+    else:
+        cluster = parse(ClusterConfig, cluster_raw, paths("cluster"))
+    storage = parse(StorageConfig, sections.get("storage", {}), paths("storage"))
+    pricing = parse(PricingConfig, sections.get("pricing", {}), paths("pricing"))
+    monitoring = parse(MonitoringConfig, sections.get("monitoring", {}), paths("monitoring"))
+
+    lists: dict[str, list] = {}
+    raw_lists: dict[str, list] = {}
+    for section in ("tpu_slices", "gpu_pools", "cpu_pools", *RAY_KINDS):
+        raw = sections.get(section, [])
+        if not isinstance(raw, list):
+            problems.append(Problem(paths(section), f"must be a list (given {show(raw)})"))
+            raw = None
+        raw_lists[section] = raw
+        lists[section] = [parse(_MODELS[section], item, paths(section, i)) for i, item in enumerate(raw or [])]
+
+    labels = {}
+    environment = sections.get("environment", stack)
+    for section, label in (("environment", "environment"), ("team", "team"), ("cost_center", "cost-center")):
+        value = environment if section == "environment" else sections.get(section, "")
+        try:
+            admission.check_gcp_label_value(value)
+        except (ValueError, TypeError) as error:
+            problems.append(Problem(paths(section), f"{show(value)} is invalid: {error}"))
+            continue
+        if value:
+            labels[label] = value
+
+    region = sections.get("region")
+    context = _cluster_context(cluster_raw, cluster, paths.style)
+    if "region" in sections and not (isinstance(region, str) and re.fullmatch(r"[a-z]+-[a-z]+[0-9]+", region)):
+        problems.append(Problem(paths("region"), f"{show(region)} is invalid: must be a region such as us-east5"))
+        region = None
+    elif context.location is not None:
+        if region is not None and region != context.region:
+            problems.append(Problem(paths("cluster", "location"), f"{show(context.location)} is outside "
+                                                                   f"{paths('region')} {show(region)}"))
+        region = region or context.region
+
+    warnings: list[str] = []
+    from . import checks
+
+    problems += checks.check_cluster(cluster, context, paths)
+    problems += checks.check_slices(context, raw_lists["tpu_slices"], lists["tpu_slices"], paths, warnings)
+    problems += checks.check_worker_pools(context, lists, paths, warnings)
+    problems += checks.check_ray_objects(context, raw_lists, lists, paths, warnings)
+    problems += checks.check_heads(cluster, lists, paths)
+    if problems:
+        raise ConfigError(problems)
+    return StackConfig(
+        stack=stack, project=project, region=region, environment=environment, labels=labels, cluster=cluster,
+        storage=storage, tpu_slices=tuple(lists["tpu_slices"]), gpu_pools=tuple(lists["gpu_pools"]),
+        cpu_pools=tuple(lists["cpu_pools"]),
+        ray_clusters=tuple(lists["ray_clusters"]), ray_services=tuple(lists["ray_services"]),
+        ray_jobs=tuple(lists["ray_jobs"]), warnings=tuple(warnings), pricing=pricing, monitoring=monitoring,
+    )
+
+
+

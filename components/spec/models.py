@@ -1,0 +1,443 @@
+"""The validated forms of every component's arguments (pydantic, pure: no Pulumi import).
+
+One model per concept. Stack files spell keys in camelCase and Python arguments in snake_case; each front end validates
+with exactly one spelling (`validate_as`), so a key is never accepted in two spellings. Field rules that a cloud
+service enforces cite the service; rules across fields live in `config` and `admission`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Annotated, Any, Literal, Optional
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from .. import admission, catalog
+
+DEFAULT_RAY_VERSION = "2.55.0"
+# The Ray project's own image of this Ray version, as KubeRay's TPU samples use; TPU access comes from the GKE TPU
+# device plugin, and JAX/libtpu from a derived image (workloads/) or the job's runtime env.
+DEFAULT_RAY_IMAGE = "rayproject/ray:2.55.0-py311"
+
+# Kubernetes counts (replicas, numOfHosts) are int32 in the API (apimachinery: `int32` fields of the KubeRay CRDs).
+INT32_MAX = 2**31 - 1
+NonNegativeInt = Annotated[StrictInt, Field(ge=0, le=INT32_MAX)]
+PositiveInt = Annotated[StrictInt, Field(ge=1, le=INT32_MAX)]
+
+
+def _checked(check):
+    """A string type validated by `check(value)`, which raises ValueError naming what is allowed."""
+
+    def run(value: str) -> str:
+        check(value)
+        return value
+
+    return Annotated[str, AfterValidator(run)]
+
+
+Name = _checked(lambda v: admission.check_dns_label(v, 40))  # GKE cluster and node pool names allow 40
+SliceName = _checked(lambda v: admission.check_dns_label(v, 30))  # leaves room for the pool index in pool names
+Namespace = _checked(admission.check_namespace)
+Image = _checked(admission.check_image)
+Cidr = _checked(admission.check_cidr)
+Zone = _checked(admission.check_zone)
+Location = _checked(admission.check_location)
+GkeVersion = _checked(admission.check_gke_version_pin)
+RayVersion = _checked(admission.check_ray_version)
+Quantity = _checked(admission.check_quantity)
+LabelValue = _checked(admission.check_gcp_label_value)
+
+
+class Model(BaseModel):
+    # validate_by_alias (camelCase) is the stack file's spelling; `validate_as(..., "args")` switches to field names.
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, validate_by_alias=True,
+                              validate_by_name=False, frozen=True)
+
+
+def validate_as(model: type[Model], value: Any, style: str) -> Model:
+    """Validate with the one spelling of a front end: "stack" (camelCase keys) or "args" (snake_case)."""
+    if isinstance(value, model):
+        return value
+    stack = style == "stack"
+    return model.model_validate(value, by_alias=stack, by_name=not stack)
+
+
+# --- cluster -------------------------------------------------------------------------------------------------------
+
+
+class AuthorizedNetwork(Model):
+    cidr_block: Cidr
+    display_name: str = ""
+
+
+class NetworkConfig(Model):
+    """Create a VPC (default), or use an existing network and subnetwork with named secondary ranges."""
+
+    network: Optional[str] = None
+    subnetwork: Optional[str] = None
+    pods_range_name: Optional[str] = None
+    services_range_name: Optional[str] = None
+    subnet_cidr: Cidr = "10.0.0.0/20"
+    pods_cidr: Cidr = "10.16.0.0/14"
+    services_cidr: Cidr = "10.20.0.0/20"
+    master_cidr: Cidr = "172.16.0.0/28"
+
+    @field_validator("master_cidr")
+    @classmethod
+    def _master(cls, value: str) -> str:
+        # GKE: the control plane range of a private cluster is a /28 (GKE "Create a private cluster").
+        if ipaddress.ip_network(value).prefixlen != 28:
+            raise ValueError("must be a /28 range (GKE's private control plane range)")
+        return value
+
+    @property
+    def existing(self) -> bool:
+        return self.network is not None
+
+
+class SystemPoolConfig(Model):
+    """The CPU node pool for system pods and Ray head pods (Standard mode)."""
+
+    machine_type: str = "e2-standard-8"
+    min_nodes: Annotated[StrictInt, Field(ge=0, le=1000)] = 1
+    max_nodes: Annotated[StrictInt, Field(ge=1, le=1000)] = 3
+    # Compute Engine: a persistent disk holds at most 64 TB (65,536 GB), and GKE boot disks at least 10 GB.
+    disk_size_gb: Annotated[StrictInt, Field(ge=20, le=65536)] = 100
+
+    @field_validator("machine_type")
+    @classmethod
+    def _machine(cls, value: str) -> str:
+        admission.check_cpu_machine_type(value)
+        return value
+
+
+class RayOperatorConfig(Model):
+    logging: StrictBool = True
+    monitoring: StrictBool = True
+
+
+Mode = Literal["standard", "autopilot"]
+
+
+class ClusterConfig(Model):
+    name: Name
+    mode: Mode = "standard"
+    location: Location
+    release_channel: Literal["RAPID", "REGULAR", "STABLE"] = "REGULAR"
+    min_master_version: Optional[GkeVersion] = None
+    deletion_protection: StrictBool = True
+    network: NetworkConfig = NetworkConfig()
+    master_authorized_networks: list[AuthorizedNetwork] = []
+    private_endpoint: StrictBool = False
+    system_pool: SystemPoolConfig = SystemPoolConfig()
+    ray_operator: RayOperatorConfig = RayOperatorConfig()
+    binary_authorization: StrictBool = False
+    rbac_security_group: Optional[str] = None
+
+    @field_validator("rbac_security_group")
+    @classmethod
+    def _group(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None and not re.fullmatch(r"gke-security-groups@[a-z0-9.-]+\.[a-z]{2,}", value):
+            raise ValueError("Google Groups for RBAC needs the group gke-security-groups@<your domain>")
+        return value
+
+    @property
+    def zonal(self) -> bool:
+        return admission.is_zone(self.location)
+
+    @property
+    def region(self) -> str:
+        return admission.region_of(self.location)
+
+
+# --- storage -------------------------------------------------------------------------------------------------------
+
+
+def _bucket(value: str) -> None:
+    # Cloud Storage "Bucket naming": 3-63 characters of lowercase letters, digits, '-', '_' and '.', starting and
+    # ending with a letter or digit.
+    if not re.fullmatch(r"[a-z0-9][-a-z0-9_.]{1,61}[a-z0-9]", value):
+        raise ValueError("must be a bucket name: 3-63 lowercase letters, digits, '-', '_' and '.'")
+
+
+BucketName = _checked(_bucket)
+
+
+class StorageConfig(Model):
+    """The GCS bucket for checkpoints, datasets and the XLA compilation cache."""
+
+    enabled: StrictBool = True
+    bucket_name: Optional[BucketName] = None
+    location: Optional[str] = None
+    versioning: StrictBool = True
+    access_log_bucket: Optional[BucketName] = None
+    force_destroy: StrictBool = False
+
+
+# --- TPU slices ----------------------------------------------------------------------------------------------------
+
+Capacity = Literal["onDemand", "spot", "reservation", "flexStart"]
+
+
+def _shorthand_autoscaling(value: Any) -> Any:
+    # `autoscaling: true` means the default bounds (0 to all hosts); `false` means a fixed-size pool.
+    return {"enabled": value} if isinstance(value, bool) else value
+
+
+class SliceAutoscaling(Model):
+    """Node autoscaling of each slice's pool: a multi-host pool scales atomically between 0 and all its hosts."""
+
+    enabled: StrictBool = True
+    min_nodes: NonNegativeInt = 0
+
+
+class _Reservable(Model):
+    """Capacity taken from a reservation: its name, or projects/<project>/reservations/<name> when shared."""
+
+    reservation: Optional[str] = None
+
+    @field_validator("reservation")
+    @classmethod
+    def _reservation(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None:
+            admission.check_reservation(value)
+        return value
+
+    @property
+    def reservation_name(self) -> Optional[str]:
+        """The reservation's own name (the last part of projects/P/reservations/R)."""
+        return self.reservation.rsplit("/", 1)[-1] if self.reservation else None
+
+    @property
+    def reservation_project(self) -> Optional[str]:
+        """The project that owns a shared reservation, or None for a reservation of the cluster's project."""
+        return self.reservation.split("/")[1] if self.reservation and "/" in self.reservation else None
+
+
+class TpuSliceConfig(_Reservable):
+    name: SliceName
+    generation: Literal[tuple(catalog.GENERATIONS)]  # type: ignore[valid-type]
+    topology: str
+    machine_type: Optional[str] = None
+    count: Annotated[StrictInt, Field(ge=1, le=admission.MAX_SLICES_PER_ENTRY)] = 1
+    capacity: Capacity = "onDemand"
+    reservation: Optional[str] = None
+    zone: Optional[Zone] = None
+    autoscaling: Annotated[Optional[SliceAutoscaling], BeforeValidator(_shorthand_autoscaling)] = None
+
+    @property
+    def shape(self) -> catalog.SliceShape:
+        return catalog.resolve(self.generation, self.topology, self.machine_type)
+
+    @property
+    def autoscaled(self) -> bool:
+        # Flex-start capacity is created on demand from zero, so it implies autoscaling (GKE "About flex-start
+        # provisioning mode": flex-start node pools need node auto-scaling).
+        if self.autoscaling is None:
+            return self.capacity == "flexStart"
+        return self.autoscaling.enabled
+
+    @property
+    def min_nodes(self) -> int:
+        return self.autoscaling.min_nodes if self.autoscaling is not None else 0
+
+
+# --- GPU and CPU worker pools --------------------------------------------------------------------------------------
+
+
+class PoolAutoscaling(Model):
+    """Node autoscaling of a GPU or CPU pool, in nodes (one Ray worker pod per node)."""
+
+    enabled: StrictBool = True
+    min_nodes: NonNegativeInt = 0
+    max_nodes: Optional[Annotated[StrictInt, Field(ge=1, le=1000)]] = None
+
+
+class _WorkerPool(Model):
+    """What GPU and CPU pools share: a node pool of `count` nodes (the autoscaling maximum when it autoscales)."""
+
+    name: SliceName
+    count: Annotated[StrictInt, Field(ge=1, le=1000)] = 1
+    zone: Optional[Zone] = None
+    autoscaling: Annotated[Optional[PoolAutoscaling], BeforeValidator(_shorthand_autoscaling)] = None
+
+    @property
+    def autoscaled(self) -> bool:
+        if self.autoscaling is None:
+            return getattr(self, "capacity", None) == "flexStart"
+        return self.autoscaling.enabled
+
+    @property
+    def min_nodes(self) -> int:
+        return self.autoscaling.min_nodes if self.autoscaled and self.autoscaling is not None else \
+            (0 if self.autoscaled else self.count)
+
+    @property
+    def max_nodes(self) -> int:
+        if self.autoscaled and self.autoscaling is not None and self.autoscaling.max_nodes is not None:
+            return self.autoscaling.max_nodes
+        return self.count
+
+
+class GpuPoolConfig(_WorkerPool, _Reservable):
+    """A GPU node pool (Standard) or what GPU pods select (Autopilot); GPUs, machine and capacity from the catalogue."""
+
+    accelerator: Literal[tuple(catalog.GPUS)]  # type: ignore[valid-type]
+    machine_type: Optional[str] = None
+    """Default: the catalogue's machine type for the accelerator (filled in on validation)."""
+    capacity: Capacity = "onDemand"
+    reservation: Optional[str] = None
+    allow_unlisted_zone: StrictBool = False
+
+    @model_validator(mode="after")
+    def _machine_of_accelerator(self) -> "GpuPoolConfig":
+        if self.machine_type is None:  # every validated pool names its machine type
+            object.__setattr__(self, "machine_type", catalog.GPUS[self.accelerator].default_machine.name)
+        return self
+
+    @property
+    def machine(self) -> catalog.GpuMachine:
+        return catalog.gpu_machine(self.accelerator, self.machine_type)
+
+
+class CpuPoolConfig(_WorkerPool):
+    """A CPU node pool for Ray Data preprocessing, drivers and other CPU work."""
+
+    machine_type: str = "n2-standard-16"
+    capacity: Literal["onDemand", "spot"] = "onDemand"
+
+    @field_validator("machine_type")
+    @classmethod
+    def _machine(cls, value: str) -> str:
+        admission.check_cpu_machine_type(value)
+        return value
+
+
+# --- Ray objects ---------------------------------------------------------------------------------------------------
+
+
+class WorkerGroupConfig(Model):
+    """A Ray worker group on exactly one of: a TPU slice (`replicas` counts slices), a GPU pool or a CPU pool
+    (`replicas` counts pods, one per node)."""
+
+    name: Name
+    slice: Optional[str] = None
+    gpu_pool: Optional[str] = None
+    cpu_pool: Optional[str] = None
+    replicas: NonNegativeInt = 1
+    min_replicas: NonNegativeInt = 0
+    max_replicas: Optional[NonNegativeInt] = None
+
+    @property
+    def max(self) -> int:
+        return self.replicas if self.max_replicas is None else self.max_replicas
+
+    @property
+    def target(self) -> tuple[str, Optional[str]]:
+        """Where the group runs: ("slice" | "gpu_pool" | "cpu_pool", name); the first given when several are."""
+        for kind in ("slice", "gpu_pool", "cpu_pool"):
+            if getattr(self, kind) is not None:
+                return kind, getattr(self, kind)
+        return "slice", None
+
+
+class HeadConfig(Model):
+    cpu: Quantity = "2"
+    memory: Quantity = "8Gi"
+
+
+class RayAutoscalingConfig(Model):
+    enabled: StrictBool = False
+    idle_timeout_seconds: NonNegativeInt = 600
+
+
+class RayObjectConfig(Model):
+    """What RayCluster, RayService and RayJob share: the Ray cluster they run."""
+
+    name: Name
+    namespace: Namespace = "ray"
+    image: Image = DEFAULT_RAY_IMAGE
+    ray_version: RayVersion = DEFAULT_RAY_VERSION
+    head: HeadConfig = HeadConfig()
+    worker_groups: list[WorkerGroupConfig]
+    autoscaling: RayAutoscalingConfig = RayAutoscalingConfig()
+    gcs_fuse: StrictBool = True
+    wait_for_ready: StrictBool = False
+
+
+class RayClusterConfig(RayObjectConfig):
+    pass
+
+
+class RayServiceConfig(RayObjectConfig):
+    serve_config: dict[str, Any]
+    upgrade_strategy: Literal["NewCluster", "None"] = "NewCluster"
+
+
+class RayJobConfig(RayObjectConfig):
+    entrypoint: str = Field(min_length=1)
+    # Run on an existing RayCluster of the same namespace (KubeRay `clusterSelector`) instead of a cluster of its own.
+    cluster: Optional[Name] = None
+    worker_groups: list[WorkerGroupConfig] = []
+    runtime_env: Optional[dict[str, Any]] = None
+    shutdown_after_job_finishes: StrictBool = True
+    ttl_seconds_after_finished: Optional[NonNegativeInt] = None
+    active_deadline_seconds: Optional[PositiveInt] = None
+    submission_mode: Literal["K8sJobMode", "HTTPMode"] = "K8sJobMode"
+
+
+# --- cost and operations -------------------------------------------------------------------------------------------
+
+
+class RateConfig(Model):
+    """A rate the user supplies or overrides: reservations, committed use, negotiated prices, unpublished ones."""
+
+    kind: Literal["tpu", "gpu", "cpu"]
+    name: str
+    """TPU generation (per chip-hour), or GPU/CPU machine type (per VM-hour)."""
+    capacity: Literal["onDemand", "spot", "reservation", "flexStart"]
+    hourly: Annotated[float, Field(gt=0, le=1_000_000, allow_inf_nan=False)]
+    region: Optional[str] = None
+    """Where the rate applies (default: every region)."""
+    source: str = "stack config"
+    as_of: Optional[str] = None
+
+
+class PricingConfig(Model):
+    """Rates for the cost estimate (`components/render/pricing.py`), and the environment's monthly budget."""
+
+    rates: list[RateConfig] = []
+    monthly_budget: Optional[Annotated[float, Field(gt=0, allow_inf_nan=False)]] = None
+
+
+class MonitoringConfig(Model):
+    """The per-stack dashboard and alert policies of the slices (`components/resources/monitoring.py`)."""
+
+    enabled: StrictBool = True
+    notification_channels: list[str] = []
+    """Existing channel IDs: projects/<project>/notificationChannels/<id>. None: alerts exist, notify nobody."""
+    idle_duty_cycle_percent: Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)] = 5.0
+    idle_minutes: Annotated[StrictInt, Field(ge=5, le=10080)] = 60
+    unavailable_minutes: Annotated[StrictInt, Field(ge=1, le=1440)] = 15
+    interruptions_per_day: Annotated[StrictInt, Field(ge=1, le=1000)] = 3
+
+    @field_validator("notification_channels")
+    @classmethod
+    def _channels(cls, value: list[str]) -> list[str]:
+        for channel in value:
+            if not re.fullmatch(r"projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/notificationChannels/[0-9]+", channel):
+                raise ValueError(f"{channel!r} is not a notification channel ID: "
+                                 "projects/<project>/notificationChannels/<number>")
+        return value

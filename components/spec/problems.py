@@ -1,0 +1,110 @@
+"""Problems of a configuration, one line each with its key path, and the error that carries them all at once."""
+
+from __future__ import annotations
+
+import json
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, Optional, Union
+
+from pydantic import BaseModel, ValidationError
+
+from .. import admission
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+class ConfigError(ValueError):
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("invalid configuration:\n" + "\n".join(f"  {p}" for p in problems))
+
+
+def show(value: Any) -> str:
+    try:
+        text = json.dumps(value, default=str, sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+
+
+
+def component_args(args: Any, root: str, kind: str, required: tuple[str, ...]) -> list[Problem]:
+    """The first checks of a component's arguments: a mapping, with every required argument (ConfigError if it is no
+    mapping at all)."""
+    if not isinstance(args, dict):
+        raise ConfigError([Problem(root, f"must be {kind}, a mapping (given {show(args)})")])
+    return [Problem(f"{root}.{key}", "required argument is missing") for key in required if args.get(key) is None]
+
+
+def location_arg(args: dict, root: str, problems: list[Problem]) -> Optional[str]:
+    """The `location` argument where it is a zone or a region (else None, with the problem noted)."""
+    location = args.get("location")
+    try:
+        admission.check_location(location)
+    except (TypeError, ValueError) as error:
+        if location is not None:
+            problems.append(Problem(f"{root}.location", f"{show(location)} is invalid: {error}"))
+        return None
+    return location
+
+
+# --- turning pydantic's errors into one line per problem -----------------------------------------------------------
+
+
+def _problems(exc: ValidationError, base: str, model: type[BaseModel], style: str) -> list[Problem]:
+    problems = []
+    for error in exc.errors(include_url=False):
+        loc = error["loc"]
+        path = base + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
+        kind = error["type"]
+        given = show(error.get("input"))
+        if kind == "missing":
+            message = "required key is missing"
+        elif kind == "extra_forbidden":
+            allowed = _allowed_keys(model, loc[:-1], style)
+            message = f"unknown key (given {given}); allowed: {', '.join(allowed)}"
+        else:
+            reason = error["msg"].removeprefix("Value error, ")
+            message = f"{given} is invalid: {reason[0].lower()}{reason[1:]}"
+        problems.append(Problem(path, message))
+    return problems
+
+
+def _allowed_keys(model: Any, loc: tuple, style: str) -> list[str]:
+    """The keys of the model found by walking `loc` from `model`, in the front end's spelling."""
+    current = model
+    for part in loc:
+        current = _unwrap(current)
+        if isinstance(part, int):
+            current = typing.get_args(current)[0] if typing.get_args(current) else Any
+        elif isinstance(current, type) and issubclass(current, BaseModel):
+            field = next((f for n, f in current.model_fields.items() if part in (n, f.alias)), None)
+            current = field.annotation if field else Any
+    current = _unwrap(current)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return [(f.alias or n) if style == "stack" else n for n, f in current.model_fields.items()]
+    return []
+
+
+def _unwrap(annotation: Any) -> Any:
+    """Optional[X] -> X."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    if typing.get_origin(annotation) in (Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _unwrap(args[0]) if len(args) == 1 else annotation
+    return annotation
+
+
+
