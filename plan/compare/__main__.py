@@ -1,0 +1,146 @@
+"""`python -m plan.compare STACK --context CTX [--kubeconfig FILE] [--inject-failure STEP] [--out DIR]` runs the
+stack's comparison jobs (its RayJobs on a TPU slice or a GPU pool) once each on the live cluster and reports them side
+by side; `--local` runs them on a local Ray cluster on this machine instead, CPU standing in for both (`make compare`).
+
+Writes report.json, report.md and PNG charts into DIR (default compare-report/ at the repository root). Exit status: 0
+when both sides finished, every measure was obtained and the sides agree; 1 otherwise (one line per missing measure
+or failed condition on stderr, and the partial report written); 2 when the configuration or the arguments are invalid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from ray_tpu_gke import ConfigError
+
+from .. import cost, harness, stackfile
+from . import output, report, sides
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+DEFAULT_OUT = ROOT / "compare-report"
+LIVE_TIMEOUT_S = 3600.0
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="python -m plan.compare", description="The stack's comparison jobs (TPU slice and GPU pool) run once each, measured and reported side by side.")
+    parser.add_argument("stack", help="stack name: stacks/Pulumi.<stack>.yaml")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--context", help="the kubeconfig context of the stack's live cluster")
+    where.add_argument("--local", action="store_true", help="run both sides on a local Ray cluster, simulated")
+    parser.add_argument("--kubeconfig", type=Path, help="kubeconfig file (default: kubectl's)")
+    parser.add_argument("--config-file", type=Path, help="read this stack config file instead of the stack's own")
+    parser.add_argument("--inject-failure", type=int, metavar="STEP",
+                        help="delete one worker pod (locally: remove a node) of each side when it reports this step, "
+                             f"and measure the recovery (default: none live, {_local_default('inject')} locally; "
+                             "0: none)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder of the report (default compare-report/)")
+    parser.add_argument("--timeout", type=float,
+                        help=f"seconds the live jobs may take, scale-up from zero included (default {LIVE_TIMEOUT_S:.0f}"
+                             "); locally, each side (default 600)")
+    parser.add_argument("--poll", type=float, default=10, help="seconds between live status reads (default 10)")
+    parser.add_argument("--wait-for-removal", type=float, default=0, metavar="S",
+                        help="after the jobs end, watch their nodes up to S seconds so that the cost ends at their "
+                             "removal (default 0: nodes still up are billed until the collection, and said so)")
+    parser.add_argument("--keep-jobs", action="store_true", help="leave the comparison RayJobs in place (live)")
+    parser.add_argument("--run", help="run id (default <stack>-<UTC yyyymmddHHMMSS>)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of both sides (data, init, evaluation batch)")
+    parser.add_argument("--tolerance", type=float, default=report.DEFAULT_TOLERANCE,
+                        help=f"largest relative difference at which the sides agree (default {report.DEFAULT_TOLERANCE})")
+    parser.add_argument("--steps", type=int, help=f"--local: training steps per side (default "
+                                                  f"{_local_default('steps')}; live runs use the stack's own)")
+    parser.add_argument("--report-every", type=int, help=f"--local: checkpoint cadence (default "
+                                                         f"{_local_default('report_every')})")
+    args = parser.parse_args(argv)
+    if not args.local and (args.steps is not None or args.report_every is not None):
+        parser.error("--steps and --report-every are for --local; a live run uses the stack's own entrypoint")
+    if (args.timeout is not None and args.timeout <= 0) or args.poll < 0 or args.wait_for_removal < 0 or args.tolerance < 0:
+        parser.error("--timeout must be positive; --poll, --wait-for-removal and --tolerance not negative")
+    if min(args.steps or 1, args.report_every or 1) < 1 or (args.inject_failure or 0) < 0:
+        parser.error("--steps and --report-every must be at least 1, --inject-failure not negative")
+    return args
+
+
+def _local_default(name: str):
+    from . import local
+
+    return {"inject": local.DEFAULT_INJECT_STEP, "steps": local.DEFAULT_STEPS,
+            "report_every": local.DEFAULT_REPORT_EVERY}[name]
+
+
+def load_plan(stack: str, config_file=None) -> tuple[dict, dict]:
+    """The stack's offline plan as `python -m plan STACK --json` prints it (its `cost` included) and its config
+    values."""
+    values, secret_keys, config = stackfile.load_checked(stack, config_file)
+    plan = harness.run_program(stack, values, secret_keys)
+    cost.attach(plan, config)
+    return plan.to_json(), values
+
+
+def default_run(stack: str, now: float) -> str:
+    return f"{stack}-{datetime.fromtimestamp(now, tz=timezone.utc).strftime('%Y%m%d%H%M%S')}"
+
+
+def _prices(plan: dict) -> dict:
+    c = plan.get("cost") or {}
+    return {"currency": c.get("currency"), "region": c.get("region"), "oldestAsOf": c.get("oldestAsOf"),
+            "rates": c.get("rates", [])}
+
+
+def main(argv=None, clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> int:
+    args = parse_args(argv)
+    try:
+        plan, values = load_plan(args.stack, args.config_file)
+        found = sides.sides(plan, values)
+    except (ConfigError, stackfile.StackNotFound) as error:
+        return stackfile.report(error)
+    except sides.SideError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return stackfile.EXIT_INVALID
+    if not found:
+        print(f"error: stack {args.stack} has no RayJob whose worker group runs on a TPU slice or a GPU pool: nothing "
+              "to compare", file=sys.stderr)
+        return stackfile.EXIT_INVALID
+    run_id = args.run or default_run(args.stack, clock())
+    if args.local:
+        from . import local
+
+        inject = local.DEFAULT_INJECT_STEP if args.inject_failure is None else (args.inject_failure or None)
+        try:
+            runs, collected, _facts = local.run(
+                found, run_id, steps=args.steps or local.DEFAULT_STEPS,
+                report_every=args.report_every or local.DEFAULT_REPORT_EVERY, inject_step=inject, seed=args.seed,
+                side_timeout=args.timeout or local.SIDE_TIMEOUT_S)
+        except local.LocalError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return stackfile.EXIT_ERROR
+        context = None
+    else:
+        from . import live
+        from .kube import Kubectl, KubectlError
+
+        try:
+            runs, collected = live.collect(
+                Kubectl(args.context, args.kubeconfig), found, run_id, seed=args.seed,
+                inject_step=args.inject_failure or None, timeout=args.timeout or LIVE_TIMEOUT_S, poll=args.poll,
+                wait_for_removal=args.wait_for_removal, keep_jobs=args.keep_jobs, clock=clock, sleep=sleep)
+        except KubectlError as error:
+            print(f"error: cannot follow the jobs on the cluster: {error}", file=sys.stderr)
+            return stackfile.EXIT_ERROR
+        context = args.context
+    document = report.build(args.stack, "local" if args.local else "live", run_id, runs, collected,
+                            tolerance=args.tolerance, context=context, prices=_prices(plan))
+    output.write(document, args.out)
+    return output.say(document, args.out)
+
+
+if __name__ == "__main__":
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        sys.exit(130)

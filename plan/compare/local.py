@@ -1,0 +1,96 @@
+"""The local comparison (`make compare`): both sides on a local Ray cluster on this machine, CPU standing in for both
+accelerators, each side marked simulated; the same report as the live one.
+
+This half runs in the project's virtualenv (it has the plan); the Ray half, `local_cluster.py`, runs in the workloads
+virtualenv ($WORKLOADS_PYTHON, default .venv-workloads/bin/python) as a subprocess. Each side's job is its stack
+entrypoint, told the run, its side, the seed, `--simulate`, fewer steps, a checkpoint cadence and a local checkpoint
+folder; its nodes are the side's own shape (hosts, chips or GPUs per node) as simulated Ray nodes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+from workloads.slice import SliceSpec
+
+from .report import Injection, NodeSpan, SideRun
+from .sides import SidePlan, entrypoint_for_run
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+SCRIPT = Path(__file__).resolve().parent / "local_cluster.py"
+DEFAULT_STEPS = 60
+DEFAULT_REPORT_EVERY = 5
+DEFAULT_INJECT_STEP = 20
+SIDE_TIMEOUT_S = 600
+
+
+class LocalError(RuntimeError):
+    pass
+
+
+def workloads_python() -> str:
+    configured = os.environ.get("WORKLOADS_PYTHON") or str(ROOT / ".venv-workloads" / "bin" / "python")
+    if not os.access(configured, os.X_OK):
+        raise LocalError(f"no workloads interpreter at {configured}: run `make compare` (it builds .venv-workloads), "
+                         "or set WORKLOADS_PYTHON to a python with requirements-workloads.txt installed")
+    return configured
+
+
+def side_spec(side: SidePlan, run: str, *, steps: int, report_every: int, inject_step: Optional[int], seed: int,
+              result_dir: Path, storage: Path) -> dict:
+    """What local_cluster.py needs to stand a side up: its nodes and its job's command."""
+    command = entrypoint_for_run(side, run, str(result_dir), seed, extra={
+        "--simulate": True, "--steps": steps, "--report-every": report_every, "--storage-path": str(storage)})
+    spec = {"name": side.name, "kind": side.kind, "group": side.group, "hosts": side.hosts,
+            "replicas": side.replicas, "unitsPerNode": side.units_per_node, "command": shlex.split(command),
+            "injectStep": inject_step}
+    if side.kind == "tpu":
+        shape = SliceSpec(side.generation, side.topology, side.hosts, side.units_per_node)
+        spec.update({"topology": side.topology, "podType": shape.pod_type})
+    return spec
+
+
+def side_run(side: SidePlan, seen: dict, inject_step: Optional[int]) -> SideRun:
+    injection = seen.get("injection")
+    return SideRun(
+        side=side, job=f"local driver of {side.name}", requested_at=seen.get("requestedAt"),
+        nodes=[NodeSpan(n["name"], n["createdAt"], n.get("readyAt"), n.get("removedAt")) for n in seen.get("nodes", [])],
+        nodes_ready_at=seen.get("nodesReadyAt"), log=seen.get("log", ""), outcome=seen.get("outcome", "not run"),
+        succeeded=seen.get("exitCode") == 0 and seen.get("outcome") == "SUCCEEDED", ended_at=seen.get("endedAt"),
+        inject_step=inject_step,
+        injection=Injection(injection["step"], injection["at"], injection["target"]) if injection else None,
+        injection_problem=seen.get("injectionProblem"))
+
+
+def run(sides: list[SidePlan], run_id: str, *, steps: int = DEFAULT_STEPS, report_every: int = DEFAULT_REPORT_EVERY,
+        inject_step: Optional[int] = DEFAULT_INJECT_STEP, seed: int = 0, side_timeout: float = SIDE_TIMEOUT_S,
+        quiet: bool = False) -> tuple[list[SideRun], float, dict]:
+    """Both sides, one after the other, on one local Ray cluster; what was seen of each, the collection time, and
+    facts of the local run (the cluster's start time)."""
+    python = workloads_python()
+    with tempfile.TemporaryDirectory(prefix="compare-") as work:
+        work_dir = Path(work)
+        spec = {"root": str(ROOT), "sideTimeout": side_timeout,
+                "sides": [side_spec(s, run_id, steps=steps, report_every=report_every, inject_step=inject_step,
+                                    seed=seed, result_dir=work_dir / "results", storage=work_dir / "checkpoints")
+                          for s in sides]}
+        spec_path, out_path = work_dir / "spec.json", work_dir / "seen.json"
+        spec_path.write_text(json.dumps(spec, indent=1))
+        budget = side_timeout * len(sides) + 300  # the cluster's start and shutdown on top of every side
+        try:
+            done = subprocess.run([python, str(SCRIPT), str(spec_path), str(out_path)], cwd=ROOT, timeout=budget,
+                                  stderr=subprocess.PIPE if quiet else None, text=True)
+        except subprocess.TimeoutExpired:
+            raise LocalError(f"the local Ray run did not end within {budget:.0f} s") from None
+        if done.returncode != 0 or not out_path.exists():
+            tail = (done.stderr or "")[-3000:] if quiet else "(its output is above)"
+            raise LocalError(f"the local Ray run failed (exit {done.returncode}): {tail}")
+        seen = json.loads(out_path.read_text())
+    runs = [side_run(s, seen["sides"].get(s.name, {}), inject_step) for s in sides]
+    return runs, seen["collectedAt"], {"clusterStartS": seen.get("clusterStartS")}

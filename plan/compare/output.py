@@ -1,0 +1,38 @@
+"""Writes a comparison report into its folder: report.json, report.md and the PNG charts; then says on stderr, one
+line each, what is missing."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from . import charts, markdown
+
+REPORT_JSON, REPORT_MD = "report.json", "report.md"
+
+
+def write(report: dict, out: Path) -> list[Path]:
+    """Every file of the report into `out` (created); the paths written. A chart that cannot be drawn is a problem of
+    the report, not a crash: the JSON and the Markdown are written all the same."""
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        drawn = charts.draw(report, out)
+    except ImportError as error:  # matplotlib missing from the environment
+        drawn = []
+        report["problems"].append(f"charts: not drawn: {error} (pip install -r requirements.txt)")
+        report["complete"] = False
+    written = [out / name for name in drawn]
+    (out / REPORT_JSON).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    (out / REPORT_MD).write_text(markdown.render(report, drawn))
+    return [out / REPORT_JSON, out / REPORT_MD, *written]
+
+
+def say(report: dict, out: Path, stream=None) -> int:
+    """The problems on stderr, one line each, and the exit status: 0 only when the report is complete."""
+    stream = stream or sys.stderr
+    for problem in report["problems"]:
+        print(problem, file=stream)
+    state = "complete" if report["complete"] else f"incomplete, {len(report['problems'])} problem(s)"
+    print(f"report {state}: {out / REPORT_MD}", file=stream)
+    return 0 if report["complete"] else 1

@@ -1,0 +1,369 @@
+"""The one report builder of the comparison, shared by the live and the local mode: what each collector saw of a side
+(`SideRun`: the cluster's timestamps and the job's log) in, `report.json`'s document out.
+
+Pure and deterministic: no clock, no I/O. Every number is computed here from what was measured; a number that cannot
+be computed is left out of the side and named in `problems`, one line each (`<side>: <measure>: <why>`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from . import events
+from .sides import SidePlan
+
+REPORT_SCHEMA = "ray-tpu-gke/compare-report/v1"
+DEFAULT_TOLERANCE = 0.02  # the largest relative difference of final loss and fingerprint at which the sides agree
+# The start-up phases each mode measures, in order. Locally there are no pods or images: a simulated host is a Ray
+# node that this machine starts, so its start is the capacity wait, and Ray start runs from it to the training loop.
+PHASES = {"live": ("capacityWaitS", "podStartS", "rayStartS", "firstStepS"),
+          "local": ("capacityWaitS", "rayStartS", "firstStepS")}
+BREAKDOWN = ("capacityWaitS", "podStartS", "rayStartS", "compiledStepsS", "stepsS", "checkpointsS", "recoveryS",
+             "otherS")
+
+
+@dataclass
+class NodeSpan:
+    """One node the side's workers ran on: billed from its creation (or the side's request, if it was already up)
+    to its removal, or to the collection when it was still up."""
+
+    name: str
+    created_at: Optional[float]
+    ready_at: Optional[float] = None
+    removed_at: Optional[float] = None
+
+
+@dataclass
+class Injection:
+    step: int  # the last step the job had reported when the failure was injected
+    at: float  # epoch seconds
+    target: str  # the worker pod deleted, or the Ray node removed
+
+
+@dataclass
+class SideRun:
+    """What a collector saw of one side's run. Times are epoch seconds."""
+
+    side: SidePlan
+    job: str  # this run's RayJob (live) or driver (local)
+    requested_at: Optional[float] = None  # the RayJob created / the simulated hosts asked for
+    nodes: list[NodeSpan] = field(default_factory=list)  # every worker node, replacements included
+    nodes_ready_at: Optional[float] = None  # the first attempt's worker nodes all Ready
+    pods_ready_at: Optional[float] = None  # live: the first attempt's worker pods all Ready
+    log: str = ""  # the job's log: event lines and the result document
+    outcome: str = "unknown"  # SUCCEEDED, FAILED, STOPPED, timeout after N s, ...
+    succeeded: bool = False
+    ended_at: Optional[float] = None  # the job's end as the cluster saw it
+    inject_step: Optional[int] = None  # --inject-failure STEP
+    injection: Optional[Injection] = None
+    injection_problem: Optional[str] = None  # why no failure was injected
+    cluster: dict = field(default_factory=dict)  # more the collector saw (image pulls, events by reason)
+
+
+# --- arithmetic ----------------------------------------------------------------------------------------------------
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0..100), interpolating linearly between the closest ranks (numpy's default 'linear',
+    Hyndman and Fan's type 7)."""
+    if not values:
+        raise ValueError("no values")
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100.0
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def step_time_stats(step_times: list[float], compiled: list[int]) -> Optional[dict]:
+    """p50 and p95 of the steps that did not compile (the first step of each attempt compiles)."""
+    skip = set(compiled)
+    steady = [t for i, t in enumerate(step_times) if i not in skip]
+    if not steady:
+        return None
+    return {"p50": percentile(steady, 50), "p95": percentile(steady, 95), "mean": sum(steady) / len(steady),
+            "steps": len(steady), "compiledSteps": len(step_times) - len(steady)}
+
+
+def billed_nodes(nodes: list[NodeSpan], requested_at: Optional[float], collected_at: float) -> list[dict]:
+    """Each node's billed span: from its creation, or from the side's request when it already existed, to its
+    removal, or to the collection when it is still up."""
+    out = []
+    for node in nodes:
+        start = node.created_at if node.created_at is not None else requested_at
+        if start is None:
+            continue
+        if requested_at is not None:
+            start = max(start, requested_at)
+        end = node.removed_at if node.removed_at is not None else collected_at
+        out.append({"name": node.name, "from": start, "to": end, "seconds": max(0.0, end - start),
+                    "until": "removed" if node.removed_at is not None else "collection"})
+    return out
+
+
+def cost_per_job(billed_seconds: float, node_hourly: float) -> float:
+    return billed_seconds / 3600.0 * node_hourly
+
+
+def relative_difference(a: float, b: float) -> float:
+    scale = max(abs(a), abs(b))
+    return 0.0 if scale == 0 else abs(a - b) / scale
+
+
+def fingerprint_agreement(a: dict, b: dict, tolerance: float) -> dict:
+    """Predictions on the fixed evaluation batch: the largest difference relative to the largest prediction. Different
+    platforms round differently, so equal bits (sha256) are reported but not required."""
+    out: dict[str, Any] = {"seeds": [a.get("seed"), b.get("seed")], "sameSha256": a.get("sha256") == b.get("sha256"),
+                           "tolerance": tolerance}
+    va, vb = list(a.get("values") or []), list(b.get("values") or [])
+    if a.get("seed") != b.get("seed"):
+        return {**out, "agree": False, "reason": "the sides used different seeds"}
+    if not va or len(va) != len(vb):
+        return {**out, "agree": False, "reason": f"{len(va)} and {len(vb)} values"}
+    largest = max(abs(d) for d in va + vb)
+    worst = max(abs(x - y) for x, y in zip(va, vb))
+    relative = 0.0 if largest == 0 else worst / largest
+    return {**out, "maxAbsDifference": worst, "relativeDifference": relative, "agree": relative <= tolerance}
+
+
+# --- one side ------------------------------------------------------------------------------------------------------
+
+def refusal(result: Optional[dict], run: SideRun, run_id: str, mode: str) -> Optional[str]:
+    """Why the job's result document cannot count as this side's measurement, or None."""
+    if result is None:
+        return "the job's log holds no result document"
+    if result.get("run") != run_id or result.get("side") != run.side.name:
+        return (f"the result is for run {result.get('run')!r} side {result.get('side')!r}, not run {run_id!r} "
+                f"side {run.side.name!r}")
+    kind, platform, simulated = run.side.kind, result.get("platform"), result.get("simulated") is True
+    if result.get("kind") not in (None, kind):
+        return f"the job was asked for {result.get('kind')}, but the side stands for {kind}"
+    if simulated and mode == "live":
+        return f"the job ran simulated on {platform} in a live comparison: not a {kind} measurement"
+    if not simulated and platform != kind:
+        return (f"the job ran on {platform}, not {kind}, and is not marked simulated: its numbers are not a "
+                f"{kind} measurement")
+    return None
+
+
+def _restarts(result: Optional[dict], log: events.JobLog) -> list[dict]:
+    if result is not None and isinstance(result.get("restarts"), list):
+        return [r for r in result["restarts"] if isinstance(r, dict)]
+    return log.of("restart")
+
+
+def recovery(run: SideRun, restarts: list[dict]) -> tuple[Optional[dict], Optional[str]]:
+    """Injection -> the first step reported again (the restarted attempt's first step), and the steps redone."""
+    if run.injection is None:
+        return None, run.injection_problem or f"no failure was injected (asked at step {run.inject_step})"
+    injected = run.injection
+    after = [r for r in restarts if isinstance(r.get("resumedAt"), (int, float)) and r["resumedAt"] > injected.at]
+    if not after:
+        return None, (f"no restart was reported after the failure injected at step {injected.step} "
+                      f"({injected.target}); the job {run.outcome}")
+    first = after[0]
+    out = {"injectedAtStep": injected.step, "injectedAt": injected.at, "target": injected.target,
+           "recoveryS": first["resumedAt"] - injected.at, "stepsRedone": first.get("stepsRedone"),
+           "fromStep": first.get("fromStep"), "resumedAt": first["resumedAt"],
+           "restartIndex": restarts.index(first)}
+    if isinstance(first.get("failureSeenAt"), (int, float)):
+        out["detectS"] = max(0.0, first["failureSeenAt"] - injected.at)
+    return out, None
+
+
+def _phases(run: SideRun, mode: str, log: events.JobLog) -> tuple[dict, dict]:
+    """Start-up phases and, for those that cannot be measured, why not."""
+    start = next((e for e in log.of("start") if e.get("attempt", 0) == 0), log.first("start"))
+    first_step = log.first("step")
+    loop_at = start["time"] if start else None
+    step_at = first_step["time"] if first_step else None
+    ray_from = run.pods_ready_at if mode == "live" else run.nodes_ready_at
+    spans = {
+        "capacityWaitS": (run.requested_at, run.nodes_ready_at, "no worker node became Ready"),
+        "podStartS": (run.nodes_ready_at, run.pods_ready_at, "the worker pods never became Ready"),
+        "rayStartS": (ray_from, loop_at, "the training loop never started (no start event)"),
+        "firstStepS": (loop_at, step_at, "no step was reported"),
+    }
+    phases, why = {}, {}
+    for name in PHASES[mode]:
+        begin, end, reason = spans[name]
+        if begin is None or end is None:
+            why[name] = reason if end is None else "its start was not seen"
+        else:
+            phases[name] = max(0.0, end - begin)  # clocks of different machines: never a negative phase
+    return phases, why
+
+
+def _breakdown(phases: dict, result: dict, wall: Optional[float], recovered: Optional[dict]) -> Optional[dict]:
+    """Where the wall time went, in parts that add up to it (the rest is `otherS`: driver start, data, logging,
+    shutdown, and what the clocks cannot split)."""
+    if wall is None:
+        return None
+    times = [float(t) for t in result.get("stepTimesS") or []]
+    compiled = set(result.get("compiledSteps") or [])
+    checkpoints = result.get("checkpoints") or {}
+    saves, restores = list(checkpoints.get("saveS") or []), list(checkpoints.get("restoreS") or [])
+    parts = {name: phases[name] for name in ("capacityWaitS", "podStartS", "rayStartS") if name in phases}
+    parts["compiledStepsS"] = sum(t for i, t in enumerate(times) if i in compiled)
+    parts["stepsS"] = sum(t for i, t in enumerate(times) if i not in compiled)
+    parts["checkpointsS"] = sum(saves) + sum(restores)
+    if recovered is not None:
+        k = recovered["restartIndex"]
+        order = sorted(compiled)
+        overlap = (restores[k] if k < len(restores) else 0.0) + (times[order[k + 1]] if k + 1 < len(order) else 0.0)
+        parts["recoveryS"] = max(0.0, recovered["recoveryS"] - overlap)
+    parts["otherS"] = max(0.0, wall - sum(parts.values()))
+    return parts
+
+
+def side_report(run: SideRun, mode: str, run_id: str, collected_at: float) -> tuple[dict, list[tuple[str, str]]]:
+    """One side of report.json, and the measures it lacks with the reason for each."""
+    side, log = run.side, events.parse(run.log)
+    missing: list[tuple[str, str]] = []
+    out: dict[str, Any] = {"name": side.name, "kind": side.kind, "accelerator": side.accelerator,
+                           "capacity": side.capacity, "runsOn": side.item, "job": run.job, "outcome": run.outcome}
+    refused = refusal(log.result, run, run_id, mode)
+    result = None if refused else log.result
+    shown = log.result or {}
+    out.update({"platform": shown.get("platform"), "simulated": shown.get("simulated")})
+    if refused:
+        out["refused"] = refused
+        missing.append(("result", refused))
+    if not run.succeeded:
+        missing.append(("finished", f"the job did not finish: {run.outcome}"))
+
+    def need(key: str, value, reason: str):
+        if value is None:
+            missing.append((key, reason))
+        else:
+            out[key] = value
+
+    no_result = refused or "no result document"
+    if result is not None:
+        for key in ("devices", "deviceKind", "processes", "slices", "batchSize", "seed", "compileEvents",
+                    "examplesPerS", "compilationCache"):
+            out[key] = result.get(key)
+    need("steps", (result or {}).get("steps"), no_result)
+    stats = step_time_stats([float(t) for t in (result or {}).get("stepTimesS") or []],
+                            list((result or {}).get("compiledSteps") or []))
+    need("stepTimeS", stats, no_result if result is None else "no step ran without compiling")
+    need("compileS", (result or {}).get("compileS"), no_result)
+    need("finalLoss", (result or {}).get("finalLoss"), no_result)
+    if result is not None:
+        out["stepTimesS"] = [float(t) for t in result.get("stepTimesS") or []]
+        out["compiledSteps"] = list(result.get("compiledSteps") or [])
+        out["fingerprintSha256"] = (result.get("fingerprint") or {}).get("sha256")
+        checkpoints = result.get("checkpoints") or {}
+        out["checkpoints"] = {"saves": len(checkpoints.get("saveS") or []), "saveS": sum(checkpoints.get("saveS") or []),
+                              "restores": len(checkpoints.get("restoreS") or []),
+                              "restoreS": sum(checkpoints.get("restoreS") or [])}
+        out["jobTimings"] = {k: result.get(k) for k in ("processStartToFirstStepS", "workerGroupStartS")}
+
+    phases, why = _phases(run, mode, log)
+    out["startup"] = phases
+    missing += [(f"startup.{name}", reason) for name, reason in why.items()]
+    if run.cluster:
+        out["cluster"] = run.cluster
+
+    end = (result or {}).get("finishedAt") if result is not None else None
+    end = end if end is not None else (run.ended_at if run.succeeded else None)
+    wall = None if end is None or run.requested_at is None else max(0.0, end - run.requested_at)
+    need("wallS", wall, "the job did not finish" if end is None else "its request time was not seen")
+    start = next((e for e in log.of("start") if e.get("attempt", 0) == 0), log.first("start"))
+    if end is not None and start is not None:
+        out["trainingS"] = max(0.0, end - start["time"])
+
+    # Cost: the plan's price of one node x every node's billed lifetime.
+    need("hourlyUsd", side.hourly, side.price_problem or "no price")
+    billed = billed_nodes(run.nodes, run.requested_at, collected_at)
+    seconds = sum(b["seconds"] for b in billed)
+    out["billing"] = {"nodeHourlyUsd": side.node_hourly, "rate": side.rate, "nodes": billed, "billedNodeS": seconds,
+                      "stillUp": [b["name"] for b in billed if b["until"] == "collection"]}
+    per_job = None
+    if not billed:
+        missing.append(("costPerJobUsd", "no worker node of the side was seen"))
+    elif side.node_hourly is None:
+        missing.append(("costPerJobUsd", side.price_problem or "no price"))
+    else:
+        per_job = cost_per_job(seconds, side.node_hourly)
+        out["costPerJobUsd"] = per_job
+    steps = out.get("steps")
+    if per_job is None:
+        missing.append(("costPer1kStepsUsd", "no cost per job"))
+    elif not steps:
+        missing.append(("costPer1kStepsUsd", "no steps were reported"))
+    else:
+        out["costPer1kStepsUsd"] = per_job / steps * 1000.0
+
+    recovered = None
+    if run.inject_step is not None:
+        recovered, problem = recovery(run, _restarts(result, log))
+        if recovered is None:
+            missing.append(("recovery", problem))
+            out["recovery"] = {"injectedAtStep": run.injection.step if run.injection else None}
+        else:
+            out["recovery"] = {k: v for k, v in recovered.items() if k != "restartIndex"}
+    if result is not None:
+        breakdown = _breakdown(phases, result, wall, recovered)
+        if breakdown is not None:
+            out["timeBreakdownS"] = breakdown
+    out["missing"] = [m for m, _ in missing]
+    return out, missing
+
+
+# --- the report ----------------------------------------------------------------------------------------------------
+
+def agreement(a: dict, b: dict, results: dict[str, Optional[dict]], tolerance: float) -> tuple[Optional[dict], list]:
+    names = [a["name"], b["name"]]
+    ra, rb = results.get(a["name"]), results.get(b["name"])
+    if ra is None or rb is None or a.get("finalLoss") is None or b.get("finalLoss") is None:
+        lacking = ", ".join(n for n, r in zip(names, (ra, rb)) if r is None or r.get("finalLoss") is None)
+        return None, [f"agreement of {' and '.join(names)}: no accepted result with a final loss from {lacking}"]
+    difference = relative_difference(float(a["finalLoss"]), float(b["finalLoss"]))
+    prints = fingerprint_agreement(ra.get("fingerprint") or {}, rb.get("fingerprint") or {}, tolerance)
+    out = {"metric": "finalLoss", "between": names, "relativeDifference": difference, "tolerance": tolerance,
+           "lossAgree": difference <= tolerance, "fingerprint": prints}
+    out["agree"] = out["lossAgree"] and prints["agree"]
+    problems = []
+    if not out["lossAgree"]:
+        problems.append(f"agreement of {' and '.join(names)}: the final losses differ by {difference:.2%}, more than "
+                        f"the tolerance of {tolerance:.2%}")
+    if not prints["agree"]:
+        reason = prints.get("reason") or (f"the predictions differ by {prints['relativeDifference']:.2%}, more than "
+                                          f"the tolerance of {tolerance:.2%}")
+        problems.append(f"agreement of {' and '.join(names)}: fingerprint: {reason}")
+    return out, problems
+
+
+def build(stack: str, mode: str, run_id: str, runs: list[SideRun], collected_at: float,
+          tolerance: float = DEFAULT_TOLERANCE, context: Optional[str] = None, prices: Optional[dict] = None) -> dict:
+    """report.json: every side, their agreement (the first side against each other one), and one problem line per
+    missing measure or failed condition. `complete` is true only when there is none."""
+    if mode not in PHASES:
+        raise ValueError(f"mode {mode!r} is not one of {', '.join(PHASES)}")
+    sides, problems, results = [], [], {}
+    for run in runs:
+        side, missing = side_report(run, mode, run_id, collected_at)
+        sides.append(side)
+        problems += [f"{run.side.name}: {measure}: {reason}" for measure, reason in missing]
+        parsed = events.parse(run.log).result
+        results[run.side.name] = None if side.get("refused") or parsed is None else parsed
+    pairs = []
+    if len(sides) < 2:
+        problems.append(f"agreement: the stack has {len(sides)} comparison side(s); a comparison needs two (RayJobs "
+                        "whose worker group runs on a TPU slice or a GPU pool)")
+    for other in sides[1:]:
+        pair, lines = agreement(sides[0], other, results, tolerance)
+        problems += lines
+        if pair is not None:
+            pairs.append(pair)
+    report = {"schema": REPORT_SCHEMA, "stack": stack, "mode": mode, "run": run_id, "collectedAt": collected_at,
+              "simulated": any(s.get("simulated") is True for s in sides), "tolerance": tolerance, "sides": sides,
+              "agreement": pairs[0] if pairs else None, "agreements": pairs, "problems": problems,
+              "complete": not problems}
+    if context is not None:
+        report["context"] = context
+    if prices is not None:
+        report["prices"] = prices
+    return report
