@@ -37,12 +37,31 @@ def loss(params, x, y):
     return ((forward(params, x) - y) ** 2).mean()
 
 
-def batch(step: int, size: int, features: int = FEATURES) -> tuple[np.ndarray, np.ndarray]:
-    """The global batch of a step: the same on every process, so each takes its own rows of it."""
-    rng = np.random.default_rng(1_000_003 + step)
+def _target(x: np.ndarray) -> np.ndarray:
+    return np.sin(x @ np.linspace(-1.0, 1.0, x.shape[1], dtype=np.float32)).astype(np.float32)
+
+
+def batch(step: int, size: int, seed: int = 0, features: int = FEATURES) -> tuple[np.ndarray, np.ndarray]:
+    """The global batch of a step: the same on every process (each takes its own rows of it), and the same on every
+    accelerator for one seed, so two runs of one seed see the same data."""
+    rng = np.random.default_rng([seed, 1_000_003 + step])
     x = rng.standard_normal((size, features)).astype(np.float32)
-    target = np.sin(x @ np.linspace(-1.0, 1.0, features, dtype=np.float32))
-    return x, target.astype(np.float32)
+    return x, _target(x)
+
+
+EVAL_STREAM = 7  # a random stream of its own: never one of the training steps' (which start at 1_000_003)
+
+
+def eval_batch(seed: int = 0, rows: int = 8, features: int = FEATURES) -> np.ndarray:
+    """A fixed evaluation batch of a seed: the inputs of the output fingerprint two runs are compared on."""
+    return np.random.default_rng([seed, EVAL_STREAM]).standard_normal((rows, features)).astype(np.float32)
+
+
+def predict_host(params: dict, x: np.ndarray) -> np.ndarray:
+    """The forward pass in NumPy on host copies of the parameters: the same arithmetic whatever accelerator trained
+    them, and no JAX program that every process of a multi-host job would have to join."""
+    hidden = np.tanh(x @ params["w1"] + params["b1"])
+    return (hidden @ params["w2"] + params["b2"])[..., 0].astype(np.float32)
 
 
 def save(directory: Path, params: dict, step: int) -> Path:

@@ -1,8 +1,9 @@
 """One TPU slice as a stack declares it, in the terms Ray uses for it.
 
-The Ray programs take the slice from their command line, or from the environment where a RayJob's runtime env sets
-it (`SLICE_GENERATION`, `SLICE_TOPOLOGY`, `SLICE_HOSTS`, `SLICE_CHIPS_PER_HOST`). Generation names are the stack's
-(`tpuSlices[].generation`, components/catalog.py). No Ray import: `plan.verify` builds these arguments too.
+The Ray programs take the slice from their command line, or from the environment: every Ray pod of a worker group
+carries its group's shape (`SLICE_GENERATION`, `SLICE_TOPOLOGY`, `SLICE_HOSTS`, `SLICE_CHIPS_PER_HOST`, and
+`SLICE_COUNT`, the group's replicas: slices). Generation names are the stack's (`tpuSlices[].generation`,
+components/catalog.py). No Ray import: `plan.verify` builds these arguments too.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import argparse
 import math
 import os
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Optional
 
 # Ray's accelerator version for each generation: Ray 2.55 VALID_TPU_TYPES ("v4", "v5p", "v5litepod", "v6e", "v7x") in
 # ray/_private/accelerators/tpu.py, where GKE's TPU_ACCELERATOR_TYPE "tpu7x-N" becomes "v7x-N"
@@ -24,6 +25,7 @@ CORES_PER_CHIP = {"v4": 2, "v5e": 1, "v5p": 2, "v6e": 1, "tpu7x": 2}
 
 ENV = {"generation": "SLICE_GENERATION", "topology": "SLICE_TOPOLOGY", "hosts": "SLICE_HOSTS",
        "chips_per_host": "SLICE_CHIPS_PER_HOST"}
+COUNT_ENV = "SLICE_COUNT"  # slices of the worker group (its replicas), beside ENV on every pod of the group
 
 
 @dataclass(frozen=True)
@@ -103,3 +105,23 @@ def from_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Slic
     except ValueError as error:
         parser.error(str(error))
         raise  # parser.error exits; this keeps type checkers content
+
+
+def contradictions(given: Mapping[str, object], environ: Mapping[str, str]) -> list[str]:
+    """Each value given on a command line that differs from the one the worker group's environment declares, named
+    with both: `--hosts 2 contradicts $SLICE_HOSTS=4`. `given` maps ENV's names (and "slices", for SLICE_COUNT) to
+    the values passed; None is "not passed"."""
+    variables = {**ENV, "slices": COUNT_ENV}
+    problems = []
+    for name, value in given.items():
+        declared = environ.get(variables[name])
+        if value is None or declared is None or str(value) == declared.strip():
+            continue
+        problems.append(f"--{name.replace('_', '-')} {value} contradicts ${variables[name]}={declared} "
+                        "(the shape of the worker group this job runs on)")
+    return problems
+
+
+def from_environment(environ: Mapping[str, str] = os.environ) -> dict[str, Optional[str]]:
+    """The shape a pod's environment declares (None where it declares nothing), by ENV's names plus "slices"."""
+    return {name: environ.get(variable) for name, variable in {**ENV, "slices": COUNT_ENV}.items()}

@@ -1,155 +1,274 @@
-"""Ray Train `JaxTrainer` on one TPU worker group: the small MLP of workloads.model, data-parallel over every chip of
-the slice, checkpointed to the stack's bucket.
+"""Ray Train `JaxTrainer` on TPU slices or on one GPU node: the small MLP of workloads.model, data-parallel over every
+chip, checkpointed to the stack's bucket, every step measured.
 
     python -m workloads.train --generation v6e --topology 4x4 --hosts 4 --chips-per-host 4 --steps 500
-    python -m workloads.train --gpus 8 --steps 500      # the same program on one 8-GPU node (stacks/compare)
+    python -m workloads.train --slices 2 --steps 500          # multislice: the shape from the pod's $SLICE_*
+    python -m workloads.train --gpus 8 --steps 500            # the same program on one 8-GPU node (stacks/compare)
+    python -m workloads.train --gpus 1 --simulate --steps 50  # the CPU standing in for the GPU, on purpose
 
-One Ray Train worker per host (`ScalingConfig(use_tpu=True, topology=..., accelerator_type=...)`), which Ray 2.55
-places on a whole slice with its slice placement group and joins into one JAX program (`jax.distributed.initialize`
-in ray/train/v2/jax/config.py). Checkpoints go under --storage-path, by default `/gcs/ray-train`: the bucket the
-stack mounts at /gcs in every Ray pod (components/manifests.py GCS_MOUNT), so every host and a later run see the same
-files. A run with the same --name resumes from its latest checkpoint. Prints one JSON line
-(`"kind": "ray-tpu-gke/train"`) with the final metrics and the checkpoint's path.
+One Ray Train worker per TPU host (`ScalingConfig(use_tpu=True, topology=..., accelerator_type=...)`), which Ray
+2.55 places on whole slices with its slice placement group and joins into one JAX program (`jax.distributed
+.initialize` in ray/train/v2/jax/config.py); with `--slices N` it reserves N slices and sets MEGASCALE_* per slice.
+Before the first step every worker checks that JAX runs on the accelerator asked for (workloads.backend); when it
+does not, the job stops at once, exit status 3, with one line naming the missing backend. Checkpoints go under
+--storage-path (default `/gcs/ray-train`, the bucket the stack mounts at /gcs in every Ray pod) in a directory per
+run (--run); the same --run resumes from its latest checkpoint. Rank 0 prints event lines while it runs; the driver
+prints the result document last and writes it to `<result-dir>/<run>/<side>.json` (workloads.result; the schema is
+in docs/workloads.md).
+
+Exit status: 0 trained; 1 training failed (the result document still comes last, with "error"); 2 bad arguments, or
+arguments that contradict the worker group's shape; 3 the wrong JAX platform.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import datetime
 import json
 import os
 import sys
-import tempfile
+import threading
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Mapping, Optional
 
-from workloads.slice import SliceSpec, add_arguments, from_args
+from workloads.slice import COUNT_ENV, ENV, SliceSpec, add_arguments, contradictions
 
-RESULT_KIND = "ray-tpu-gke/train"
-GCS_MOUNT = "/gcs"  # components/manifests.py GCS_MOUNT: the stack's bucket in every Ray pod (GCS FUSE CSI driver)
+# The stack's bucket in every Ray pod: the GCS FUSE CSI volume's mountPath in `python -m plan STACK --manifests`.
+GCS_MOUNT = "/gcs"
 DEFAULT_STORAGE = f"{GCS_MOUNT}/ray-train"
+DEFAULT_RESULT_DIR = f"{GCS_MOUNT}/compare"
+EXIT_TRAINING_FAILED, EXIT_WRONG_PLATFORM = 1, 3
 
 
-def train_loop(config: dict) -> None:
-    """Each Ray Train worker (one per TPU host) runs this; together they are one JAX program over the slice."""
-    import jax
-    import numpy as np
-    import ray.train
-    from jax.sharding import NamedSharding, PartitionSpec
+def process_start_time() -> float:
+    """When this process started (epoch seconds): /proc/self/stat field 22, starttime in clock ticks after boot, plus
+    btime of /proc/stat (proc(5)). Where /proc is not Linux's, the time of this call."""
+    try:
+        stat = Path("/proc/self/stat").read_text()
+        ticks = int(stat[stat.rindex(")") + 2:].split()[19])  # fields after "(comm)" start at field 3
+        boot = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime "))
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return time.time()
 
-    from workloads import model
 
-    steps, size, rate = config["steps"], config["batch_size"], config["learning_rate"]
-    mesh = jax.make_mesh((jax.device_count(),), ("data",))
-    replicated = NamedSharding(mesh, PartitionSpec())
-    rows = NamedSharding(mesh, PartitionSpec("data"))
-
-    params, start = model.init_params(seed=0), 0
-    checkpoint = ray.train.get_checkpoint()
-    if checkpoint is not None:
-        with checkpoint.as_directory() as directory:
-            params, start = model.load(Path(directory))
-    params = jax.device_put(params, replicated)
-
-    @jax.jit
-    def step(params, x, y):
-        # x and y are sharded by rows over every device of the slice; XLA sums the gradients across hosts.
-        value, grads = jax.value_and_grad(model.loss)(params, x, y)
-        return jax.tree.map(lambda p, g: p - rate * g, params, grads), value
-
-    def local(array):
-        return np.asarray(array.addressable_data(0))
-
-    # This process's rows of each global batch: an equal share per process, as the data sharding expects.
-    share = size // jax.process_count()
-    mine = slice(jax.process_index() * share, (jax.process_index() + 1) * share)
-    first = None
-    compile_s = None
-    for current in range(start, steps):
-        x, y = model.batch(current, size)
-        x = jax.make_array_from_process_local_data(rows, x[mine])
-        y = jax.make_array_from_process_local_data(rows, y[mine])
-        began = time.perf_counter()
-        params, value = step(params, x, y)
-        value = float(local(value))
-        if compile_s is None:
-            compile_s = time.perf_counter() - began  # the first call compiles
-        first = value if first is None else first
-        done = current + 1
-        if done % config["report_every"] == 0 or done == steps:
-            metrics = {"step": done, "start": start, "loss": value, "first_loss": first, "compile_s": compile_s,
-                       "platform": jax.devices()[0].platform, "devices": jax.device_count(),
-                       "processes": jax.process_count()}
-            if ray.train.get_context().get_world_rank() == 0:
-                with tempfile.TemporaryDirectory() as directory:
-                    model.save(Path(directory), jax.tree.map(local, params), done)
-                    ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(directory))
-            else:
-                ray.train.report(metrics)
+PROCESS_START = process_start_time()
 
 
 def make_trainer(spec: Optional[SliceSpec], *, steps: int, batch_size: int = 256, learning_rate: float = 0.05,
                  storage_path: str = DEFAULT_STORAGE, name: str = "tiny-mlp", slices: int = 1,
-                 report_every: int = 50, keep: int = 2, gpus: Optional[int] = None, max_failures: int = 2):
-    """A JaxTrainer on a TPU slice (`spec`), or with `gpus`, on one GPU node: one worker holding all its GPUs, the
-    same training loop, so the two runs of stacks/Pulumi.compare.yaml measure the same program."""
+                 report_every: int = 50, keep: int = 2, gpus: Optional[int] = None, max_failures: int = 2,
+                 seed: int = 0, simulate: bool = False, throttle_s: float = 0.0, ledger=None):
+    """A JaxTrainer on `slices` TPU slices of `spec`, or with `gpus`, on one GPU node: one worker holding all its
+    GPUs, the same training loop, so the two sides of stacks/Pulumi.compare.yaml measure the same program. `name` is
+    Ray Train's run name (checkpoints under storage_path/name). `simulate`: the CPU stands in for the accelerator
+    (JAX_PLATFORMS=cpu, one CPU device per chip or GPU). Without `ledger`, one is started here."""
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
     from ray.train.v2.jax import JaxTrainer
 
-    scaling = ScalingConfig(num_workers=1, use_gpu=True, resources_per_worker={"GPU": gpus}) if gpus else ScalingConfig(
-        num_workers=spec.hosts * slices,  # one worker per TPU host
-        use_tpu=True,
-        topology=spec.topology,
-        accelerator_type=spec.accelerator_type,  # e.g. TPU-V6E (ray.util.accelerators)
-        # Explicit: Ray 2.55 takes 8 chips per v5e/v6e host otherwise (ray/_private/accelerators/tpu.py
-        # get_chips_per_host), while GKE's multi-host v5e/v6e slices have 4-chip hosts.
-        resources_per_worker={"TPU": spec.chips_per_host},
-    )
+    from workloads import backend
+    from workloads.ledger import FailureClock, start_ledger
+    from workloads.train_loop import train_loop
+
+    ledger = ledger or start_ledger()
+    kind = "gpu" if gpus else "tpu"
+    if gpus:
+        scaling = ScalingConfig(num_workers=1, use_gpu=True, resources_per_worker={"GPU": gpus})
+    else:
+        scaling = ScalingConfig(
+            num_workers=spec.hosts * slices,  # one worker per TPU host; Ray derives the slices from the count
+            use_tpu=True,
+            topology=spec.topology,
+            accelerator_type=spec.accelerator_type,  # e.g. TPU-V6E (ray.util.accelerators)
+            # Explicit: Ray 2.55 takes 8 chips per v5e/v6e host otherwise (ray/_private/accelerators/tpu.py
+            # get_chips_per_host), while GKE's multi-host v5e/v6e slices have 4-chip hosts.
+            resources_per_worker={"TPU": spec.chips_per_host},
+        )
+    worker_env = {}
+    if simulate:
+        # Set, JAX_PLATFORMS is left alone by Ray Train (ray/train/v2/jax/config.py); the host-platform device count
+        # (XLA flag --xla_force_host_platform_device_count) gives one CPU device per chip or GPU.
+        worker_env = {"JAX_PLATFORMS": "cpu",
+                      "XLA_FLAGS": f"--xla_force_host_platform_device_count={gpus or spec.chips_per_host}"}
+    shape = None if gpus else {**{k: getattr(spec, k) for k in ENV}, "slices": slices}
+    asked = f"--gpus {gpus}" if gpus else (f"{slices} x " if slices > 1 else "") + \
+        f"{spec.generation} {spec.topology} slice{'s' if slices > 1 else ''}"
     return JaxTrainer(
         train_loop,
         train_loop_config={"steps": steps, "batch_size": batch_size, "learning_rate": learning_rate,
-                           "report_every": report_every},
+                           "report_every": report_every, "seed": seed, "simulate": simulate, "kind": kind,
+                           "platform": backend.expected_platform(kind, simulate), "asked": asked, "shape": shape,
+                           "throttle_s": throttle_s, "ledger": ledger},
         scaling_config=scaling,
-        # A lost worker (a preempted host, a deleted pod) restarts the workers from the latest checkpoint.
+        # A lost worker (a preempted host, a deleted pod) restarts the workers, on whole slices, from the latest
+        # checkpoint.
         run_config=RunConfig(name=name, storage_path=storage_path,
                              checkpoint_config=CheckpointConfig(num_to_keep=keep),
-                             failure_config=FailureConfig(max_failures=max_failures)),
+                             failure_config=failure_config(FailureConfig, max_failures),
+                             callbacks=[FailureClock(ledger)],
+                             worker_runtime_env={"env_vars": worker_env} if worker_env else None),
     )
 
 
-def parse_args(argv: Optional[list[str]] = None) -> tuple[SliceSpec, argparse.Namespace]:
-    parser = argparse.ArgumentParser(prog="python -m workloads.train", description=__doc__.splitlines()[0])
-    add_arguments(parser)
+def failure_config(config_class, max_failures: int):
+    """FailureConfig with `max_failures` retries for worker failures, and, where the installed Ray has it, unlimited
+    retries for preemptions apart from them: `max_preemption_failures` came with Ray Train's preemption handling
+    (ray-project/ray pull request 64360, Ray 2.58; docs.ray.io ray.train.PreemptionError, default -1 = unlimited).
+    Ray 2.55's FailureConfig has no such field, so there a preemption counts as one of `max_failures`."""
+    fields = {f.name for f in dataclasses.fields(config_class)}
+    extra = {"max_preemption_failures": -1} if "max_preemption_failures" in fields else {}
+    return config_class(max_failures=max_failures, **extra)
+
+
+class _RaisingParser(argparse.ArgumentParser):
+    def error(self, message):
+        raise ValueError(message)
+
+
+def _parser(parser_class=argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser = parser_class(prog="python -m workloads.train", description=__doc__.splitlines()[0])
+    add_arguments(parser, environ={})  # $SLICE_* is read after parsing, so an argument that contradicts it is seen
     parser.add_argument("--steps", type=int, default=500, help="training steps in all (default 500)")
     parser.add_argument("--batch-size", type=int, default=256, help="global batch size (default 256)")
     parser.add_argument("--learning-rate", type=float, default=0.05)
     parser.add_argument("--report-every", type=int, default=50, help="steps between checkpoints (default 50)")
-    parser.add_argument("--slices", type=int, default=1, help="slices to train on (default 1)")
+    parser.add_argument("--slices", type=int, help=f"slices to train on (default ${COUNT_ENV}, else 1)")
     parser.add_argument("--storage-path", default=DEFAULT_STORAGE,
                         help=f"where Ray Train keeps checkpoints (default {DEFAULT_STORAGE}, the stack's bucket)")
-    parser.add_argument("--name", default="tiny-mlp", help="run name; the same name resumes (default tiny-mlp)")
+    parser.add_argument("--name", default="tiny-mlp", help="the job's name (default tiny-mlp)")
     parser.add_argument("--gpus", type=int, help="train on one GPU node with this many GPUs instead of a TPU slice")
+    parser.add_argument("--run", help="run id; the same id resumes its checkpoints (default <name>-<UTC time>)")
+    parser.add_argument("--side", help="this run's side in a comparison report (default --name)")
+    parser.add_argument("--result-dir", default=DEFAULT_RESULT_DIR,
+                        help=f"the result goes to DIR/<run>/<side>.json (default {DEFAULT_RESULT_DIR}; '' writes none)")
+    parser.add_argument("--seed", type=int, default=0, help="data, initial parameters and evaluation batch (default 0)")
+    parser.add_argument("--simulate", action="store_true",
+                        help="run on the CPU as a stand-in for the accelerator asked for (the result says so)")
+    parser.add_argument("--max-failures", type=int, default=2, help="worker failures to recover from (default 2)")
+    parser.add_argument("--throttle-s", type=float, default=0.0,
+                        help="pause after every step, outside its measured time, so a local run lasts long enough "
+                             "to interrupt (default 0)")
+    return parser
+
+
+def parse_args(argv: Optional[list[str]] = None,
+               environ: Mapping[str, str] = os.environ) -> tuple[Optional[SliceSpec], argparse.Namespace]:
+    """The slice (None for --gpus) and the arguments. A TPU job's shape comes from the arguments or, where one is
+    not given, from the worker group's environment ($SLICE_*, $SLICE_COUNT); an argument that contradicts the
+    environment is an error naming both. No Ray or JAX import: the planner parses the stacks' entrypoints with it."""
+    parser = _parser()
     args = parser.parse_args(argv)
-    spec = None if args.gpus else from_args(parser, args)
-    if min(args.steps, args.batch_size, args.report_every, args.slices, args.gpus or 1) < 1:
+    if min(args.steps, args.batch_size, args.report_every, args.gpus or 1) < 1 or (args.slices or 1) < 1:
         parser.error("--steps, --batch-size, --report-every, --slices and --gpus must be at least 1")
+    if args.max_failures < -1 or args.throttle_s < 0:
+        parser.error("--max-failures must be -1 (unlimited) or more, --throttle-s not negative")
+    given = {name: getattr(args, name) for name in ENV}
+    if args.gpus:
+        passed = [f"--{name.replace('_', '-')}" for name, value in {**given, "slices": args.slices}.items()
+                  if value is not None]
+        if passed:
+            parser.error(f"--gpus trains on one GPU node; {', '.join(passed)} describe TPU slices")
+        spec, args.slices = None, 1
+    else:
+        problems = contradictions({**given, "slices": args.slices}, environ)
+        if problems:
+            parser.error("; ".join(problems))
+        for name, variable in {**ENV, "slices": COUNT_ENV}.items():
+            if getattr(args, name) is None and environ.get(variable) is not None:
+                try:
+                    setattr(args, name, environ[variable] if name in ("generation", "topology")
+                            else int(environ[variable]))
+                except ValueError:
+                    parser.error(f"${variable}={environ[variable]!r} is not a whole number")
+        args.slices = args.slices or 1
+        from workloads.slice import from_args
+
+        spec = from_args(parser, args)
     workers = 1 if spec is None else spec.hosts * args.slices
     if args.batch_size % workers:
         parser.error(f"--batch-size must be a multiple of the {workers} hosts")
+    args.run = args.run or f"{args.name}-{datetime.datetime.now(datetime.timezone.utc):%Y%m%d%H%M%S}"
+    args.side = args.side or args.name
     return spec, args
+
+
+def declared(argv: list[str]) -> dict:
+    """What an entrypoint's arguments declare, without the environment or defaults for the shape (None where the
+    entrypoint leaves it to the worker group): for the planner to check against the group it runs on. Arguments
+    the workload refuses raise ValueError."""
+    args = _parser(_RaisingParser).parse_args(argv)
+    return {"generation": args.generation, "topology": args.topology, "hosts": args.hosts,
+            "chipsPerHost": args.chips_per_host, "slices": args.slices, "gpus": args.gpus, "steps": args.steps,
+            "batchSize": args.batch_size, "reportEvery": args.report_every, "seed": args.seed, "name": args.name,
+            "run": args.run, "side": args.side, "resultDir": args.result_dir, "storagePath": args.storage_path,
+            "simulate": args.simulate}
+
+
+def _watch(ledger, stop: threading.Event) -> None:
+    """The driver's gate: a worker that found the wrong platform (or shape) stops the whole job at once, before Ray
+    Train could retry it on the same wrong platform."""
+    import ray
+
+    while not stop.wait(0.2):
+        try:
+            refusal = ray.get(ledger.refusal.remote(), timeout=30)
+        except Exception:  # the ledger is gone: the run is ending
+            return
+        if refusal:
+            print(refusal["line"], file=sys.stderr, flush=True)
+            os._exit(refusal["status"])
+
+
+def write_result(doc: dict, result_dir: str) -> Optional[Path]:
+    if not result_dir:
+        return None
+    path = Path(result_dir) / doc["run"] / f"{doc['side']}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    return path
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     spec, args = parse_args(argv)
     import ray
 
+    from workloads import result
+    from workloads.ledger import start_ledger
+
     ray.init(address=os.environ.get("RAY_ADDRESS", "auto"))
-    result = make_trainer(spec, steps=args.steps, batch_size=args.batch_size, learning_rate=args.learning_rate,
-                          storage_path=args.storage_path, name=args.name, slices=args.slices,
-                          report_every=args.report_every, gpus=args.gpus).fit()
-    print(json.dumps({"kind": RESULT_KIND, "metrics": result.metrics,
-                      "checkpoint": result.checkpoint.path if result.checkpoint else None}, sort_keys=True), flush=True)
-    return 0
+    ledger = start_ledger()
+    trainer = make_trainer(spec, steps=args.steps, batch_size=args.batch_size, learning_rate=args.learning_rate,
+                           storage_path=args.storage_path, name=args.run, slices=args.slices,
+                           report_every=args.report_every, gpus=args.gpus, max_failures=args.max_failures,
+                           seed=args.seed, simulate=args.simulate, throttle_s=args.throttle_s, ledger=ledger)
+    stop = threading.Event()
+    threading.Thread(target=_watch, args=(ledger, stop), daemon=True).start()
+    fit_called, error = time.time(), None
+    try:
+        trainer.fit()
+    except Exception as failure:  # Ray Train's TrainingFailedError after the retries, or a controller error
+        error = f"{type(failure).__name__}: {str(failure).splitlines()[0] if str(failure) else ''}"[:2000]
+    stop.set()
+    record = ray.get(ledger.record.remote())
+    if record["refusal"]:  # refused just as fit() returned, before the watcher saw it
+        print(record["refusal"]["line"], file=sys.stderr, flush=True)
+        return record["refusal"]["status"]
+    try:
+        import jax
+
+        jax_version = jax.__version__
+    except ImportError:
+        jax_version = None
+    doc = result.build(record, run=args.run, side=args.side, kind="gpu" if args.gpus else "tpu",
+                       simulated=args.simulate, slices=args.slices, steps=args.steps, batch_size=args.batch_size,
+                       seed=args.seed, process_start=PROCESS_START, fit_called=fit_called, started_at=PROCESS_START,
+                       finished_at=time.time(), ray_version=ray.__version__, jax_version=jax_version, error=error)
+    write_result(doc, args.result_dir)
+    print(json.dumps(doc, sort_keys=True), flush=True)
+    return EXIT_TRAINING_FAILED if error else 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,89 @@
+"""A local Ray cluster on this machine that looks, to Ray and to the workloads, like a GKE cluster's TPU slices and GPU
+nodes: for the workload tests and the local comparison (`make compare`), CPU standing in for every accelerator.
+
+Each simulated TPU host is a raylet started with the environment GKE and the Ray Operator add-on's TPU webhook give a
+TPU worker pod (TPU_ACCELERATOR_TYPE and TPU_TOPOLOGY from GKE; TPU_NAME = <group>-<replica> and TPU_WORKER_ID from
+the webhook), and its chips as Ray's `TPU` resource, so Ray 2.55 derives the slice labels and the slice head
+resource itself (ray/_private/accelerators/tpu.py, get_current_node_accelerator_labels and
+get_current_node_additional_resources), as on GKE. A simulated GPU node is a raylet with a `GPU` resource. JAX
+there runs on the CPU: workloads.train needs --simulate to accept that.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Iterator, Optional
+
+from workloads.slice import SliceSpec
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@contextlib.contextmanager
+def environment(**values: str) -> Iterator[None]:
+    """This process's environment for the duration: a raylet that add_node starts inherits it."""
+    old = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in old.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+class LocalCluster:
+    """`ray.cluster_utils.Cluster` with a head (no accelerator) and hosts added by shape. Use as a context manager."""
+
+    def __init__(self, head_cpus: int = 1):
+        from ray.cluster_utils import Cluster
+
+        # Every raylet's workers import this repository's workloads, as the image's .pth file makes them do.
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+        self._cluster = Cluster(initialize_head=True,
+                                head_node_args={"num_cpus": head_cpus, "include_dashboard": False})
+        self.hosts: dict[tuple[str, int], object] = {}
+
+    @property
+    def address(self) -> str:
+        return self._cluster.address
+
+    def tpu_host(self, spec: SliceSpec, slice_name: str, worker_id: int, topology: Optional[str] = None,
+                 wait: bool = True, **extra: str):
+        env = {"TPU_ACCELERATOR_TYPE": spec.pod_type, "TPU_TOPOLOGY": topology or spec.topology,
+               "TPU_WORKER_ID": str(worker_id), **({"TPU_NAME": slice_name} if slice_name else {}), **extra}
+        with environment(**env):
+            node = self._cluster.add_node(num_cpus=1, resources={"TPU": spec.chips_per_host})
+        if wait:
+            self._cluster.wait_for_nodes()
+        self.hosts[(slice_name, worker_id)] = node
+        return node
+
+    def tpu_slice(self, spec: SliceSpec, slice_name: str, **extra: str) -> list:
+        """Every host of one slice, named as the TPU webhook names the replicas of a worker group."""
+        nodes = [self.tpu_host(spec, slice_name, worker_id, wait=False, **extra) for worker_id in range(spec.hosts)]
+        self._cluster.wait_for_nodes()
+        return nodes
+
+    def gpu_node(self, gpus: int, cpus: int = 1):
+        node = self._cluster.add_node(num_cpus=cpus, num_gpus=gpus)
+        self._cluster.wait_for_nodes()
+        return node
+
+    def remove(self, node) -> None:
+        """The node's raylet and every worker on it killed at once, as when GKE loses the VM."""
+        self._cluster.remove_node(node)
+        self.hosts = {key: value for key, value in self.hosts.items() if value is not node}
+
+    def shutdown(self) -> None:
+        self._cluster.shutdown()
+
+    def __enter__(self) -> "LocalCluster":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()

@@ -1,0 +1,228 @@
+"""The training loop every Ray Train worker runs (one per TPU host, or one per GPU node): the small MLP of
+workloads.model, data-parallel over every device of the job, instrumented.
+
+Before the first step each worker checks what it runs on: the JAX platform against the one the job asked for
+(workloads.backend) and its pod's declared shape ($SLICE_*) against the job's. A mismatch goes to the run's ledger,
+whose driver stops the job at once; the worker never trains. Rank 0 then prints one event line per start, step,
+checkpoint, restore and restart (workloads.result.event_line) and reports the same to the ledger, with the
+compile-duration events JAX records (jax.monitoring) and, at the end, the output fingerprint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import tempfile
+import time
+from pathlib import Path
+
+from workloads import backend, model
+from workloads.result import event_line
+from workloads.slice import COUNT_ENV, ENV
+
+# JAX 0.10.2 jax/_src/dispatch.py: the three duration events of compiling a jitted function (tracing to a jaxpr,
+# lowering to MLIR, the backend compile), recorded through jax.monitoring.record_event_duration_secs.
+COMPILE_EVENTS = ("/jax/core/compile/jaxpr_trace_duration", "/jax/core/compile/jaxpr_to_mlir_module_duration",
+                  "/jax/core/compile/backend_compile_duration")
+COMPILATION_CACHE_ENV = "JAX_COMPILATION_CACHE_DIR"  # jax 0.10.2 jax/_src/config.py jax_compilation_cache_dir
+# Ray 2.55 ray/util/tpu.py get_tpu_coordinator_env_vars: what JaxTrainer sets on each worker of a multislice job.
+MEGASCALE_SLICE_ID, MEGASCALE_NUM_SLICES = "MEGASCALE_SLICE_ID", "MEGASCALE_NUM_SLICES"
+SLICE_NAME_LABEL = "ray.io/tpu-slice-name"  # Ray 2.55 ray._raylet.RAY_NODE_TPU_SLICE_NAME_KEY
+WORKER_ID_LABEL = "ray.io/tpu-worker-id"
+
+
+class CompileClock:
+    """Compile-duration events of this process since the last `take`. One per process: JAX keeps its listeners for
+    the life of the process."""
+
+    _instance = None
+
+    def __init__(self):
+        import jax.monitoring
+
+        self._pending: list[list] = []
+        jax.monitoring.register_event_duration_secs_listener(self._heard)
+
+    @classmethod
+    def of_this_process(cls) -> "CompileClock":
+        if cls._instance is None:
+            cls._instance = cls()
+        cls._instance.take()  # what an earlier loop in this process compiled is not this attempt's
+        return cls._instance
+
+    def _heard(self, event: str, duration_secs: float, **_metadata) -> None:
+        if event in COMPILE_EVENTS:
+            self._pending.append([event, float(duration_secs)])
+
+    def take(self) -> list[list]:
+        taken, self._pending = self._pending, []
+        return taken
+
+
+def _emit(event: str, **fields) -> None:
+    print(event_line(event, time=time.time(), **fields), flush=True)
+
+
+def _free_address() -> str:
+    import ray
+
+    with socket.socket() as sock:
+        sock.bind(("", 0))
+        return f"{ray.util.get_node_ip_address()}:{sock.getsockname()[1]}"
+
+
+def _join_simulated_processes(rank: int, world: int) -> None:
+    """On the CPU stand-in Ray Train leaves JAX alone (it initialises jax.distributed only for the tpu and cuda
+    platforms: ray/train/v2/jax/config.py), so the workers join one JAX program here, as they would on the
+    accelerator: the data-parallel step then sums gradients across every worker, as on a slice."""
+    import jax
+    from ray.train.collective import broadcast_from_rank_zero
+
+    coordinator = broadcast_from_rank_zero(_free_address() if rank == 0 else None)
+    jax.distributed.initialize(coordinator, num_processes=world, process_id=rank, initialization_timeout=120)
+
+
+def shape_problems(shape: dict | None, environ=os.environ) -> list[str]:
+    """The job's shape against the one this worker's pod declares ($SLICE_*), each difference named with both."""
+    declared = {name: environ.get(variable) for name, variable in {**ENV, "slices": COUNT_ENV}.items()}
+    if shape is None:  # a GPU job: its pods belong to a GPU pool, which declares no slice
+        return [f"the job asked for GPUs but this pod declares a TPU slice (${ENV['generation']}="
+                f"{declared['generation']})"] if declared["generation"] else []
+    return [f"the job's {name.replace('_', ' ')} is {shape[name]} but this pod declares ${variable}={declared[name]}"
+            for name, variable in {**ENV, "slices": COUNT_ENV}.items()
+            if declared[name] is not None and str(shape[name]) != declared[name].strip()]
+
+
+def _worker_info(rank: int, found: dict) -> dict:
+    import ray
+
+    labels = ray.get_runtime_context().get_node_labels()
+    return {"rank": rank, "platform": found["platform"], "deviceKind": found["deviceKind"],
+            "localDevices": found["localDevices"], "node": ray.get_runtime_context().get_node_id(),
+            "sliceName": labels.get(SLICE_NAME_LABEL), "tpuWorkerId": labels.get(WORKER_ID_LABEL),
+            "megascaleSliceId": os.environ.get(MEGASCALE_SLICE_ID),
+            "megascaleNumSlices": os.environ.get(MEGASCALE_NUM_SLICES),
+            "megascaleCoordinator": os.environ.get("MEGASCALE_COORDINATOR_ADDRESS"),
+            "compilationCache": os.environ.get(COMPILATION_CACHE_ENV) or None}
+
+
+def _fingerprint(params: dict, seed: int) -> dict:
+    values = model.predict_host(params, model.eval_batch(seed))
+    return {"seed": seed, "values": [float(v) for v in values],
+            "sha256": hashlib.sha256(values.astype("<f4").tobytes()).hexdigest()}
+
+
+def train_loop(config: dict) -> None:
+    entered_at = time.time()
+    import ray
+    import ray.train
+    from ray.train.collective import broadcast_from_rank_zero
+
+    context = ray.train.get_context()
+    rank, world = context.get_world_rank(), context.get_world_size()
+    ledger = config["ledger"]
+    if config["simulate"] and world > 1:
+        _join_simulated_processes(rank, world)
+    clock = CompileClock.of_this_process() if rank == 0 else None
+
+    import jax
+    import numpy as np
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    found = backend.probe()
+    refusal = backend.check(config["kind"], config["asked"], config["platform"], found, rank)
+    if refusal is None:
+        problems = shape_problems(config["shape"])
+        if problems:
+            refusal = (2, f"workloads.train: rank {rank}: {'; '.join(problems)}")
+    elif refusal is not None:
+        refusal = (3, refusal)
+    if refusal is not None:
+        ray.get(ledger.refuse.remote(*refusal))
+        raise RuntimeError(refusal[1])
+
+    steps, size, rate, seed = config["steps"], config["batch_size"], config["learning_rate"], config["seed"]
+    mesh = jax.make_mesh((jax.device_count(),), ("data",))
+    replicated = NamedSharding(mesh, PartitionSpec())
+    rows = NamedSharding(mesh, PartitionSpec("data"))
+
+    params, start = model.init_params(seed=seed), 0
+    checkpoint = ray.train.get_checkpoint()
+    if checkpoint is not None:
+        began = time.perf_counter()
+        with checkpoint.as_directory() as directory:
+            params, start = model.load(Path(directory))
+        restore_s = time.perf_counter() - began
+        if rank == 0:
+            ledger.restore.remote(restore_s)
+            _emit("restore", step=start, restoreS=restore_s)
+    params = jax.device_put(params, replicated)
+
+    attempt = None
+    if rank == 0:
+        attempt = ray.get(ledger.begin.remote(start, entered_at))
+    attempt = broadcast_from_rank_zero(attempt)
+    ledger.worker.remote(attempt["attempt"], rank, _worker_info(rank, found))
+    if rank == 0:
+        _emit("start", attempt=attempt["attempt"], fromStep=start)
+        ledger.compiled_outside_steps.remote(attempt["attempt"], clock.take())
+
+    @jax.jit
+    def step(params, x, y):
+        # x and y are sharded by rows over every device of the job; XLA sums the gradients across hosts and slices.
+        value, grads = jax.value_and_grad(model.loss)(params, x, y)
+        return jax.tree.map(lambda p, g: p - rate * g, params, grads), value
+
+    def local(array):
+        return np.asarray(array.addressable_data(0))
+
+    # This process's rows of each global batch: an equal share per process, as the data sharding expects.
+    share = size // jax.process_count()
+    mine = slice(jax.process_index() * share, (jax.process_index() + 1) * share)
+    first = value = None
+    compile_s = 0.0
+    for current in range(start, steps):
+        x_all, y_all = model.batch(current, size, seed)  # synthetic data: generated outside the step's time
+        began = time.perf_counter()
+        x = jax.make_array_from_process_local_data(rows, x_all[mine])
+        y = jax.make_array_from_process_local_data(rows, y_all[mine])
+        params, loss = step(params, x, y)
+        jax.block_until_ready((params, loss))
+        step_s = time.perf_counter() - began
+        value = float(local(loss))
+        first = value if first is None else first
+        done = current + 1
+        if rank == 0:
+            now = time.time()
+            compiled = clock.take()
+            compile_s += sum(seconds for _, seconds in compiled)
+            ledger.step.remote(attempt["attempt"], done, step_s, value, now, compiled)
+            _emit("step", step=done, stepS=step_s, loss=value)
+            if attempt["attempt"] > 0 and current == start:
+                restart = {"fromStep": start, "failureSeenAt": attempt["failureSeenAt"], "resumedAt": now,
+                           "stepsRedone": max(0, attempt["maxStep"] - start)}
+                ledger.restart.remote(restart)
+                _emit("restart", **restart)
+        if done % config["report_every"] == 0 or done == steps:
+            metrics = {"step": done, "start": start, "loss": value, "first_loss": first, "compile_s": compile_s,
+                       "platform": found["platform"], "devices": jax.device_count(),
+                       "processes": jax.process_count(), "attempt": attempt["attempt"]}
+            if rank == 0:
+                began = time.perf_counter()
+                with tempfile.TemporaryDirectory() as directory:
+                    model.save(Path(directory), jax.tree.map(local, params), done)
+                    ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(directory))
+                save_s = time.perf_counter() - began
+                ledger.checkpoint.remote(save_s)
+                _emit("checkpoint", step=done, saveS=save_s)
+            else:
+                ray.train.report(metrics)
+        if config["throttle_s"]:
+            time.sleep(config["throttle_s"])  # outside the step's measured time: a local run lasts long enough
+    if rank == 0:
+        host = jax.tree.map(local, params)
+        ray.get(ledger.finish.remote({
+            "fingerprint": _fingerprint(host, seed), "platform": found["platform"], "deviceKind": found["deviceKind"],
+            "devices": jax.device_count(), "processes": jax.process_count(), "finalStep": max(start, steps),
+            "finalLoss": value, "jaxVersion": jax.__version__, "finishedAt": time.time()}))
