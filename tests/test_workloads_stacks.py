@@ -7,10 +7,12 @@ import shlex
 import pytest
 
 from helpers import ROOT, STACKS, config_of
+from ray_tpu_gke.spec import images
 from workloads import train, tpu_smoke
 
 PARSERS = {"workloads.train": train.parse_args, "workloads.tpu_smoke": tpu_smoke.parse_args}
-IMAGE = "/ray-tpu-gke/workloads:2.55.0"  # docs/workloads.md: REGION-docker.pkg.dev/PROJECT/ray-tpu-gke/workloads:TAG
+# docs/workloads.md: REGION-docker.pkg.dev/PROJECT/ray-tpu-gke/workloads-<tpu|gpu>:TAG, the variant of its accelerator
+TAG = ":2.55.0"
 
 
 def _module_defines(module: str, name: str) -> bool:
@@ -40,4 +42,5 @@ def test_services_import_an_app_of_the_repository(stack):
 def test_ray_objects_run_the_workloads_image(stack):
     for obj in config_of(stack).ray_objects:
         if getattr(obj, "cluster", None) is None:  # a job on an existing cluster runs in that cluster's image
-            assert obj.image.endswith(IMAGE) and ".pkg.dev/" in obj.image, (stack, obj.name, obj.image)
+            assert images.variant(obj.image) and obj.image.endswith(TAG) and ".pkg.dev/" in obj.image, \
+                (stack, obj.name, obj.image)

@@ -12,6 +12,7 @@ from typing import Any, Optional
 from pydantic import ValidationError
 
 from .. import admission, catalog
+from . import images
 from .models import ClusterConfig, RayJobConfig, RayServiceConfig, TpuSliceConfig, WorkerGroupConfig, validate_as
 from .paths import ClusterContext, Paths
 from .problems import Problem, show
@@ -302,6 +303,9 @@ def check_ray_objects(context: ClusterContext, raw_lists: dict, lists: dict, pat
                                             "0 with Ray autoscaling off: the group never gets a pod; allowed: "
                                             "replicas of 1 or more, or autoscaling.enabled: true"))
                 target_kind, target = group.target
+                wrong_image = images.mismatch(obj.image, target_kind)
+                if wrong_image:
+                    problems.append(Problem(paths(kind, i, "image"), f"{wrong_image} (group {group.name})"))
                 if target not in known[target_kind]:
                     continue
                 if target_kind == "slice":
