@@ -163,8 +163,6 @@ def _tpu_worker(tpu_slice: TpuSliceConfig, ctx: RenderContext, gcs: bool) -> dic
             {"name": "VBAR_CONTROL_SERVICE_URL", "value": "$(NODE_IP):8353"},
         ]
         ports.append({"containerPort": 8081, "name": "mxla"})
-    if gcs:
-        env.append({"name": "JAX_COMPILATION_CACHE_DIR", "value": f"{GCS_MOUNT}/xla-cache"})
     return {
         # Whole chips only: a TPU host is never shared, and KubeRay derives Ray's TPU resource from this limit.
         "resources": {"cpu": str(cpu), "memory": f"{memory}Gi", catalog.TPU_RESOURCE: str(shape.chips_per_host)},
@@ -213,8 +211,14 @@ def _worker_group(group, targets: Mapping[str, Mapping], obj: RayObjectConfig, c
     worker = _WORKERS[kind](targets[kind][name], ctx, bool(mounts))
     resources = worker["resources"]
     container = {"name": "ray-worker", "image": obj.image}
-    if worker["env"]:
-        container["env"] = worker["env"]
+    env = list(worker["env"])
+    if mounts and kind in ("slice", "gpu_pool"):
+        # One compilation cache policy for TPU and GPU workers alike, so that a second run favours neither side
+        # (JAX hashes the platform into each cache key, so both can share the directory: jax 0.10.2
+        # jax/_src/cache_key.py get, "backend version").
+        env.append({"name": "JAX_COMPILATION_CACHE_DIR", "value": f"{GCS_MOUNT}/xla-cache"})
+    if env:
+        container["env"] = env
     container["resources"] = {"requests": dict(resources), "limits": dict(resources)}
     if worker["ports"]:
         container["ports"] = worker["ports"]
