@@ -22,7 +22,7 @@ import pytest
 from helpers import ROOT
 
 from plan import harness, stackfile
-from plan.verify import checks, cli, expected, kubectl, labels, smoke
+from plan.verify import cli, expected, kubectl, labels, smoke
 from ray_tpu_gke import catalog
 from ray_tpu_gke.render import manifests
 from workloads import tpu_smoke
@@ -108,6 +108,10 @@ def smoke_log(spec, group: str, slices: int, hosts_per_slice=None, labels_only: 
             .replace("OUTCOME", "succeeded" if result["ok"] else "failed").replace("JOB", "raysubmit_Xq3v9"))
 
 
+def _generation(accelerator: str) -> str:
+    return next(g.name for g in catalog.GENERATIONS.values() if g.accelerator == accelerator)
+
+
 def healthy(stack: str) -> dict:
     plan = planned(stack)
     pools = defaultdict(list)
@@ -148,12 +152,12 @@ def healthy(stack: str) -> dict:
             logs[group.group] = smoke_log(spec, group.group, slices, labels_only=obj.kind == "RayService")
     for pool in plan.pools:
         if pool.name in used or not pool.autoscaled_from_zero:
-            shape = pool.shape
-            for w in range(shape.hosts):
+            shape = catalog.resolve(_generation(pool.accelerator), pool.topology, pool.machine_type)
+            for w in range(pool.hosts):
                 nodes.append(make_node(f"gke-{pool.name}-{w}", {
-                    labels.NODE_POOL_LABEL: pool.name, catalog.ACCELERATOR_LABEL: shape.accelerator,
-                    catalog.TOPOLOGY_LABEL: shape.topology, manifests.SLICE_LABEL: pool.slice,
-                    labels.INSTANCE_TYPE_LABEL: shape.machine_type.name}, shape.chips_per_host))
+                    labels.NODE_POOL_LABEL: pool.name, catalog.ACCELERATOR_LABEL: pool.accelerator,
+                    catalog.TOPOLOGY_LABEL: pool.topology, manifests.SLICE_LABEL: pool.slice,
+                    labels.INSTANCE_TYPE_LABEL: pool.machine_type}, shape.chips_per_host))
     return {"context": CONTEXT, "nodes": nodes, "pods": pods, "objects": objects,
             "smoke": {"status": {"jobDeploymentStatus": "Complete", "jobStatus": "SUCCEEDED"}, "logs": logs}}
 

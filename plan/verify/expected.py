@@ -7,7 +7,9 @@ from typing import Optional
 
 from ray_tpu_gke import catalog
 from ray_tpu_gke.render import manifests
-from workloads.slice import SliceSpec
+from workloads.slice import SliceSpec  # noqa: F401  (expected.SliceSpec)
+from workloads.slice_checks import GroupPlan, PoolPlan
+from workloads.slice_checks import tpu_container as _tpu_container
 
 from .. import harness
 from .labels import CLUSTER_LABEL
@@ -16,27 +18,7 @@ RAY_KIND_PREFIX = "kubernetes:ray.io/v1:"
 NODE_POOL_TYPE = "gcp:container/nodePool:NodePool"
 
 
-
 # --- what the plan says --------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class PoolPlan:
-    name: str
-    slice: str
-    shape: catalog.SliceShape
-    autoscaled_from_zero: bool
-
-
-@dataclass(frozen=True)
-class GroupPlan:
-    group: str
-    spec: SliceSpec
-    selector: dict
-    replicas: int
-    min_replicas: int
-    max_replicas: int
-    autoscaling: bool
-
 
 @dataclass
 class ObjectPlan:
@@ -61,13 +43,7 @@ def _generation_of_accelerator(accelerator: str) -> catalog.Generation:
     return next(g for g in catalog.GENERATIONS.values() if g.accelerator == accelerator)
 
 
-def _tpu_container(pod_spec: dict) -> Optional[dict]:
-    """The container that asks for TPU chips (the one the TPU webhook injects its environment into)."""
-    return next((c for c in pod_spec.get("containers", [])
-                 if catalog.TPU_RESOURCE in ((c.get("resources") or {}).get("limits") or {})), None)
-
-
-def _group_plan(group: dict, autoscaling: bool) -> Optional[GroupPlan]:
+def _group_plan(group: dict, autoscaling: bool, slice_name: str = "") -> Optional[GroupPlan]:
     spec = group["template"]["spec"]
     container = _tpu_container(spec)
     if container is None:
@@ -77,12 +53,14 @@ def _group_plan(group: dict, autoscaling: bool) -> Optional[GroupPlan]:
                            selector[catalog.TOPOLOGY_LABEL], int(group["numOfHosts"]),
                            int(container["resources"]["limits"][catalog.TPU_RESOURCE]))
     return GroupPlan(group["groupName"], slice_spec, selector, int(group["replicas"]), int(group["minReplicas"]),
-                     int(group["maxReplicas"]), autoscaling)
+                     int(group["maxReplicas"]), autoscaling, slice_name)
 
 
 def stack_plan(plan: harness.Plan, config) -> StackPlan:
     """The TPU node pools and KubeRay objects of a plan, with the slice each stands for."""
     out = StackPlan()
+    slice_of = {(obj.namespace, obj.name, g.name): g.slice or "" for obj in config.ray_objects
+                for g in obj.worker_groups}
     for step in plan.steps:
         inputs = step.inputs
         if step.type == NODE_POOL_TYPE:
@@ -91,17 +69,18 @@ def stack_plan(plan: harness.Plan, config) -> StackPlan:
                 continue  # the system pool
             slice_name = node_config["labels"][manifests.SLICE_LABEL]
             autoscaling = inputs.get("autoscaling") or {}
-            out.pools.append(PoolPlan(inputs["name"], slice_name, config.slice(slice_name).shape,
+            shape = config.slice(slice_name).shape
+            out.pools.append(PoolPlan(inputs["name"], slice_name, shape.accelerator, shape.topology,
+                                      shape.machine_type.name, shape.hosts,
                                       bool(autoscaling) and autoscaling.get("minNodeCount", 0) == 0))
         elif step.type.startswith(RAY_KIND_PREFIX):
             spec = inputs["spec"]
             cluster = spec.get("rayClusterConfig") or spec.get("rayClusterSpec") or spec
             autoscaling = bool(cluster.get("enableInTreeAutoscaling"))
-            groups = [g for g in (_group_plan(g, autoscaling) for g in manifests.tpu_worker_groups(inputs)) if g]
+            where = (inputs["metadata"]["namespace"], inputs["metadata"]["name"])
+            groups = [g for g in (_group_plan(g, autoscaling, slice_of.get((*where, g["groupName"]), ""))
+                                  for g in manifests.tpu_worker_groups(inputs)) if g]
             selector = (spec.get("clusterSelector") or {}).get(CLUSTER_LABEL) if inputs["kind"] == "RayJob" else None
             out.objects.append(ObjectPlan(inputs["kind"], inputs["metadata"]["namespace"], inputs["metadata"]["name"],
                                           groups, selector))
     return out
-
-
-
