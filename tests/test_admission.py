@@ -134,6 +134,20 @@ def test_every_pod_of_every_stack_has_valid_labels_and_fits_its_node(stack):
         _assert_pods_fit(manifest, config)
 
 
+@pytest.mark.parametrize("mode", ["standard", "autopilot"])
+def test_a_cpu_pool_group_fits_its_pool(mode):
+    values = minimal_values(
+        cpuPools=[{"name": "prep", "machineType": "n2-standard-8", "count": 2}],
+        rayClusters=[{"name": "train", "workerGroups": [{"name": "tpu", "slice": "v6e-4"},
+                                                        {"name": "prep", "cpuPool": "prep", "replicas": 2}]}])
+    if mode == "autopilot":
+        autopilot(values)
+        values["ray-tpu-gke:tpuSlices"][0]["zone"] = "us-east5-b"
+    (manifest,) = _ray_manifests(run(values))
+    assert [g["groupName"] for g in manifest["spec"]["workerGroupSpecs"]] == ["tpu", "prep"]
+    _assert_pods_fit(manifest, parse_stack_config(values, "test"))
+
+
 def test_the_documented_examples_have_valid_labels_and_fit():
     import yaml
 
@@ -158,6 +172,14 @@ def test_a_label_value_with_a_slash_is_caught():
         admission.check_label_value(good)
 
 
+def _config_group(manifest, group, config):
+    """The configured worker group a manifest's group was rendered from (metadata.name is the object's name)."""
+    meta = manifest["metadata"]
+    (obj,) = [o for o in config.ray_objects if o.name == meta["name"] and o.namespace == meta.get("namespace")]
+    (configured,) = [g for g in obj.worker_groups if g.name == group["groupName"]]
+    return configured
+
+
 def _assert_pods_fit(manifest, config):
     """Every pod's requests, with the sidecars GKE and KubeRay inject, within what its node type allocates."""
     spec = manifest["spec"]
@@ -174,7 +196,7 @@ def _assert_pods_fit(manifest, config):
         assert need[0] <= free[0] and need[1] <= free[1], (manifest["metadata"]["name"], need, free)
     for group in cluster.get("workerGroupSpecs", []):
         pod = group["template"]["spec"]
-        selector = pod["nodeSelector"]
+        selector = pod.get("nodeSelector", {})  # an on-demand Autopilot CPU pool selects nothing
         if catalog.GPU_ACCELERATOR_LABEL in selector:  # a GPU pool: all of one node's GPUs, within what it allocates
             pool = next(p for p in config.gpu_pools if p.accelerator == selector[catalog.GPU_ACCELERATOR_LABEL])
             need = admission.pod_requests(pod, [admission.GCS_FUSE_SIDECAR] * gcs)
@@ -182,6 +204,15 @@ def _assert_pods_fit(manifest, config):
             assert need[0] <= free[0] and need[1] <= free[1], (group["groupName"], need, free)
             limits = pod["containers"][0]["resources"]["limits"]
             assert limits[catalog.GPU_RESOURCE] == str(pool.machine.gpus) and group["numOfHosts"] == 1
+            continue
+        if catalog.ACCELERATOR_LABEL not in selector:  # a CPU pool: its group's pool, found through the config
+            kind, name = _config_group(manifest, group, config).target
+            assert kind == "cpu_pool", (group["groupName"], kind)
+            pool = config.targets["cpu_pool"][name]
+            need = admission.pod_requests(pod, [admission.GCS_FUSE_SIDECAR] * gcs)
+            free = admission.allocatable(*admission.cpu_machine(pool.machine_type))
+            assert need[0] <= free[0] and need[1] <= free[1], (group["groupName"], need, free)
+            assert group["numOfHosts"] == 1
             continue
         shape = catalog.resolve(next(g for g in catalog.GENERATIONS.values()
                                      if g.accelerator == selector[catalog.ACCELERATOR_LABEL]).name,
