@@ -4,6 +4,9 @@ reads (ids, emails, endpoints). Values are fixed, so a plan is byte-for-byte rep
 from __future__ import annotations
 
 import base64
+import json
+from pathlib import Path
+from typing import Any, Optional
 
 from pulumi.runtime import mocks as pulumi_mocks
 
@@ -13,8 +16,15 @@ MOCK_CA = base64.b64encode(b"mock-cluster-ca").decode()
 
 
 class PlanMocks(pulumi_mocks.Mocks):
-    def __init__(self, project: str):
+    def __init__(self, project: str, quotas: Optional[list[dict]] = None, quotas_source: str = ""):
         self.project = project
+        self.quotas = quotas  # the user's QuotaInfos (`--quotas FILE`), None: the project's quota is not known
+        self.quotas_source = quotas_source
+        self.notes: list[str] = []  # what the offline plan answered without the project's data, for the plan to say
+
+    def _note(self, note: str) -> None:
+        if note not in self.notes:
+            self.notes.append(note)
 
     def new_resource(self, args: pulumi_mocks.MockResourceArgs):
         inputs = dict(args.inputs)
@@ -38,27 +48,114 @@ class PlanMocks(pulumi_mocks.Mocks):
 
     def call(self, args: pulumi_mocks.MockCallArgs):
         if args.token == "gcp:container/getEngineVersions:getEngineVersions":
-            return dict(ENGINE_VERSIONS)
+            self._note(VERSIONS_NOTE)
+            return engine_versions((args.args or {}).get("versionPrefix") or "")
         if args.token == "gcp:cloudquota/getSQuotaInfos:getSQuotaInfos":
-            return {"quotaInfos": [
-                {"quotaId": quota_id, "dimensionsInfos": [
-                    {"dimensions": {"region": region, **dict(extra)}, "details": [{"value": str(MOCK_TPU_QUOTA)}],
-                     "applicableLocations": [region]} for region in MOCK_REGIONS]}
-                for quota_id, extra in MOCK_QUOTA_IDS]}
+            if self.quotas is not None:
+                self._note(f"accelerator quota: checked against {self.quotas_source or 'the given quotas'} "
+                           f"({len(self.quotas)} QuotaInfos)")
+                return {"quotaInfos": [_as_invoke_result(info) for info in self.quotas]}
+            if MOCK_TPU_QUOTA is None:
+                self._note(QUOTA_NOTE)
+            return {"quotaInfos": _unchecked_quota_infos()}
         return {}
 
 
-# What GKE answers offline: the versions of the release notes of 2026-09 (1.35.8-gke.1225000 the default for new
-# clusters, 1.34.11-gke.1209000 available), so the deploy-time version check runs in every plan.
-ENGINE_VERSIONS = {
+# --- GKE versions --------------------------------------------------------------------------------------------------
+
+# The offline answer of `get_engine_versions`, per release channel: its default and its valid versions, newest first
+# (GKE API ServerConfig.channels[].defaultVersion / validVersions). Defaults from the GKE release notes of 2026-09
+# (1.35.8-gke.1225000 the default of new clusters, 1.34.11-gke.1209000 on Stable); beside them every exact version of
+# minors 1.32-1.35 that the catalogue, the admission rules and the docs name (the minimums of a generation, a GPU,
+# flex-start, and the docs' example pin 1.34.1-gke.3084001), so no offline plan refuses a version the repository
+# itself quotes. Older minors (1.31 and before, with the minimums of v6e and H200 in them) are in no channel of this
+# snapshot, as a current GKE offers none of them. The deploy-time check reads the real lists.
+ENGINE_VERSIONS_SNAPSHOT = "GKE versions snapshot 2026-09 (GKE release notes; plan/mocks.py ENGINE_VERSIONS)"
+ENGINE_VERSIONS_AS_OF = "2026-09"
+_NAMED = ("1.35.8-gke.1225000", "1.34.11-gke.1209000", "1.34.1-gke.3084001", "1.34.0-gke.2201000",
+          "1.33.0-gke.1712000", "1.32.2-gke.1652000", "1.32.2-gke.1422000", "1.32.1-gke.1729000")
+ENGINE_VERSIONS: dict[str, Any] = {
     "releaseChannelDefaultVersion": {"RAPID": "1.35.8-gke.1225000", "REGULAR": "1.35.8-gke.1225000",
                                      "STABLE": "1.34.11-gke.1209000"},
-    "latestMasterVersion": "1.34.11-gke.1209000",
-    "validMasterVersions": ["1.35.8-gke.1225000", "1.34.11-gke.1209000"],
+    "channelValidVersions": {"RAPID": list(_NAMED), "REGULAR": list(_NAMED),
+                             "STABLE": [v for v in _NAMED if not v.startswith("1.35.")]},
     "defaultClusterVersion": "1.35.8-gke.1225000",
 }
-# A project with ample TPU and GPU quota everywhere the stacks deploy (the deploy-time quota check then passes).
-MOCK_TPU_QUOTA = 4096
-MOCK_REGIONS = ("us-central1", "us-east5", "us-east1", "us-south1", "us-west4", "europe-west4", "asia-northeast1")
+VERSIONS_NOTE = f"GKE versions: offline, from the {ENGINE_VERSIONS_SNAPSHOT}, as of {ENGINE_VERSIONS_AS_OF}"
+
+
+def engine_versions(prefix: str = "") -> dict[str, Any]:
+    """`get_engine_versions` as the provider computes it from the snapshot: valid versions and each channel's latest
+    filtered by `prefix`, channel defaults not (terraform-provider-google
+    data_source_google_container_engine_versions.go)."""
+    snapshot = ENGINE_VERSIONS
+    channels = snapshot["channelValidVersions"]
+    union = sorted({v for versions in channels.values() for v in versions}, key=admission.version_key, reverse=True)
+    valid = [v for v in union if v.startswith(prefix)]
+    latest = {ch: next(v for v in versions if v.startswith(prefix))
+              for ch, versions in channels.items() if any(v.startswith(prefix) for v in versions)}
+    out = {"id": ENGINE_VERSIONS_SNAPSHOT, "versionPrefix": prefix or None,
+           "releaseChannelDefaultVersion": dict(snapshot["releaseChannelDefaultVersion"]),
+           "releaseChannelLatestVersion": latest, "validMasterVersions": valid, "validNodeVersions": valid,
+           "defaultClusterVersion": snapshot["defaultClusterVersion"]}
+    if valid:
+        out["latestMasterVersion"] = out["latestNodeVersion"] = valid[0]
+    return {k: v for k, v in out.items() if v is not None}
+
+
+# --- quota ---------------------------------------------------------------------------------------------------------
+
+# Offline, without the user's quotas, nothing is known about the project: every quota ID the library knows is
+# answered as not limiting (-1, unlimited: Cloud Quotas v1 QuotaConfig.preferred_value), so the check shows no
+# number nobody read, and the plan says the check runs at deploy time (QUOTA_NOTE). Tests may set MOCK_TPU_QUOTA to
+# grant that many in every region instead.
+MOCK_TPU_QUOTA: Optional[int] = None
 MOCK_QUOTA_IDS = tuple((q.quota_id, q.dimensions) for table in (admission.TPU_QUOTA_IDS, admission.GPU_QUOTA_IDS)
                        for pair in table.values() for q in pair if q)
+QUOTA_NOTE = ("accelerator quota: not checked offline (the project's quota is not known here); `pulumi up` checks it "
+              "before any node pool is created; `--quotas FILE` (the JSON of `gcloud beta quotas info list "
+              "--service=compute.googleapis.com --project=P --format=json`) checks it now")
+
+
+def _unchecked_quota_infos() -> list[dict]:
+    value = "-1" if MOCK_TPU_QUOTA is None else str(MOCK_TPU_QUOTA)
+    ids = sorted({quota_id for quota_id, _ in MOCK_QUOTA_IDS})
+    return [{"quotaId": quota_id, "dimensionsInfos": [
+        {"dimensions": {}, "details": [{"value": value}], "applicableLocations": ["global"]}]} for quota_id in ids]
+
+
+def _as_invoke_result(info: dict) -> dict:
+    """A QuotaInfo of the REST/gcloud JSON as pulumi-gcp's invoke result holds it: `details` a one-element list."""
+    out = dict(info)
+    out["dimensionsInfos"] = [{**entry, "details": [entry.get("details") or {}]}
+                              for entry in info.get("dimensionsInfos") or []]
+    return out
+
+
+class QuotasFileError(ValueError):
+    """The `--quotas` file is not a list of Cloud Quotas QuotaInfo documents."""
+
+
+def load_quotas(path: Path) -> list[dict]:
+    """The QuotaInfos of `gcloud beta quotas info list --format=json` (a JSON list), or of the REST `quotaInfos.list`
+    response (`{"quotaInfos": [...]}`), checked for the fields the quota check reads (Cloud Quotas v1 QuotaInfo:
+    quotaId, dimensionsInfos[].dimensions, details.value, applicableLocations)."""
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise QuotasFileError(f"--quotas {path}: cannot read it as JSON: {error}") from None
+    infos = document.get("quotaInfos") if isinstance(document, dict) else document
+    if not isinstance(infos, list):
+        raise QuotasFileError(f"--quotas {path}: must be a JSON list of QuotaInfo objects (gcloud beta quotas info "
+                              "list --format=json) or {\"quotaInfos\": [...]}")
+    for i, info in enumerate(infos):
+        entries = info.get("dimensionsInfos", []) if isinstance(info, dict) else None
+        if not isinstance(info, dict) or not isinstance(info.get("quotaId"), str) or not isinstance(entries, list):
+            raise QuotasFileError(f"--quotas {path}: [{i}] is not a QuotaInfo (quotaId, dimensionsInfos)")
+        for j, entry in enumerate(entries):
+            value = (entry.get("details") or {}).get("value", "0") if isinstance(entry, dict) else None
+            if not isinstance(entry, dict) or not isinstance(entry.get("dimensions", {}), dict) \
+                    or not str(value).lstrip("-").isdigit():
+                raise QuotasFileError(f"--quotas {path}: [{i}].dimensionsInfos[{j}] must have dimensions (a map) "
+                                      f"and details.value (an integer, as a string); given {entry!r}")
+    return infos

@@ -10,7 +10,7 @@ from .rules import rule
 from .versions import RAY_OPERATOR_MIN_GKE_VERSION, VersionNeed
 
 __all__ = ["GPU_VERSION", "GPU_CAPACITY", "GPU_TAINT", "GPU_FLEX_START_MIN_GKE_VERSION", "gpu_version_needs",
-    "GPU_QUOTA_IDS", "gpu_quota_need"]
+    "GPU_QUOTA_IDS", "GPU_FAMILY_QUOTA", "gpu_quota_need"]
 
 
 # --- GPUs ----------------------------------------------------------------------------------------------------------
@@ -45,15 +45,25 @@ def gpu_version_needs(accelerator: str, capacity: str, autopilot: bool) -> list[
     return needs
 
 
-# Cloud Quotas IDs of compute.googleapis.com per GPU: (on-demand, preemptible: spot and flex-start). The legacy metric
-# names (NVIDIA_L4_GPUS ...) are in Google's cluster toolkit (pkg/validators/quota.go); the Cloud Quotas IDs follow
-# the same pattern as reported by public projects. Unknown IDs are warnings at deploy time, never guesses.
+# Cloud Quotas IDs of compute.googleapis.com per GPU: (on-demand, preemptible: spot and flex-start). L4 and A100 have
+# a quota per model (NVIDIA-<GPU>-GPUS-per-project-region). On-demand H100, H100 Mega, H200 and B200 draw on the
+# per-family quota GPUS-PER-GPU-FAMILY-per-project-region with its `gpu_family` dimension ("The gpu_family dimension
+# measures the number of GPUs of a given family", https://cloud.google.com/docs/quotas/configure-dimensions); no
+# NVIDIA-H100-GPUS-per-project-region exists for them on real projects, while their PREEMPTIBLE-NVIDIA-<GPU>-GPUS IDs
+# do. The per-model mapping is read from Cloud Quotas on real projects (public `gcloud beta quotas info list`
+# records): Google's own table (https://cloud.google.com/compute/resource-usage, "GPU quota") could not be read back.
+# A project that does not list an ID gets a warning at deploy time, never a guess.
+_PER_MODEL = (("nvidia-l4", "L4"), ("nvidia-tesla-a100", "A100"), ("nvidia-a100-80gb", "A100-80GB"))
+_PER_FAMILY = (("nvidia-h100-80gb", "H100", "NVIDIA_H100"), ("nvidia-h100-mega-80gb", "H100-MEGA", "NVIDIA_H100_MEGA"),
+               ("nvidia-h200-141gb", "H200", "NVIDIA_H200"), ("nvidia-b200", "B200", "NVIDIA_B200"))
+GPU_FAMILY_QUOTA = "GPUS-PER-GPU-FAMILY-per-project-region"
 GPU_QUOTA_IDS: dict[str, tuple[QuotaId, QuotaId]] = {
-    accelerator: (QuotaId(f"NVIDIA-{metric}-GPUS-per-project-region"),
-                  QuotaId(f"PREEMPTIBLE-NVIDIA-{metric}-GPUS-per-project-region"))
-    for accelerator, metric in (("nvidia-l4", "L4"), ("nvidia-tesla-a100", "A100"), ("nvidia-a100-80gb", "A100-80GB"),
-                                ("nvidia-h100-80gb", "H100"), ("nvidia-h100-mega-80gb", "H100-MEGA"),
-                                ("nvidia-h200-141gb", "H200"), ("nvidia-b200", "B200"))
+    **{accelerator: (QuotaId(f"NVIDIA-{metric}-GPUS-per-project-region"),
+                     QuotaId(f"PREEMPTIBLE-NVIDIA-{metric}-GPUS-per-project-region"))
+       for accelerator, metric in _PER_MODEL},
+    **{accelerator: (QuotaId(GPU_FAMILY_QUOTA, (("gpu_family", family),)),
+                     QuotaId(f"PREEMPTIBLE-NVIDIA-{metric}-GPUS-per-project-region"))
+       for accelerator, metric, family in _PER_FAMILY},
 }
 
 
