@@ -16,7 +16,7 @@ from rich.console import Console
 from ray_tpu_gke.resources.preflight import PreflightError
 from ray_tpu_gke.spec.problems import ConfigError
 
-from . import cost, harness, render, stackfile
+from . import cost, harness, mocks, render, stackfile
 from .review import gates
 
 
@@ -34,6 +34,10 @@ def parse_args(argv):
                         help="with --diff-against: output format")
     gates.add_arguments(parser)  # --fail-on-risk: each gate's option (plan/review/gates.py)
     parser.add_argument("--policy-pack", type=Path, metavar="DIR", help="run the policy pack's rules over the plan")
+    parser.add_argument("--quotas", type=Path, metavar="FILE",
+                        help="check the accelerator quota against this JSON of `gcloud beta quotas info list "
+                             "--service=compute.googleapis.com --project=P --format=json` (offline it is otherwise "
+                             "checked only at deploy time)")
     args = parser.parse_args(argv)
     if args.stack is None and not (args.all_stacks and args.diff_against):
         parser.error("a stack is required (or --all-stacks with --diff-against)")
@@ -53,12 +57,21 @@ def main(argv=None) -> int:
         values, secret_keys, config = stackfile.load_checked(args.stack, args.config_file)
     except (ConfigError, stackfile.StackNotFound) as error:
         return stackfile.report(error)
+    quotas = None
+    if args.quotas:
+        try:
+            quotas = mocks.load_quotas(args.quotas)
+        except mocks.QuotasFileError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return stackfile.EXIT_INVALID
     try:
-        plan = harness.run_program(args.stack, values, secret_keys)
+        plan = harness.run_program(args.stack, values, secret_keys, quotas=quotas,
+                                   quotas_source=str(args.quotas or ""))
     except ConfigError as error:  # a rule the program checks on what it renders
         return stackfile.report(error)
-    except PreflightError as error:  # a deploy-time check, against the offline plan's mocked answers
-        print(f"error: deploy-time check failed: {error}", file=sys.stderr)
+    except PreflightError as error:  # a deploy-time check, against the offline plan's answers (plan/mocks.py)
+        given = f"quotas from {args.quotas}" if args.quotas else "no project quotas given"
+        print(f"error: deploy-time check failed: {error} ({mocks.VERSIONS_NOTE}; {given})", file=sys.stderr)
         return stackfile.EXIT_ERROR
     cost_result = None if args.manifests else cost.attach(plan, config)  # the plan JSON's `cost` (plan/cost.py)
     if args.json:
@@ -70,6 +83,11 @@ def main(argv=None) -> int:
         if not console.is_terminal:
             console = Console(highlight=False, width=200)
         render.print_plan(plan, config, console, cost_result)
+    for note in plan.notes:  # what the offline answers were (plan/mocks.py), never mistaken for the project's
+        if args.json or args.manifests:
+            print(f"note: {note}", file=sys.stderr)
+        else:
+            console.print(f"note: {note}", soft_wrap=True, highlight=False, markup=False)
     for warning in plan.warnings:
         if args.json or args.manifests:
             err.print(f"warning: {warning}")

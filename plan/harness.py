@@ -79,6 +79,7 @@ class Plan:
     outputs: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
     cost: dict[str, Any] | None = None  # the cost estimate (plan/cost.py attaches it), top-level `cost` in the JSON
+    notes: list[str] = field(default_factory=list)  # what the offline answers were (plan/mocks.py), not the project's
 
     def to_json(self) -> dict:
         summary = {"create": len(self.steps)} if self.steps else {}  # offline, everything is new
@@ -291,12 +292,15 @@ def config_map(values: dict[str, Any]) -> dict[str, str]:
 
 
 def run_program(stack: str, values: dict[str, Any], secret_keys: list[str] | None = None,
-                preview: bool = False, program: Path | None = None) -> Plan:
-    """Run `__main__.py` (or `program`) for a stack under mocks; return every registration in order."""
+                preview: bool = False, program: Path | None = None, quotas: list[dict] | None = None,
+                quotas_source: str = "") -> Plan:
+    """Run `__main__.py` (or `program`) for a stack under mocks; return every registration in order.
+    `quotas`: the Cloud project's QuotaInfos (`mocks.load_quotas`) for the deploy-time quota check to read."""
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     loop.set_default_executor(_InlineExecutor(max_workers=1))
-    program_mocks = mocks.PlanMocks(project=values.get("gcp:project", "mock-project"))
+    program_mocks = mocks.PlanMocks(project=values.get("gcp:project", "mock-project"), quotas=quotas,
+                                    quotas_source=quotas_source)
     monitor = RecordingMonitor(program_mocks)
     warnings: list[str] = []
     pulumi.runtime.reset_options(project=PROJECT, stack=stack, preview=preview)
@@ -323,7 +327,8 @@ def run_program(stack: str, values: dict[str, Any], secret_keys: list[str] | Non
         sys.path.remove(str(program_path.parent))
         loop.close()
         asyncio.set_event_loop(None)
-    return Plan(stack=stack, steps=monitor.in_declaration_order(), outputs=monitor.outputs, warnings=warnings)
+    return Plan(stack=stack, steps=monitor.in_declaration_order(), outputs=monitor.outputs, warnings=warnings,
+                notes=program_mocks.notes)
 
 
 @contextlib.contextmanager
