@@ -10,7 +10,7 @@ import pulumi_kubernetes as k8s
 from pydantic import ValidationError
 
 from .. import admission
-from ..render import manifests
+from ..render import manifests, upgrades
 from ..spec.args import GkeClusterArgs
 from ..spec.models import ClusterConfig, validate_as
 from ..spec.paths import Paths
@@ -99,7 +99,11 @@ class GkeCluster(pulumi.ComponentResource):
         node_email = args["node_service_account"]
         labels = args.get("labels") or {}
         protect = c.deletion_protection
-        monitoring = ["SYSTEM_COMPONENTS"] + (["APISERVER", "SCHEDULER", "CONTROLLER_MANAGER"] if standard else [])
+        # POD: the kube state metrics of pods, kube_pod_status_unschedulable among them, which the pending-pods alert
+        # reads (GKE "Collect and view kube state metrics": an explicit list overrides the defaults, so it is named).
+        monitoring = ["SYSTEM_COMPONENTS", "POD"] + (["APISERVER", "SCHEDULER", "CONTROLLER_MANAGER"] if standard
+                                                     else [])
+        maintenance = upgrades.maintenance_policy(c.maintenance)
 
         self.cluster = gcp.container.Cluster(
             name,
@@ -183,6 +187,7 @@ class GkeCluster(pulumi.ComponentResource):
                 mode="BASIC", vulnerability_mode="VULNERABILITY_BASIC"),
             cost_management_config=gcp.container.ClusterCostManagementConfigArgs(enabled=True),
             resource_labels=labels,
+            maintenance_policy=_maintenance_policy(maintenance),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 protect=protect,
@@ -255,3 +260,20 @@ class GkeCluster(pulumi.ComponentResource):
         self.kubeconfig = self.provider_kubeconfig
         self.register_outputs({"clusterName": self.cluster_name, "endpoint": self.endpoint,
                                "kubeconfig": self.kubeconfig})
+
+
+def _maintenance_policy(policy: dict | None) -> "gcp.container.ClusterMaintenancePolicyArgs | None":
+    """render/upgrades.py's maintenance policy as pulumi-gcp's typed arguments."""
+    if policy is None:
+        return None
+    window = policy.get("recurringWindow")
+    return gcp.container.ClusterMaintenancePolicyArgs(
+        recurring_window=gcp.container.ClusterMaintenancePolicyRecurringWindowArgs(
+            start_time=window["startTime"], end_time=window["endTime"], recurrence=window["recurrence"])
+        if window else None,
+        maintenance_exclusions=[gcp.container.ClusterMaintenancePolicyMaintenanceExclusionArgs(
+            exclusion_name=e["exclusionName"], start_time=e["startTime"], end_time=e.get("endTime"),
+            exclusion_options=gcp.container.ClusterMaintenancePolicyMaintenanceExclusionExclusionOptionsArgs(
+                scope=e["exclusionOptions"]["scope"], end_time_behavior=e["exclusionOptions"].get("endTimeBehavior")))
+            for e in policy.get("maintenanceExclusions", [])] or None,
+    )

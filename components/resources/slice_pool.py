@@ -5,7 +5,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from .. import admission, catalog
-from ..render import manifests
+from ..render import manifests, upgrades
 from ..spec import checks
 from ..spec.args import TpuSlicePoolsArgs
 from ..spec.models import TpuSliceConfig, validate_as
@@ -147,6 +147,7 @@ class TpuSlicePools(pulumi.ComponentResource):
                 placement_policy=placement(shape, workload_policy),
                 # Flex-start VMs are not repaired in place; they are returned and requested again.
                 management=gcp.container.NodePoolManagementArgs(auto_repair=not flex, auto_upgrade=True),
+                upgrade_settings=_upgrade_settings(tpu_slice),
                 node_config=gcp.container.NodePoolNodeConfigArgs(
                     **hardening,
                     machine_type=shape.machine_type.name,
@@ -168,3 +169,12 @@ class TpuSlicePools(pulumi.ComponentResource):
         self.pool_names = pulumi.Output.all(*[p.name for p in self.pools])
         self.node_selector = pulumi.Output.from_input(manifests.slice_node_selector(tpu_slice, standard=True))
         self.register_outputs({"poolNames": self.pool_names, "nodeSelector": self.node_selector})
+
+
+def _upgrade_settings(entry) -> "gcp.container.NodePoolUpgradeSettingsArgs | None":
+    """The pool's upgradeSettings as render/upgrades.py chooses them (None: GKE's own)."""
+    settings = upgrades.upgrade_settings(entry)
+    if settings is None:
+        return None
+    return gcp.container.NodePoolUpgradeSettingsArgs(strategy=settings["strategy"], max_surge=settings["maxSurge"],
+                                                     max_unavailable=settings["maxUnavailable"])

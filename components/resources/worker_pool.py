@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from .. import admission
 from ..render import manifests
+from .slice_pool import _upgrade_settings
 from ..spec import checks
 from ..spec.args import WorkerPoolArgs
 from ..spec.models import CpuPoolConfig, GpuPoolConfig, validate_as
@@ -131,6 +132,7 @@ class WorkerPool(pulumi.ComponentResource):
             initial_node_count=pool.min_nodes if pool.autoscaled else None,
             autoscaling=_autoscaling(pool, total=zone is None),
             management=gcp.container.NodePoolManagementArgs(auto_repair=not flex, auto_upgrade=True),
+            upgrade_settings=_upgrade_settings(pool) if isinstance(pool, GpuPoolConfig) else None,
             node_config=gcp.container.NodePoolNodeConfigArgs(**node_config),
             opts=pulumi.ResourceOptions(parent=self, protect=bool(args.get("deletion_protection", False)),
                                         ignore_changes=ignore),

@@ -25,6 +25,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from .. import admission, catalog
+from .operations import MaintenanceConfig, SliceHealthConfig, UpgradeConfig
 
 DEFAULT_RAY_VERSION = "2.55.0"
 # The Ray project's own image of this Ray version, as KubeRay's TPU samples use; TPU access comes from the GKE TPU
@@ -145,6 +146,8 @@ class ClusterConfig(Model):
     ray_operator: RayOperatorConfig = RayOperatorConfig()
     binary_authorization: StrictBool = False
     rbac_security_group: Optional[str] = None
+    maintenance: Optional[MaintenanceConfig] = None
+    """Maintenance windows and exclusions (spec/operations.py); unset: GKE upgrades at any time."""
 
     @field_validator("rbac_security_group")
     @classmethod
@@ -236,6 +239,8 @@ class TpuSliceConfig(_Reservable):
     reservation: Optional[str] = None
     zone: Optional[Zone] = None
     autoscaling: Annotated[Optional[SliceAutoscaling], BeforeValidator(_shorthand_autoscaling)] = None
+    upgrade: Optional[UpgradeConfig] = None
+    """Node upgrade settings; unset: render/upgrades.py chooses per slice shape and capacity."""
 
     @property
     def shape(self) -> catalog.SliceShape:
@@ -300,6 +305,7 @@ class GpuPoolConfig(_WorkerPool, _Reservable):
     capacity: Capacity = "onDemand"
     reservation: Optional[str] = None
     allow_unlisted_zone: StrictBool = False
+    upgrade: Optional[UpgradeConfig] = None
 
     @model_validator(mode="after")
     def _machine_of_accelerator(self) -> "GpuPoolConfig":
@@ -432,6 +438,9 @@ class MonitoringConfig(Model):
     idle_minutes: Annotated[StrictInt, Field(ge=5, le=10080)] = 60
     unavailable_minutes: Annotated[StrictInt, Field(ge=1, le=1440)] = 15
     interruptions_per_day: Annotated[StrictInt, Field(ge=1, le=1000)] = 3
+    pending_pods_minutes: Annotated[StrictInt, Field(ge=1, le=1440)] = 30
+    """How long Ray pods may stay unschedulable (a stockout, quota, a flex-start wait) before their alert fires."""
+    slice_health: SliceHealthConfig = SliceHealthConfig()
 
     @field_validator("notification_channels")
     @classmethod

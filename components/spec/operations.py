@@ -1,0 +1,202 @@
+"""The validated forms of the keys that operate a stack's slices (pure: no Pulumi import): the in-cluster slice check
+(`monitoring.sliceHealth`), the cluster's maintenance windows and exclusions (`cluster.maintenance`) and the node
+pools' upgrade settings (`tpuSlices[].upgrade`, `gpuPools[].upgrade`). Each rule a service enforces cites it."""
+
+from __future__ import annotations
+
+import datetime
+import re
+from typing import Annotated, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from .. import admission
+
+
+class _Model(BaseModel):
+    # The same spelling rules as models.Model (camelCase in stack files, snake_case in arguments, unknown keys refused);
+    # kept apart so that models.py can hold these sections without an import cycle.
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, validate_by_alias=True,
+                              validate_by_name=False, frozen=True)
+
+
+# --- monitoring.sliceHealth ---------------------------------------------------------------------------------------
+
+# Kubernetes CronJob `schedule`: the five cron fields (minute, hour, day of month, month, day of week; Kubernetes
+# "CronJob", "Schedule syntax"), each `*`, a number, a range or a list of those, with an optional `/step`.
+CRON_FIELDS = (("minute", 0, 59), ("hour", 0, 23), ("day of month", 1, 31), ("month", 1, 12), ("day of week", 0, 7))
+_CRON_PART = re.compile(r"(\*|(\d+)(?:-(\d+))?)(?:/(\d+))?")
+
+
+def check_cron(value: str) -> None:
+    fields = value.split()
+    if len(fields) != 5:
+        raise ValueError("a CronJob schedule has five fields: minute hour day-of-month month day-of-week, such as "
+                         "'*/5 * * * *'")
+    for text, (name, low, high) in zip(fields, CRON_FIELDS):
+        for part in text.split(","):
+            match = _CRON_PART.fullmatch(part)
+            numbers = [int(n) for n in (match.groups()[1:3] if match else ()) if n is not None]
+            step = match.group(4) if match else None
+            if not match or any(not low <= n <= high for n in numbers) or (step is not None and int(step) < 1):
+                raise ValueError(f"{part!r} is not a {name} field ({low}-{high}, *, ranges, lists and /steps)")
+
+
+def cron_interval_minutes(schedule: str) -> Optional[int]:
+    """The minutes between runs of a `*/N * * * *` or `* * * * *` schedule; None for any other shape."""
+    minute, *rest = schedule.split()
+    if rest != ["*"] * 4:
+        return None
+    if minute == "*":
+        return 1
+    match = re.fullmatch(r"\*/(\d+)", minute)
+    return int(match.group(1)) if match else None
+
+
+class SliceHealthConfig(_Model):
+    """The in-cluster check of every TPU slice (components/resources/health.py), when monitoring is on."""
+
+    enabled: StrictBool = True
+    schedule: str = "*/5 * * * *"
+    """When the check runs (CronJob schedule, UTC)."""
+    alert_after_minutes: Annotated[StrictInt, Field(ge=5, le=1440)] = 15
+    """How long a slice may be wrong before its alert fires."""
+    image: Optional[str] = None
+    """The workloads image (workloads/Dockerfile) the check runs in; default: the image of a Ray object of the stack
+    that runs on a TPU slice in the repository's workloads image."""
+
+    @field_validator("schedule")
+    @classmethod
+    def _schedule(cls, value: str) -> str:
+        check_cron(value)
+        return value
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None:
+            admission.check_image(value)
+        return value
+
+    @model_validator(mode="after")
+    def _alert_after_runs(self) -> "SliceHealthConfig":
+        # Each run writes one point per slice: an alert that fires sooner than two runs apart would fire on one run.
+        interval = cron_interval_minutes(self.schedule)
+        if interval is not None and self.alert_after_minutes < 2 * interval:
+            raise ValueError(f"alertAfterMinutes {self.alert_after_minutes} is shorter than two runs of the schedule "
+                             f"{self.schedule!r} ({2 * interval} minutes)")
+        return self
+
+
+# --- cluster.maintenance -----------------------------------------------------------------------------------------
+
+def _utc(value: str) -> datetime.datetime:
+    # pulumi-gcp 10.2 ClusterMaintenancePolicy: "GKE may accept other formats, but will return values in UTC, causing a
+    # permanent diff", so only RFC 3339 UTC times ending in Z are taken.
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", value):
+        raise ValueError(f"{value!r} is not an RFC 3339 UTC time such as 2026-01-03T02:00:00Z")
+    return datetime.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+
+
+WEEKDAYS = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")
+MIN_WINDOW = datetime.timedelta(hours=4)  # GKE "Maintenance windows and exclusions": windows of at least 4 hours
+MIN_AVAILABLE_PER_32_DAYS = datetime.timedelta(hours=48)  # ... giving at least 48 hours in any 32 days
+MAX_EXCLUSIONS = 20  # pulumi-gcp 10.2 maintenance_exclusions: "up to 20 maintenance exclusions at a time"
+MAX_NO_UPGRADES = datetime.timedelta(days=30)  # GKE: a "no upgrades" exclusion lasts at most 30 days
+
+
+class MaintenanceWindow(_Model):
+    """A recurring window in which GKE may upgrade the cluster (GKE API RecurringTimeWindow)."""
+
+    start_time: str
+    end_time: str
+    """Only its distance from start_time counts: the window's length."""
+    recurrence: str = "FREQ=WEEKLY;BYDAY=SA,SU"
+    """An RFC 5545 RRULE of FREQ=DAILY, or FREQ=WEEKLY with BYDAY."""
+
+    @model_validator(mode="after")
+    def _window(self) -> "MaintenanceWindow":
+        start, end = _utc(self.start_time), _utc(self.end_time)
+        length = end - start
+        if length < MIN_WINDOW or length > datetime.timedelta(days=1):
+            raise ValueError(f"the window lasts {length}; GKE needs at least 4 hours (and this project takes at most "
+                             "24, one day of a recurrence)")
+        rule = dict(part.split("=", 1) for part in self.recurrence.split(";") if "=" in part)
+        frequency = rule.get("FREQ")
+        if frequency == "DAILY" and set(rule) == {"FREQ"}:
+            days = 32
+        elif frequency == "WEEKLY" and set(rule) == {"FREQ", "BYDAY"} and rule["BYDAY"]:
+            byday = rule["BYDAY"].split(",")
+            if any(day not in WEEKDAYS for day in byday) or len(set(byday)) != len(byday):
+                raise ValueError(f"BYDAY {rule['BYDAY']!r}: days are {', '.join(WEEKDAYS)}, each once")
+            days = len(byday) * 32 // 7  # the fewest such days in any 32 days
+        else:
+            raise ValueError(f"recurrence {self.recurrence!r}: allowed FREQ=DAILY or FREQ=WEEKLY;BYDAY=<days> "
+                             "(GKE does not take SECONDLY, MINUTELY or HOURLY)")
+        if length * days < MIN_AVAILABLE_PER_32_DAYS:
+            raise ValueError(f"{length} on {days} days gives {length * days} in 32 days; GKE needs at least 48 hours")
+        return self
+
+
+class MaintenanceExclusion(_Model):
+    """A time in which GKE does not upgrade what `scope` names (GKE API MaintenanceExclusionOptions.Scope)."""
+
+    name: Annotated[str, Field(min_length=1, max_length=63)]
+    start_time: str
+    end_time: Optional[str] = None
+    until_end_of_support: StrictBool = False
+    """Instead of end_time: until the cluster's minor version leaves support (NO_MINOR_* scopes only)."""
+    scope: Literal["NO_UPGRADES", "NO_MINOR_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES"] = "NO_MINOR_OR_NODE_UPGRADES"
+    """NO_MINOR_OR_NODE_UPGRADES (default): no node upgrades (which recreate a multi-host slice), only control
+    plane patches; NO_MINOR_UPGRADES: patches only; NO_UPGRADES: nothing, at most 30 days."""
+
+    @model_validator(mode="after")
+    def _exclusion(self) -> "MaintenanceExclusion":
+        start = _utc(self.start_time)
+        # pulumi-gcp 10.2: "Exactly one of end_time and exclusion_options.end_time_behavior".
+        if (self.end_time is None) == (not self.until_end_of_support):
+            raise ValueError("give exactly one of endTime and untilEndOfSupport: true")
+        if self.until_end_of_support and self.scope == "NO_UPGRADES":
+            raise ValueError("untilEndOfSupport needs scope NO_MINOR_UPGRADES or NO_MINOR_OR_NODE_UPGRADES; "
+                             "NO_UPGRADES lasts at most 30 days")
+        if self.end_time is not None:
+            end = _utc(self.end_time)
+            if end <= start:
+                raise ValueError(f"endTime {self.end_time} is not after startTime {self.start_time}")
+            if self.scope == "NO_UPGRADES" and end - start > MAX_NO_UPGRADES:
+                raise ValueError(f"a NO_UPGRADES exclusion lasts at most 30 days ({end - start} given)")
+        return self
+
+
+class MaintenanceConfig(_Model):
+    """When GKE may upgrade the cluster and its node pools, and when not."""
+
+    window: Optional[MaintenanceWindow] = None
+    exclusions: Annotated[list[MaintenanceExclusion], Field(max_length=MAX_EXCLUSIONS)] = []
+
+    @field_validator("exclusions")
+    @classmethod
+    def _unique(cls, value: list[MaintenanceExclusion]) -> list[MaintenanceExclusion]:
+        names = [e.name for e in value]
+        duplicate = next((n for n in names if names.count(n) > 1), None)
+        if duplicate is not None:
+            raise ValueError(f"two exclusions are named {duplicate!r}")
+        return value
+
+
+# --- tpuSlices[].upgrade, gpuPools[].upgrade ----------------------------------------------------------------------
+
+class UpgradeConfig(_Model):
+    """How GKE upgrades a node pool's nodes (GKE API NodePool.UpgradeSettings, strategy SURGE): maxSurge extra nodes
+    at a time and maxUnavailable nodes down at a time; at least one above zero ("must not be negative and at least
+    one of them must be greater than zero", pulumi-gcp 10.2 NodePoolUpgradeSettings)."""
+
+    max_surge: Annotated[StrictInt, Field(ge=0, le=100)] = 0
+    max_unavailable: Annotated[StrictInt, Field(ge=0, le=100)] = 1
+
+    @model_validator(mode="after")
+    def _some(self) -> "UpgradeConfig":
+        if self.max_surge == 0 and self.max_unavailable == 0:
+            raise ValueError("maxSurge and maxUnavailable are both 0: at least one must be above 0")
+        return self
