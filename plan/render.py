@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
+from ray_tpu_gke.spec import multislice
 from ray_tpu_gke.spec.config import StackConfig
 
 from .harness import Plan
@@ -32,12 +33,34 @@ class CapacityRow:
         return self.chips_per_slice * self.slices
 
 
+def multislice_rows(config: StackConfig) -> list[dict]:
+    """The Ray objects that run multislice (one JaxTrainer over N slices of a group), each with its chips and the
+    RayJobs submitted to it; in the plan's text under the capacity table."""
+    jobs: dict[tuple[str, str], list[str]] = {}
+    for job in config.ray_jobs:
+        if job.cluster is not None:
+            jobs.setdefault((job.namespace, job.cluster), []).append(f"{job.namespace}/{job.name}")
+    rows = []
+    for obj in config.ray_objects:
+        for group in obj.worker_groups:
+            if not multislice.is_multislice(obj, group):
+                continue
+            entry, n = config.slice(group.slice), multislice.slices(obj, group)
+            rows.append({"object": f"{obj.namespace}/{obj.name}", "group": group.name, "slice": entry.name,
+                         "slices": n, "chipsPerSlice": entry.shape.chips, "chips": n * entry.shape.chips,
+                         "hosts": n * entry.shape.hosts, "autoscaled": entry.autoscaled, "capacity": entry.capacity,
+                         "jobs": jobs.get((obj.namespace, obj.name), [])})
+    return rows
+
+
 def capacity_rows(config: StackConfig) -> list[CapacityRow]:
     users: dict[str, list[str]] = {s.name: [] for s in config.tpu_slices}
     for obj in config.ray_objects:
         for group in obj.worker_groups:
             if group.slice is not None:
-                users[group.slice].append(f"{obj.namespace}/{obj.name}:{group.name}")
+                many = f" (multislice: {multislice.slices(obj, group)} slices)" \
+                    if multislice.is_multislice(obj, group) else ""
+                users[group.slice].append(f"{obj.namespace}/{obj.name}:{group.name}{many}")
     rows = []
     for s in config.tpu_slices:
         shape = s.shape
@@ -85,6 +108,22 @@ def capacity_table(config: StackConfig) -> Table:
     return table
 
 
+def multislice_lines(config: StackConfig) -> list[str]:
+    """One line per multislice Ray object: its chips, its jobs, and what happens while only some slices are up."""
+    lines = []
+    for row in multislice_rows(config):
+        jobs = f"; jobs: {', '.join(row['jobs'])}" if row["jobs"] else ""
+        if row["autoscaled"]:
+            wait = ("its pools scale up one slice at a time, and the slices up first bill while the job waits for "
+                    "the rest; fixed-size pools (autoscaling: false) keep all of them")
+        else:
+            wait = "fixed-size pools: all slices stay up, so the job never waits for a slice to be created"
+        lines.append(f"multislice: {row['object']}:{row['group']} runs one JaxTrainer over {row['slices']} slices of "
+                     f"{row['slice']} ({row['chips']} chips, {row['hosts']} hosts){jobs}. All or nothing: it starts "
+                     f"only when all {row['slices']} are up; {wait} (docs/workloads.md)")
+    return lines
+
+
 def quota_table(config: StackConfig) -> Table:
     """The TPU and GPU quota the stack draws on, per quota and region: what to request before the first `pulumi up`."""
     table = Table(title="Accelerator quota needed (Cloud Quotas, compute.googleapis.com)", title_justify="left")
@@ -127,6 +166,8 @@ def print_plan(plan: Plan, config: StackConfig, console: Console, cost=None) -> 
     console.print(f"    [green]+ {len(plan.steps)} to create[/]")
     console.print()
     console.print(capacity_table(config))
+    for line in multislice_lines(config):
+        console.print(line, soft_wrap=True)
     console.print()
     if config.gpu_pools or config.cpu_pools:
         console.print(pool_table(config))

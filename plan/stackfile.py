@@ -90,9 +90,16 @@ EXIT_ERROR = 1  # anything else
 
 
 def load_checked(stack: str, config_file: Path | None = None) -> tuple[dict[str, Any], list[str], StackConfig]:
-    """The config map, its secret keys and the validated config; ConfigError or StackNotFound otherwise."""
+    """The config map, its secret keys and the validated config; ConfigError or StackNotFound otherwise. RayJobs
+    that run this repository's training workload are checked against their worker group too (plan/entrypoints.py)."""
+    from . import entrypoints
+
     values, secret_keys = load(stack, config_file)
-    return values, secret_keys, parse_stack_config(values, stack)
+    config = parse_stack_config(values, stack)
+    problems = entrypoints.problems(config)
+    if problems:
+        raise ConfigError(problems)
+    return values, secret_keys, config
 
 
 def report(error: ConfigError | StackNotFound) -> int:

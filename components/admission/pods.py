@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import re
 
+from ..catalog import ray_versions
 from .names import _RFC1035, check_label_key, check_label_value
 from .rules import rule
 
 __all__ = ["RESERVATION_SELECTOR", "check_reservation", "RAYSERVICE_SURGE", "NEVER_RUNS", "RAY_AUTOSCALER_TPU",
-    "RAY_AUTOSCALER_ACCELERATORS", "check_ray_version", "ray_autoscaler_accelerators", "pod_label_problems"]
+    "RAY_AUTOSCALER_ACCELERATORS", "check_ray_version", "ray_autoscaler_accelerators", "pod_label_problems",
+    "RAY_DRAIN_GRACE", "RAY_TRAIN_START_TIMEOUT", "RAY_MULTISLICE"]
 
 
 # --- capacity, reservations, Ray -----------------------------------------------------------------------------------
@@ -43,19 +45,35 @@ NEVER_RUNS = rule(
     "changes replicas")
 
 # Ray's in-tree autoscaler maps the GKE accelerator label of a TPU worker group to a generation and raises on values
-# it does not know. Ray 2.55: python/ray/autoscaler/_private/kuberay/utils.py (gke_tpu_accelerator_to_generation).
+# it does not know (2.55), or names its head resource after it. The map of each release is data:
+# catalog.ray_versions (read from ray/autoscaler/_private/kuberay/utils.py of each wheel).
 RAY_AUTOSCALER_TPU = rule(
     "ray-autoscaler-tpu-generations", "Ray's autoscaler knows only some GKE TPU accelerator values; a Ray cluster "
-    "with autoscaling and a worker group of another generation fails in the autoscaler.",
-    "ray python/ray/autoscaler/_private/kuberay/utils.py (Ray 2.55)")
+    "with autoscaling and a worker group of another generation fails in the autoscaler (tpu7x before Ray 2.56.0), "
+    "and before 2.56.0 it names v5e head resources TPU-v5e-N-head, which no v5e host advertises.",
+    "ray python/ray/autoscaler/_private/kuberay/utils.py gke_tpu_accelerator_to_generation (Ray 2.55.0, 2.56.0); "
+    "ray-project/ray#62786")
 RAY_AUTOSCALER_ACCELERATORS: dict[str, tuple[str, ...]] = {
-    # Ray version: the accelerators its autoscaler maps (read from the released wheels). Older releases are taken to
-    # know no more than 2.55.
-    "2.55.0": ("tpu-v4-podslice", "tpu-v5-lite-device", "tpu-v5-lite-podslice", "tpu-v5p-slice", "tpu-v6e-slice"),
-    # Ray 2.56.0 (ray-project/ray#62786) adds "tpu7x" to the map and stops raising on unknown values.
-    "2.56.0": ("tpu-v4-podslice", "tpu-v5-lite-device", "tpu-v5-lite-podslice", "tpu-v5p-slice", "tpu-v6e-slice",
-               "tpu7x"),
-}
+    # Ray version: the accelerators its autoscaler maps. Older releases are taken to know no more than 2.55.
+    version: tuple(mapping) for version, mapping in ray_versions.RAY_AUTOSCALER_TPU_GENERATIONS.items()}
+RAY_DRAIN_GRACE = rule(
+    "ray-drain-grace-period", "From Ray 2.57.0 a Ray pod drains its node for RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S "
+    "(30 s) on SIGTERM, and Kubernetes kills it after terminationGracePeriodSeconds (30 s unless set): TPU worker "
+    "pods get 60 s unless the stack says otherwise, and a grace period not longer than the drain is a warning.",
+    "ray python/ray/_private/ray_constants.py and node.py _drain_node_before_shutdown (Ray 2.57.0, "
+    "ray-project/ray#64454); https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/#lifecycle")
+RAY_TRAIN_START_TIMEOUT = rule(
+    "ray-train-worker-group-start-timeout", "Ray Train gives up on a worker group that is not placed within "
+    "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S (60 s), read in the driver's environment, and retries; a cold multi-host "
+    "slice takes longer, so the head of a Ray object with TPU groups gets a longer timeout. Before Ray 2.56.0 a TPU "
+    "slice reservation waits a hard-coded 100 s and a timeout fails the run.",
+    "ray python/ray/train/v2/_internal/constants.py and worker_group.py (Ray 2.55.0, 2.56.0); "
+    "python/ray/_private/accelerators/tpu.py reserve_tpu_slice (Ray 2.55.0); ray-project/ray#62893")
+RAY_MULTISLICE = rule(
+    "ray-multislice-whole-slices", "A multislice JaxTrainer reserves all of its slices before its first step (one "
+    "placement group over N slices): the N slices of a worker group with replicas N must be able to exist at once, "
+    "beside what other Ray objects ask of the same slice entry.",
+    "ray python/ray/util/tpu.py SlicePlacementGroup and python/ray/train/v2/jax/config.py (Ray 2.55.0)")
 
 
 def check_ray_version(value: str) -> None:
@@ -63,13 +81,8 @@ def check_ray_version(value: str) -> None:
         raise ValueError("must be a Ray release such as 2.55.0")
 
 
-def _ray_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split("."))
-
-
 def ray_autoscaler_accelerators(ray_version: str) -> tuple[str, ...]:
-    known = [v for v in RAY_AUTOSCALER_ACCELERATORS if _ray_key(v) <= _ray_key(ray_version)]
-    return RAY_AUTOSCALER_ACCELERATORS[max(known or ["2.55.0"], key=_ray_key)]
+    return tuple(ray_versions.autoscaler_tpu_generations(ray_version))
 
 
 # --- every pod the plan emits --------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from typing import Mapping
 import yaml
 
 from .. import admission, catalog
+from ..spec import multislice
 from ..spec.config import StackConfig
 from ..spec.models import CpuPoolConfig, GpuPoolConfig, RayJobConfig, RayObjectConfig, RayServiceConfig, TpuSliceConfig
 
@@ -121,8 +122,9 @@ def _gcs_fuse(ctx: RenderContext, obj: RayObjectConfig):
     return {"gke-gcsfuse/volumes": "true"}, [volume], [{"name": "gcs", "mountPath": GCS_MOUNT}]
 
 
-def _head_group(obj: RayObjectConfig, ctx: RenderContext) -> dict:
+def _head_group(obj: RayObjectConfig, ctx: RenderContext, slices: Mapping[str, TpuSliceConfig]) -> dict:
     annotations, volumes, mounts = _gcs_fuse(ctx, obj)
+    env = multislice.head_env(obj, slices)  # Ray Train's start timeout and the slice shape, for the driver
     resources = {"cpu": obj.head.cpu, "memory": obj.head.memory}
     container = {
         "name": "ray-head",
@@ -135,6 +137,8 @@ def _head_group(obj: RayObjectConfig, ctx: RenderContext) -> dict:
         ],
         "resources": {"requests": dict(resources), "limits": dict(resources)},
     }
+    if env:
+        container["env"] = env
     if mounts:
         container["volumeMounts"] = mounts
     spec = {"serviceAccountName": ctx.service_account, "containers": [container]}
@@ -212,6 +216,8 @@ def _worker_group(group, targets: Mapping[str, Mapping], obj: RayObjectConfig, c
     resources = worker["resources"]
     container = {"name": "ray-worker", "image": obj.image}
     env = list(worker["env"])
+    if kind == "slice":  # the group's shape, which the workloads read (workloads/slice.py)
+        env += multislice.slice_env(targets[kind][name], multislice.slices(obj, group))
     if mounts and kind in ("slice", "gpu_pool"):
         # One compilation cache policy for TPU and GPU workers alike, so that a second run favours neither side
         # (JAX hashes the platform into each cache key, so both can share the directory: jax 0.10.2
@@ -232,6 +238,9 @@ def _worker_group(group, targets: Mapping[str, Mapping], obj: RayObjectConfig, c
     spec["containers"] = [container]
     if volumes:
         spec["volumes"] = volumes
+    grace = multislice.grace_period(group)  # longer than Ray's drain on SIGTERM (admission.RAY_DRAIN_GRACE)
+    if grace is not None:
+        spec["terminationGracePeriodSeconds"] = grace
     template = {"spec": spec}
     if annotations:
         template["metadata"] = {"annotations": annotations}
@@ -251,7 +260,7 @@ def ray_cluster_spec(obj: RayObjectConfig, targets: Mapping[str, Mapping], ctx: 
     (`StackConfig.targets`)."""
     spec = {
         "rayVersion": obj.ray_version,
-        "headGroupSpec": _head_group(obj, ctx),
+        "headGroupSpec": _head_group(obj, ctx, targets.get("slice", {})),
         "workerGroupSpecs": [_worker_group(g, targets, obj, ctx) for g in obj.worker_groups],
     }
     if obj.autoscaling.enabled:

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from .. import admission, catalog
 from . import images
+from . import multislice
 from .models import ClusterConfig, RayJobConfig, RayServiceConfig, TpuSliceConfig, WorkerGroupConfig, validate_as
 from .paths import ClusterContext, Paths
 from .problems import Problem, show
@@ -324,6 +325,7 @@ def check_ray_objects(context: ClusterContext, raw_lists: dict, lists: dict, pat
                                                       group.replicas * factor, at_most * factor))
     if context.mode == "standard":
         problems += _check_demand(lists, demand, paths, warnings)
+    problems += multislice.check(context, lists, paths, warnings)  # grace periods, start timeouts, multislice
     return problems
 
 

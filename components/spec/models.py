@@ -345,6 +345,8 @@ class WorkerGroupConfig(Model):
     replicas: NonNegativeInt = 1
     min_replicas: NonNegativeInt = 0
     max_replicas: Optional[NonNegativeInt] = None
+    # Unset: 60 s on TPU slices, Kubernetes' 30 s elsewhere (admission.RAY_DRAIN_GRACE, spec/multislice.py).
+    termination_grace_period_seconds: Optional[Annotated[StrictInt, Field(ge=0, le=86400)]] = None
 
     @property
     def max(self) -> int:
@@ -381,6 +383,8 @@ class RayObjectConfig(Model):
     autoscaling: RayAutoscalingConfig = RayAutoscalingConfig()
     gcs_fuse: StrictBool = True
     wait_for_ready: StrictBool = False
+    # Ray Train's, on the head (admission.RAY_TRAIN_START_TIMEOUT); unset: 900 s with TPU groups (spec/multislice.py).
+    worker_group_start_timeout_seconds: Optional[Annotated[StrictInt, Field(ge=1, le=86400)]] = None
 
 
 class RayClusterConfig(RayObjectConfig):

@@ -24,10 +24,12 @@ CLUSTER_LABEL, GROUP_LABEL = "ray.io/cluster", "ray.io/group"
 # KubeRay RayJob status (ray-operator/apis/ray/v1/rayjob_types.go): Ray's job status and KubeRay's deployment status.
 JOB_DONE = {"SUCCEEDED", "FAILED", "STOPPED"}
 DEPLOYMENT_DONE = {"Complete", "Failed", "ValidationFailed"}
+WAITING = {None, "", "New", "Initializing", "Waiting"}  # no submitter yet: no log to read
 # The kubelet's event when it has pulled an image (kubernetes pkg/kubelet/images/image_manager.go
 # EnsureImageExists): `Successfully pulled image "x" in 41.2s (41.3s including waiting). Image size: ...`.
 PULLED_REASON = "Pulled"
-_PULLED = re.compile(r"Successfully pulled image \S+ in (\S+?)(?: \((\S+) including waiting\))?(?:\.|$| )")
+_DURATION = r"(?:[0-9.]+(?:h|ms|us|µs|ns|m|s))+"  # a Go time.Duration's String()
+_PULLED = re.compile(rf"Successfully pulled image \S+ in ({_DURATION})(?: \(({_DURATION}) including waiting\))?")
 
 
 @dataclass
@@ -162,9 +164,10 @@ class Collector:
         f.outcome = f.status.get("jobStatus") or f.status.get("jobDeploymentStatus") or "pending"
         self._pods(f, node_list)
         self._nodes(f, node_list)
-        logs = self.kubectl.run("logs", f"job/{f.name}", "-n", f.namespace)
-        if logs.returncode == 0 and logs.stdout.strip():
-            f.log = logs.stdout  # the latest whole log; kept when the submitter is gone
+        if f.status.get("jobStatus") or f.status.get("jobDeploymentStatus") not in WAITING:
+            logs = self.kubectl.run("logs", f"job/{f.name}", "-n", f.namespace)
+            if logs.returncode == 0 and logs.stdout.strip():
+                f.log = logs.stdout  # the latest whole log; kept when the submitter is gone
         f.done = _finished(f.status)
         self._inject(f)
 
