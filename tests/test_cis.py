@@ -2,15 +2,15 @@
 
 Each stack's plan is converted to a Terraform plan (tests/tfplan.py) and scanned by Checkov's `terraform_plan`
 framework with every GCP check (CKV_GCP_*, CKV2_GCP_*: the CIS mapping itself is only served by Checkov's
-platform, so the offline run takes the superset). The findings must be exactly the ones listed below, each with
-its reason: a waiver by design, a control a stack's configuration leaves off, or a gap awaiting a fix. A listed
-finding that stops failing fails the test too, so the lists stay true.
+platform, so the offline run takes the superset). The findings must be exactly the expected ones, each with its
+reason: a waiver by design, a control the stack's own configuration leaves off (`by_config`: no per-stack table, so a
+new stack file needs no entry), or a gap awaiting a fix. An expected finding that stops failing fails the test too,
+so the expectations stay true. One Checkov run scans the plans of every stack this session tests.
 
 Checkov runs as a program, from its own virtualenv: it pins `packaging<24`, which pulumi (`packaging>=26`) and
 pytest (`packaging>=24`) exclude, so it cannot share the project's. The test looks for it in $CHECKOV (a path;
-set but missing is an error), then .venv-checkov/bin/checkov, then PATH, and is skipped if there is none:
-
-    python3 -m venv .venv-checkov && .venv-checkov/bin/pip install checkov==3.3.30
+set but missing is an error), then .venv-checkov/bin/checkov, then PATH, and is skipped if there is none, naming
+`make test-tools` (which builds .venv-checkov from requirements-checkov.txt).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 import tfplan
-from helpers import ROOT, STACKS, plan_of
+from helpers import ROOT, STACKS, config_of, plan_of
 
 CHECKOV_VERSION = "3.3.30"  # the findings below are this version's
 CHECKS = "CKV_GCP_*,CKV2_GCP_*"
@@ -37,36 +37,31 @@ CHECKS = "CKV_GCP_*,CKV2_GCP_*"
 WAIVED: dict[str, str] = {}
 
 # Optional controls a stack's configuration leaves off (README: "where configured"), and Autopilot-managed settings
-# the program rightly does not set.
-BY_CONFIG: dict[str, dict[str, str]] = {
-    "dev": {
-        "CKV_GCP_62": "storage.accessLogBucket is not set",
-        "CKV_GCP_78": "storage.versioning is false",
-        "CKV_GCP_65": "cluster.rbacSecurityGroup is not set",
-        "CKV_GCP_66": "cluster.binaryAuthorization is false",
-    },
-    "staging": {
-        "CKV_GCP_62": "storage.accessLogBucket is not set",
-        "CKV_GCP_65": "cluster.rbacSecurityGroup is not set",
-        "CKV_GCP_66": "cluster.binaryAuthorization is false",
-    },
-    "compare": {
-        "CKV_GCP_62": "storage.accessLogBucket is not set",
-        "CKV_GCP_78": "storage.versioning is false",
-        "CKV_GCP_65": "cluster.rbacSecurityGroup is not set",
-        "CKV_GCP_66": "cluster.binaryAuthorization is false",
-    },
-    "sandbox": {
-        "CKV_GCP_62": "storage.accessLogBucket is not set",
-        "CKV_GCP_65": "cluster.rbacSecurityGroup is not set",
-        "CKV_GCP_66": "cluster.binaryAuthorization is false",
-        # Autopilot: Google manages these, and the provider rejects them beside enable_autopilot.
-        "CKV_GCP_12": "Autopilot always runs Dataplane V2; network_policy conflicts with enable_autopilot",
-        "CKV_GCP_61": "Autopilot: enable_intranode_visibility conflicts with enable_autopilot",
-        "CKV_GCP_69": "Autopilot: no node_config; Autopilot always runs the GKE metadata server",
-    },
-    "prod": {},
+# the program rightly does not set: derived from each stack's own config, so a new stack file needs no entry here.
+AUTOPILOT_MANAGED = {
+    # Autopilot: Google manages these, and the provider rejects them beside enable_autopilot.
+    "CKV_GCP_12": "Autopilot always runs Dataplane V2; network_policy conflicts with enable_autopilot",
+    "CKV_GCP_61": "Autopilot: enable_intranode_visibility conflicts with enable_autopilot",
+    "CKV_GCP_69": "Autopilot: no node_config; Autopilot always runs the GKE metadata server",
 }
+
+
+def by_config(config) -> dict[str, str]:
+    """The findings a stack's config chooses, each with the key that chooses it."""
+    found: dict[str, str] = {}
+    if config.storage.enabled:
+        if config.storage.access_log_bucket is None:
+            found["CKV_GCP_62"] = "storage.accessLogBucket is not set"
+        if not config.storage.versioning:
+            found["CKV_GCP_78"] = "storage.versioning is false"
+    if config.cluster.rbac_security_group is None:
+        found["CKV_GCP_65"] = "cluster.rbacSecurityGroup is not set"
+    if not config.cluster.binary_authorization:
+        found["CKV_GCP_66"] = "cluster.binaryAuthorization is false"
+    if not config.standard:
+        found |= AUTOPILOT_MANAGED
+    return found
+
 
 # Fixable findings, in every stack that creates the resource, awaiting a change to components/ (then delete the
 # entry: the test says when).
@@ -149,16 +144,29 @@ def checkov_path() -> str | None:
     return shutil.which("checkov")
 
 
+def scanned_stacks(items) -> list[str]:
+    """The stacks the session's tests of the scan look at (every stack in `make test`; one under `-k STACK`); the
+    tests that take no stack read prod and the weakened prod."""
+    wanted: set[str] = set()
+    for item in items:
+        if "scan" in getattr(item, "fixturenames", ()):
+            callspec = getattr(item, "callspec", None)
+            wanted |= {callspec.params["stack"]} if callspec and "stack" in callspec.params else {"prod", WEAKENED}
+    return [stack for stack in [*STACKS, WEAKENED] if stack in wanted]
+
+
 @pytest.fixture(scope="module")
-def scan(tmp_path_factory) -> dict:
-    """One Checkov run over every stack's plan (and the weakened prod): {stack: {"failed"|"passed": [...]}}."""
+def scan(request, tmp_path_factory) -> dict:
+    """One Checkov run over the plans of the stacks tested: {stack: {"failed"|"passed": [...], "resources": ...}}."""
     checkov = checkov_path()
     if checkov is None:
-        pytest.skip(f"checkov is not installed: python3 -m venv .venv-checkov && "
-                    f".venv-checkov/bin/pip install checkov=={CHECKOV_VERSION} (or set CHECKOV to its path)")
+        pytest.skip("checkov not found ($CHECKOV, .venv-checkov/bin/checkov, PATH): `make test-tools` builds "
+                    f".venv-checkov (checkov=={CHECKOV_VERSION}), or set CHECKOV to its path")
     folder = tmp_path_factory.mktemp("cis")
-    plans = {stack: plan_of(stack) for stack in STACKS}
-    plans[WEAKENED] = weakened(plans["prod"])
+    stacks = scanned_stacks(request.session.items)
+    plans = {stack: plan_of(stack) for stack in stacks if stack != WEAKENED}
+    if WEAKENED in stacks:
+        plans[WEAKENED] = weakened(plan_of("prod"))
     files, resources = [], {}
     for stack, plan in plans.items():
         converted = tfplan.convert(plan)
@@ -199,7 +207,7 @@ def failures(results: list[dict]) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_findings_are_exactly_the_listed_ones(scan, stack):
-    expected = WAIVED | BY_CONFIG[stack] | PENDING
+    expected = WAIVED | by_config(config_of(stack)) | PENDING
     found = failures(scan[stack]["failed"])
     unexpected = {k: v for k, v in found.items() if k not in expected}
     fixed = {k: v for k, v in expected.items() if k not in found}
@@ -233,7 +241,28 @@ def test_a_weakened_prod_fails_each_weakened_check(scan):
     assert not missing, f"weakenings Checkov did not report: {missing}"
 
 
-# The converter alone (no Checkov needed).
+# The expectations derived from a config, and the converter alone (no Checkov needed).
+
+def test_expected_findings_follow_the_config():
+    from helpers import minimal_values
+    from ray_tpu_gke.spec.config import parse_stack_config
+
+    def expected(**overrides):
+        return set(by_config(parse_stack_config(minimal_values(**overrides), "test")))
+
+    assert expected() == {"CKV_GCP_62", "CKV_GCP_65", "CKV_GCP_66"}  # versioning is on by default
+    assert expected(storage={"enabled": False}) == {"CKV_GCP_65", "CKV_GCP_66"}  # no bucket, no bucket checks
+    assert expected(storage={"versioning": False, "accessLogBucket": "acme-logs"}) == {
+        "CKV_GCP_78", "CKV_GCP_65", "CKV_GCP_66"}
+    hardened = {"name": "ray-tpu", "location": "us-east5-b", "binaryAuthorization": True,
+                "rbacSecurityGroup": "gke-security-groups@example.com"}
+    assert expected(cluster=hardened, storage={"accessLogBucket": "acme-logs"}) == set()
+    autopilot = dict(hardened, location="us-east5", mode="autopilot")
+    assert expected(cluster=autopilot, storage={"accessLogBucket": "acme-logs"},
+                    tpuSlices=[{"name": "v6e-4", "generation": "v6e", "topology": "2x2", "zone": "us-east5-b"}]) \
+        == set(AUTOPILOT_MANAGED)
+
+
 
 def _state(type_: str, name: str, inputs: dict, deps: list[str] | None = None, urn: str | None = None) -> dict:
     return {"urn": urn or f"urn:{name}", "newState": {"type": type_, "name": name, "custom": True,
