@@ -229,11 +229,34 @@ def _assert_pods_fit(manifest, config):
 
 
 def test_allocatable_follows_gke_reservations():
-    cpu, memory = admission.allocatable(4, 16)  # e2-standard-4
-    assert cpu == pytest.approx(4 - 0.08 - admission.DAEMONSET_ALLOWANCE_CPU)
-    assert memory == pytest.approx(16 - (1 + 0.8 + 0.8) - 100 / 1024 - admission.DAEMONSET_ALLOWANCE_MEMORY_GIB)
-    cpu, _ = admission.allocatable(180, 720)  # ct6e-standard-4t
-    assert cpu == pytest.approx(180 - (0.06 + 0.01 + 0.01 + 176 * 0.0025) - admission.DAEMONSET_ALLOWANCE_CPU)
+    agents_cpu, agents_memory = admission.daemonset_allowance(4, "cpu")
+    cpu, memory = admission.allocatable(4, 16, "cpu")  # e2-standard-4
+    assert cpu == pytest.approx(4 - 0.08 - agents_cpu)
+    assert memory == pytest.approx(16 - (1 + 0.8 + 0.8) - 100 / 1024 - agents_memory)
+    cpu, _ = admission.allocatable(180, 720, "tpu")  # ct6e-standard-4t
+    assert cpu == pytest.approx(180 - (0.06 + 0.01 + 0.01 + 176 * 0.0025) - admission.daemonset_allowance(180, "tpu")[0])
+
+
+def test_daemonset_allowance_is_the_sum_of_the_agents_the_stack_turns_on_with_a_margin():
+    """Issue #22.6: 0.4 CPU / 1 GiB was below the requests of GKE's own DaemonSets on a TPU host."""
+    def total(kinds):
+        rows = [r for r in admission.NODE_DAEMONSETS if r[1] in kinds]
+        return sum(r[2] for r in rows) / 1000, sum(256 if r[3] is None else r[3] for r in rows) / 1024
+
+    cpu, memory = total(("all", "large", "tpu"))  # a 180-vCPU v6e host gets the large logging variant
+    assert cpu == pytest.approx(1.364) and memory == pytest.approx(1400 / 1024)
+    assert admission.daemonset_allowance(180, "tpu") == pytest.approx((cpu * 1.5, memory * 1.5))
+    assert admission.daemonset_allowance(180, "tpu")[0] > 2.0  # the old allowance was 0.4
+    gpu_cpu, _ = total(("all", "large", "gpu"))  # the GPU device plugin and the driver installer
+    assert admission.daemonset_allowance(208, "gpu")[0] == pytest.approx(gpu_cpu * 1.5)
+    assert admission.daemonset_allowance(180) == pytest.approx(  # accelerator unknown: the larger of both
+        tuple(map(max, admission.daemonset_allowance(180, "tpu"), admission.daemonset_allowance(180, "gpu"))))
+    assert admission.daemonset_allowance(4, "cpu") == pytest.approx((1.0, max(1.5, total(("all", "small", "cpu"))[1]
+                                                                              * 1.5)))  # the floor
+    # The v6e 8-chip host of the issue: its worker now leaves room for every agent.
+    assert admission.node_worker_resources(180, 1440, gcs_fuse=True, accelerator="tpu") == (177, 1402)
+    rule = admission.RULES["gke-node-daemonsets"].summary
+    assert "kubectl describe node" in rule and "1.5" in rule
 
 
 def test_a_head_that_cannot_fit_its_system_node_is_refused():

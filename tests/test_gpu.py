@@ -137,8 +137,6 @@ def test_cpu_worker_groups_run_on_a_cpu_pool():
     ({"machineType": "a2-highgpu-8g"}, "machineType", "allowed: g2-standard-12 (1 GPU)"),
     ({"accelerator": "nvidia-b200", "machineType": None}, "capacity", "allowed: spot, reservation, flexStart"),
     ({"accelerator": "nvidia-h100-80gb", "machineType": "a3-highgpu-2g"}, "capacity", "allowed: spot, flexStart"),
-    ({"accelerator": "nvidia-a100-80gb", "allowUnlistedZone": False, "zone": "us-central1-b"}, "zone",
-     "allowed: us-central1-a, us-central1-c"),
     ({"zone": "us-east5-a"}, "zone", "outside the cluster's region"),
     ({"name": "system"}, "name", "already the system pool"),
     ({"capacity": "reservation"}, "reservation", "required when capacity is reservation"),

@@ -9,7 +9,10 @@ import re
 from .rules import rule
 
 __all__ = ["K8S_LABEL_VALUE", "K8S_LABEL_KEY", "DNS_LABEL", "NAMESPACE", "GCP_LABEL", "SERVICE_ACCOUNT_ID", "IMAGE",
-    "QUANTITY", "RESERVED_NAMESPACES", "check_label_value", "check_label_key", "check_dns_label", "check_namespace",
+    "QUANTITY", "RESERVED_NAMESPACES", "BUCKET_NAME", "BUCKET_LOCATION", "GOOGLE_CLOUD_REGIONS",
+    "BUCKET_LOCATIONS", "check_bucket_name", "check_bucket_location", "check_service_account_id",
+    "SERVICE_ACCOUNT_PURPOSES",
+    "check_label_value", "check_label_key", "check_dns_label", "check_namespace",
     "check_gcp_label_value", "check_image", "check_quantity", "parse_quantity", "service_account_id"]
 
 
@@ -113,6 +116,10 @@ def parse_quantity(value: str) -> float:
     return float(number) * _SUFFIX[suffix]
 
 
+# The Google service accounts a stack creates per cluster (resources/identity.py): the nodes' and Ray's.
+SERVICE_ACCOUNT_PURPOSES = ("nodes", "ray")
+
+
 def service_account_id(cluster: str, purpose: str) -> str:
     """A service account ID for one purpose of one cluster: `<cluster>-<purpose>` where that is valid, else a
     shortened cluster name with a hash of the whole name, so two clusters never share an ID."""
@@ -124,5 +131,69 @@ def service_account_id(cluster: str, purpose: str) -> str:
     return f"{head}-{digest}-{purpose}"
 
 
+def check_service_account_id(value: str) -> None:
+    if not (6 <= len(value) <= 30 and re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", value)):
+        raise ValueError(f"derives the service account ID {value!r}; allowed: 6 to 30 characters, a lowercase letter, "
+                         "then lowercase letters, digits and '-', not ending with '-'")
 
 
+# --- Cloud Storage -------------------------------------------------------------------------------------------------
+
+BUCKET_NAME = rule(
+    "gcs-bucket-name", "A bucket name has 3-63 lowercase letters, digits, '-', '_' and '.', starts and ends with a "
+    "letter or digit, is no dotted-decimal IP address, does not begin with \"goog\" and does not contain \"google\" "
+    "or a close misspelling (Google publishes no list; refused here: the name with 0/1/3 read as o/l/e, '-', '_' "
+    "and '.' removed and runs of 'o' as one 'o', containing \"gogle\", e.g. g00gle, goo-gle, gogle).",
+    "https://cloud.google.com/storage/docs/naming-buckets (Bucket name requirements)")
+BUCKET_LOCATION = rule(
+    "gcs-bucket-location", "A bucket location is a multi-region (US, EU, ASIA), a predefined dual-region (ASIA1, "
+    "EUR4, EUR5, EUR7, EUR8, NAM4) or a region, in any letter case (Cloud Storage stores it upper-case); never a "
+    "zone, never with spaces.",
+    "https://cloud.google.com/storage/docs/locations#available-locations; terraform-provider-google "
+    "resource_storage_bucket.go (location: StateFunc strings.ToUpper)")
+
+# Google Cloud regions: those of the Compute Engine catalogue snapshot anycloud-sh/catalog gcp/vms.csv @62ff0a98
+# (2026-05-20); the Cloud Storage and Compute region tables themselves could not be read back.
+GOOGLE_CLOUD_REGIONS = (
+    "africa-south1", "asia-east1", "asia-east2", "asia-northeast1", "asia-northeast2", "asia-northeast3",
+    "asia-south1", "asia-south2", "asia-southeast1", "asia-southeast2", "asia-southeast3", "australia-southeast1",
+    "australia-southeast2", "europe-central2", "europe-north1", "europe-north2", "europe-southwest1", "europe-west1",
+    "europe-west10", "europe-west12", "europe-west2", "europe-west3", "europe-west4", "europe-west6", "europe-west8",
+    "europe-west9", "me-central1", "me-central2", "me-west1", "northamerica-northeast1", "northamerica-northeast2",
+    "northamerica-south1", "southamerica-east1", "southamerica-west1", "us-central1", "us-central2", "us-east1",
+    "us-east4", "us-east5", "us-south1", "us-west1", "us-west2", "us-west3", "us-west4")
+_MULTI_REGIONS = ("US", "EU", "ASIA")
+_DUAL_REGIONS = ("ASIA1", "EUR4", "EUR5", "EUR7", "EUR8", "NAM4")
+# us-central2 is a Compute region for TPU v4 only; no source found lists it as a Cloud Storage location.
+_NOT_STORAGE_REGIONS = ("us-central2",)
+BUCKET_LOCATIONS = _MULTI_REGIONS + _DUAL_REGIONS + tuple(
+    r.upper() for r in GOOGLE_CLOUD_REGIONS if r not in _NOT_STORAGE_REGIONS)
+
+
+def _looks_like_google(name: str) -> bool:
+    folded = name.translate(str.maketrans("013", "ole")).replace("-", "").replace("_", "").replace(".", "")
+    return "gogle" in re.sub(r"o+", "o", folded)
+
+
+def check_bucket_name(value: str) -> None:
+    if not re.fullmatch(r"[a-z0-9][-a-z0-9_.]{1,61}[a-z0-9]", value):
+        raise ValueError("must be a bucket name: 3-63 lowercase letters, digits, '-', '_' and '.', starting and "
+                         "ending with a letter or digit")
+    if re.fullmatch(r"[0-9]{1,3}(\.[0-9]{1,3}){3}", value):
+        raise ValueError("is an IP address; Cloud Storage refuses bucket names in dotted-decimal notation")
+    if value.startswith("goog"):
+        raise ValueError("begins with \"goog\", which Cloud Storage refuses; allowed: another prefix")
+    if _looks_like_google(value):
+        raise ValueError("contains \"google\" or a close misspelling, which Cloud Storage refuses (rule "
+                         "gcs-bucket-name); allowed: a name without it")
+
+
+def check_bucket_location(value: str) -> None:
+    if not isinstance(value, str) or re.search(r"\s", value) or not value:
+        raise ValueError("must be a Cloud Storage location without spaces, such as US, EU, NAM4 or us-central1")
+    if re.fullmatch(r"[A-Za-z]+-[A-Za-z]+[0-9]+-[A-Za-z]", value):
+        raise ValueError(f"is a zone; a bucket location is a region, dual-region or multi-region: allowed: "
+                         f"{value.rsplit('-', 1)[0]}, US, EU, ASIA, ...")
+    if value.upper() not in BUCKET_LOCATIONS:
+        raise ValueError(f"is not a Cloud Storage location; allowed: {', '.join(_MULTI_REGIONS + _DUAL_REGIONS)} or "
+                         "a region such as us-central1")

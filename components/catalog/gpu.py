@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from .tpu import CatalogError
 
 __all__ = ["GPU_RESOURCE", "GPU_ACCELERATOR_LABEL", "GPU_COUNT_LABEL", "GpuMachine", "Gpu", "GPUS", "gpu",
-    "gpu_machine", "GPU_ZONES"]
+    "gpu_machine", "GPU_MACHINE_ZONES", "GPU_ZONES"]
 
 
 # --- GPUs ----------------------------------------------------------------------------------------------------------
@@ -108,16 +108,51 @@ def gpu_machine(accelerator: str, machine_type: str | None = None) -> GpuMachine
     return machine
 
 
-# Zones known to offer each GPU, where a source was found (Compute Engine "GPU regions and zones" could not be read
-# back; these rows are from the public SkyPilot GCP catalogue, catalogs/v8/gcp/vms.csv, and are partial). A GPU
-# without a row is not zone-checked; a zone outside a row is refused unless the pool says `allowUnlistedZone`.
-GPU_ZONES: dict[str, tuple[str, ...]] = {
-    "nvidia-tesla-a100": ("us-central1-a", "us-central1-b", "us-central1-c", "us-central1-f", "us-east1-b",
-                          "us-west1-b", "us-west4-b", "europe-west4-a", "europe-west4-b", "asia-northeast1-a",
-                          "asia-northeast1-c"),
-    "nvidia-a100-80gb": ("us-central1-a", "us-central1-c", "us-east5-a", "us-east5-b", "europe-west4-a"),
-    "nvidia-h100-80gb": ("us-central1-a", "us-central1-b", "us-central1-c", "us-east5-a", "us-west1-a", "us-west1-b",
-                         "us-west4-a", "europe-west4-b", "europe-west4-c", "asia-northeast1-b"),
+# Zones that sell each GPU machine type: the machine rows (InstanceType -> AvailabilityZone) of the catalogue the price
+# table cites, skypilot-org/skypilot-catalog catalogs/v8/gcp/vms.csv @006059e0f18acb1341e22a27751e9f80df6ba92f
+# (Compute Engine "GPU regions and zones" could not be read back), agreeing with anycloud-sh/catalog gcp/vms.csv
+# @62ff0a98 (2026-05-20) except europe-west8-c for a3-highgpu-1g/2g/4g, which only the cited snapshot lists. A zone
+# outside its row is a warning (zones are added over time), never a refusal.
+_A2_HIGH = ("asia-northeast1-a", "asia-northeast1-c", "asia-northeast3-a", "asia-northeast3-b", "asia-southeast1-a",
+            "asia-southeast1-b", "asia-southeast1-c", "europe-west4-a", "europe-west4-b", "me-west1-a", "me-west1-c",
+            "us-central1-a", "us-central1-b", "us-central1-c", "us-central1-f", "us-east1-b", "us-west1-b",
+            "us-west3-b", "us-west4-b")
+_A2_MEGA = ("asia-southeast1-a", "asia-southeast1-c", "europe-west4-a", "europe-west4-b", "us-central1-a",
+            "us-central1-b", "us-central1-c", "us-central1-f")
+_A2_ULTRA = ("asia-southeast1-c", "europe-west4-a", "us-central1-a", "us-central1-c", "us-east4-c", "us-east5-a",
+             "us-east5-b")
+_A3_HIGH_8G = ("asia-east1-c", "asia-northeast1-b", "asia-south1-c", "asia-south2-b", "asia-southeast1-b",
+               "asia-southeast1-c", "australia-southeast1-c", "europe-north1-c", "europe-west1-b", "europe-west1-c",
+               "europe-west3-c", "europe-west4-b", "europe-west4-c", "europe-west9-c", "us-central1-a",
+               "us-central1-b", "us-central1-c", "us-east4-a", "us-east4-b", "us-east4-c", "us-east5-a", "us-west1-a",
+               "us-west1-b", "us-west4-a")
+_A3_HIGH_SMALL = tuple(sorted(_A3_HIGH_8G + ("europe-west8-c",)))
+_A3_MEGA = ("asia-east1-c", "asia-northeast1-b", "asia-southeast1-b", "asia-southeast1-c", "australia-southeast1-c",
+            "europe-north1-c", "europe-west1-b", "europe-west1-c", "europe-west3-c", "europe-west4-b", "europe-west4-c",
+            "us-central1-a", "us-central1-b", "us-central1-c", "us-east4-a", "us-east4-b", "us-east4-c", "us-east5-a",
+            "us-west1-a", "us-west1-b", "us-west4-a")
+_A3_ULTRA = ("asia-south1-b", "asia-south2-c", "europe-west1-b", "europe-west4-a", "us-central1-b", "us-east4-b",
+             "us-east5-a", "us-south1-b", "us-west1-c")
+_A4 = ("asia-northeast1-b", "asia-southeast1-b", "europe-north1-b", "europe-west4-b", "us-central1-b", "us-east1-b",
+       "us-east4-b", "us-south1-b", "us-west2-c", "us-west3-b", "us-west3-c")
+_G2 = ("asia-east1-a", "asia-east1-b", "asia-east1-c", "asia-northeast1-a", "asia-northeast1-b", "asia-northeast1-c",
+       "asia-northeast3-a", "asia-northeast3-b", "asia-south1-a", "asia-south1-b", "asia-south1-c", "asia-southeast1-a",
+       "asia-southeast1-b", "asia-southeast1-c", "europe-west1-b", "europe-west1-c", "europe-west2-a", "europe-west2-b",
+       "europe-west3-a", "europe-west3-b", "europe-west4-a", "europe-west4-b", "europe-west4-c", "europe-west6-b",
+       "europe-west6-c", "me-central2-a", "me-central2-c", "northamerica-northeast1-b", "northamerica-northeast1-c",
+       "northamerica-northeast2-a", "northamerica-northeast2-b", "us-central1-a", "us-central1-b", "us-central1-c",
+       "us-east1-b", "us-east1-c", "us-east1-d", "us-east4-a", "us-east4-c", "us-west1-a", "us-west1-b", "us-west1-c",
+       "us-west4-a", "us-west4-c")
+
+GPU_MACHINE_ZONES: dict[str, tuple[str, ...]] = {
+    **{f"a2-highgpu-{n}g": _A2_HIGH for n in (1, 2, 4, 8)}, "a2-megagpu-16g": _A2_MEGA,
+    **{f"a2-ultragpu-{n}g": _A2_ULTRA for n in (1, 2, 4, 8)},
+    "a3-highgpu-8g": _A3_HIGH_8G, **{f"a3-highgpu-{n}g": _A3_HIGH_SMALL for n in (1, 2, 4)},
+    "a3-megagpu-8g": _A3_MEGA, "a3-ultragpu-8g": _A3_ULTRA, "a4-highgpu-8g": _A4,
+    **{f"g2-standard-{n}": _G2 for n in (4, 8, 12, 16, 24, 32, 48, 96)},
 }
 
-
+# Per GPU: the zones of any of its machine types.
+GPU_ZONES: dict[str, tuple[str, ...]] = {
+    g.accelerator: tuple(sorted({z for m in g.machines for z in GPU_MACHINE_ZONES[m.name]})) for g in GPUS.values()
+}

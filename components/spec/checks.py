@@ -14,13 +14,14 @@ from pydantic import ValidationError
 from .. import admission, catalog
 from . import images
 from . import multislice
+from . import service_checks
 from .models import ClusterConfig, RayJobConfig, RayServiceConfig, TpuSliceConfig, WorkerGroupConfig, validate_as
 from .paths import ClusterContext, Paths
 from .problems import Problem, show
 
 
 def check_cluster(cluster: Optional[ClusterConfig], context: ClusterContext, paths: Paths) -> list[Problem]:
-    problems = []
+    problems = service_checks.network(cluster, paths) + service_checks.service_accounts(cluster, paths)
     if context.mode == "autopilot" and context.zonal:
         problems.append(Problem(paths("cluster", "location"), f"{show(context.location)} is a zone; Autopilot clusters "
                                                               f"are regional: allowed: a region such as "
@@ -166,6 +167,9 @@ def check_worker_pools(context: ClusterContext, lists: dict, paths: Paths, warni
             problems += _pool_bounds(pool, section, i, context, paths)
             if section == "gpu_pools":
                 problems += _gpu_pool(pool, i, context, paths, warnings)
+            elif context.mode == "autopilot" and admission.cpu_machine(pool.machine_type):
+                warnings.append(_autopilot_maximum(paths(section, i), pool.machine_type,
+                                                   *admission.cpu_machine(pool.machine_type)))
     return problems
 
 
@@ -178,6 +182,15 @@ def _pool_bounds(pool, section: str, i: int, context: ClusterContext, paths: Pat
         problems.append(Problem(paths(section, i, "autoscaling", "min_nodes"),
                                 f"{pool.min_nodes} exceeds the pool's {pool.max_nodes} nodes; allowed: 0 to "
                                 f"{pool.max_nodes}"))
+    if pool.zone is None and context.mode == "standard" and context.location is not None and not context.zonal:
+        # A pool without node locations runs node_count (and initial_node_count) in every zone of a regional cluster
+        # (pulumi-gcp container.NodePool node_count: "The number of nodes per instance group"; initial_node_count:
+        # "In regional or multi-zonal clusters, this is the number of nodes per zone"), so every pool kind names
+        # its zone and the count the stack says is the count GKE creates, prices and the demand checks count.
+        what = f"offers {pool.accelerator}" if section == "gpu_pools" else f"sells {pool.machine_type}"
+        problems.append(Problem(paths(section, i, "zone"), f"required for a regional cluster: a zone of "
+                                                          f"{context.region} that {what} (without one, GKE creates "
+                                                          f"{paths.key('count')} nodes in every zone of the region)"))
     if context.location is not None and pool.zone is not None and admission.region_of(pool.zone) != context.region:
         problems.append(Problem(paths(section, i, "zone"), f"{show(pool.zone)} is outside the cluster's region "
                                                           f"{show(context.region)}"))
@@ -185,6 +198,15 @@ def _pool_bounds(pool, section: str, i: int, context: ClusterContext, paths: Pat
         problems.append(Problem(paths(section, i, "zone"), f"{show(pool.zone)} differs from the zonal cluster's "
                                                           f"location {show(context.location)}"))
     return problems
+
+
+def _autopilot_maximum(path: str, machine: str, vcpus: float, memory_gib: float) -> str:
+    """Autopilot rejects a pod above its class's or accelerator's maximum requests (rule
+    gke-autopilot-max-requests); those maxima could not be read from GKE's page, so a worker sized from the whole
+    machine is flagged, not refused."""
+    return (f"{path}: Autopilot worker pods are sized from all of {machine} ({vcpus:g} vCPUs, {memory_gib:g} GB) "
+            "less GKE's reservations; Autopilot rejects requests above its maximum for the accelerator or compute "
+            "class, for which no verified figure is recorded here: check with kubectl apply --dry-run=server")
 
 
 def _gpu_pool(pool, i: int, context: ClusterContext, paths: Paths, warnings: list[str]) -> list[Problem]:
@@ -208,15 +230,15 @@ def _gpu_pool(pool, i: int, context: ClusterContext, paths: Paths, warnings: lis
         problems.append(Problem(paths("gpu_pools", i, "autoscaling"),
                                 "flexStart capacity needs autoscaling (leave the key out, or enable it)"))
     zone = pool.zone or (context.location if context.zonal else None)
-    if zone is None and context.mode == "standard" and context.location is not None:
-        problems.append(Problem(paths("gpu_pools", i, "zone"), f"required for a regional cluster: a zone of "
-                                                              f"{context.region} that offers {pool.accelerator}"))
-    known = catalog.GPU_ZONES.get(pool.accelerator)
-    if zone and known and zone not in known and not pool.allow_unlisted_zone:
-        local = [z for z in known if context.region and z.startswith(context.region + "-")]
-        problems.append(Problem(paths("gpu_pools", i, "zone"),
-                                f"{show(zone)} is not known to offer {pool.accelerator}; allowed: "
-                                f"{', '.join(local or known)} (or allowUnlistedZone: true where you know it does)"))
+    known = catalog.GPU_MACHINE_ZONES.get(machine.name, ())
+    if zone and zone not in known and not pool.allow_unlisted_zone:
+        local = [z for z in known if z.startswith(admission.region_of(zone) + "-")]
+        warnings.append(f"{paths('gpu_pools', i, 'zone')}: {zone} is not known to sell {machine.name} "
+                        f"({pool.accelerator}; zones known{' in ' + admission.region_of(zone) if local else ''}: "
+                        f"{', '.join(local or known)}); check your quota and Compute Engine's GPU regions and zones "
+                        f"page ({paths.key('allow_unlisted_zone')}: true silences this)")
+    if context.mode == "autopilot":
+        warnings.append(_autopilot_maximum(paths("gpu_pools", i), machine.name, machine.vcpus, machine.memory_gib))
     if context.mode is not None:
         problems += _pin_problems(admission.gpu_version_needs(pool.accelerator, pool.capacity,
                                                               context.mode == "autopilot"), context, paths,
@@ -279,7 +301,7 @@ def check_ray_objects(context: ClusterContext, raw_lists: dict, lists: dict, pat
                 continue
             path = paths(kind, i)
             resource = f"{obj.namespace}-{obj.name}"
-            if resource in joined:
+            if resource in joined and obj.intact("namespace", "name"):
                 same = joined[resource] == f"{obj.namespace}/{obj.name}"
                 problems.append(Problem(f"{path}.name", f"{show(obj.name)} is used twice in namespace "
                                                         f"{show(obj.namespace)}" if same else
@@ -294,12 +316,13 @@ def check_ray_objects(context: ClusterContext, raw_lists: dict, lists: dict, pat
             groups = set()
             for j, group in enumerate(obj.worker_groups):
                 gpath = paths(kind, i, "worker_groups", j)
-                who = f"{obj.namespace}/{obj.name} group {group.name}"
+                who = f"{obj.namespace}/{obj.name}" if obj.intact("namespace") else obj.name
+                who += f" group {group.name}"
                 if group.name in groups:
                     problems.append(Problem(f"{gpath}.name", f"{show(group.name)} is used twice in {obj.name}"))
                 groups.add(group.name)
                 problems += _check_group(group, gpath, kind, i, j, known, broken, paths)
-                if group.replicas == 0 and not obj.autoscaling.enabled:
+                if group.replicas == 0 and not obj.autoscaling.enabled and obj.intact("autoscaling"):
                     problems.append(Problem(paths(kind, i, "worker_groups", j, "replicas"),
                                             "0 with Ray autoscaling off: the group never gets a pod; allowed: "
                                             "replicas of 1 or more, or autoscaling.enabled: true"))
@@ -351,6 +374,8 @@ def _groups_of_broken_object(raw: Any, kind: str, i: int, known: dict, broken: d
 
 def _check_job(job: RayJobConfig, path: str, paths: Paths, clusters: set) -> list[Problem]:
     problems = []
+    if not job.intact("cluster", "worker_groups", "shutdown_after_job_finishes"):
+        return problems  # which cluster the job runs on is not known
     if job.ttl_seconds_after_finished is not None and not job.shutdown_after_job_finishes:
         problems.append(Problem(f"{path}.{paths.key('ttl_seconds_after_finished')}",
                                 f"{job.ttl_seconds_after_finished} is only allowed with "
@@ -401,7 +426,7 @@ def _check_demand(lists: dict, demand: dict, paths: Paths, warnings: list[str]) 
 
 def check_heads(cluster: Optional[ClusterConfig], lists: dict, paths: Paths) -> list[Problem]:
     """Standard mode: every Ray head, with its sidecars, fits a node of the system pool it selects."""
-    if cluster is None or cluster.mode != "standard":
+    if cluster is None or cluster.mode != "standard" or not cluster.intact("mode", "system_pool"):
         return []
     machine = admission.cpu_machine(cluster.system_pool.machine_type)
     if machine is None:
@@ -410,7 +435,8 @@ def check_heads(cluster: Optional[ClusterConfig], lists: dict, paths: Paths) -> 
     problems = []
     for kind in ("ray_clusters", "ray_services", "ray_jobs"):
         for i, obj in enumerate(lists[kind]):
-            if obj is None or (isinstance(obj, RayJobConfig) and obj.cluster is not None):
+            if obj is None or (isinstance(obj, RayJobConfig) and obj.cluster is not None) or \
+                    not obj.intact("autoscaling", "gcs_fuse"):
                 continue
             cpu = admission.parse_quantity(obj.head.cpu)
             memory = admission.parse_quantity(obj.head.memory) / 2**30

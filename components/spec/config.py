@@ -31,6 +31,8 @@ from .models import (
     TpuSliceConfig,
     validate_as,
 )
+from .partial import validate_partial
+from .provider import GCP_PROVIDER_KEYS, GCP_PROVIDER_SETTINGS
 from .paths import CONFIG_NAMESPACES, PROJECT, RAY_KINDS, SECTIONS, Paths, _cluster_context
 from .problems import ConfigError, Problem, _problems, show
 
@@ -164,8 +166,19 @@ def parse_stack_config(values: dict[str, Any], stack: str) -> StackConfig:
         elif namespace not in CONFIG_NAMESPACES or not re.fullmatch(r"[a-z][A-Za-z0-9]*", name):
             problems.append(Problem(full_key, f"unknown key (given {show(value)}); keys are "
                                               f"<namespace>:<name> with namespace {', '.join(CONFIG_NAMESPACES)}"))
+        elif namespace == "gcp" and name not in GCP_PROVIDER_KEYS:
+            problems.append(Problem(full_key, _not_a_provider_setting(name, value)))
     sections = {section: values[key] for section, key in SECTIONS.items() if key in values}
     return _validate(sections, Paths("stack"), stack, problems)
+
+
+def _not_a_provider_setting(name: str, value: Any) -> str:
+    """A `gcp:` key the provider does not read: a project key in the wrong namespace, or a mistake."""
+    if name in PROJECT_KEYS:
+        return (f"unknown key: no setting of the gcp provider (given {show(value)}), so it would be ignored; "
+                f"allowed: {PROJECT}:{name}, this project's key")
+    return (f"unknown key: no setting of the gcp provider (given {show(value)}); allowed: "
+            f"{', '.join(GCP_PROVIDER_SETTINGS)} or <service>CustomEndpoint (pulumi-gcp 10.2.0)")
 
 
 def validate_platform_args(args: Any, name: str = "platform") -> StackConfig:
@@ -181,12 +194,25 @@ def validate_platform_args(args: Any, name: str = "platform") -> StackConfig:
 
 
 def _validate(sections: dict[str, Any], paths: Paths, stack: str, problems: list[Problem]) -> StackConfig:
+    # Every rule runs on whatever validated: an entry with bad keys is checked across sections without them
+    # (`validate_partial`), and what those rules say about the keys left out is not repeated (`_overlaps`).
+    dropped: list[str] = []
+    partials: dict[int, Any] = {}
+
     def parse(model, value, path):
         try:
             return validate_as(model, value, paths.style)
         except ValidationError as exc:
-            problems.extend(_problems(exc, path, model, paths.style))
+            found = _problems(exc, path, model, paths.style)
+            problems.extend(found)
+            dropped.extend(p.path for p in found)
+            partial = validate_partial(model, value, paths.style, exc)
+            if partial is not None:
+                partials[id(value)] = partial
             return None
+
+    def checked(value, parsed):
+        return parsed if parsed is not None else partials.get(id(value))
 
     project = sections.get("project")
     if not isinstance(project, str) or not re.fullmatch(r"[a-z][-a-z0-9]{4,28}[a-z0-9]", project):
@@ -211,6 +237,10 @@ def _validate(sections: dict[str, Any], paths: Paths, stack: str, problems: list
             raw = None
         raw_lists[section] = raw
         lists[section] = [parse(_MODELS[section], item, paths(section, i)) for i, item in enumerate(raw or [])]
+    # What the rules across sections see: each entry as validated, or what of it validated.
+    seen = {section: [checked(item, parsed) for item, parsed in zip(raw_lists[section] or [], lists[section])]
+            for section in lists}
+    cluster_seen = checked(cluster_raw, cluster) if cluster_raw is not None else None
 
     labels = {}
     environment = sections.get("environment", stack)
@@ -236,15 +266,20 @@ def _validate(sections: dict[str, Any], paths: Paths, stack: str, problems: list
         region = region or context.region
 
     warnings: list[str] = []
-    from . import checks
+    from . import checks, service_checks
 
-    problems += checks.check_cluster(cluster, context, paths)
-    problems += checks.check_slices(context, raw_lists["tpu_slices"], lists["tpu_slices"], paths, warnings)
-    problems += checks.check_worker_pools(context, lists, paths, warnings)
-    problems += checks.check_ray_objects(context, raw_lists, lists, paths, warnings)
-    problems += checks.check_heads(cluster, lists, paths)
+    across = checks.check_cluster(cluster_seen, context, paths)
+    across += service_checks.check_storage(checked(sections.get("storage", {}), storage), project, cluster_seen,
+                                           context, paths, warnings)
+    across += service_checks.check_pricing(checked(sections.get("pricing", {}), pricing), paths)
+    across += checks.check_slices(context, raw_lists["tpu_slices"], seen["tpu_slices"], paths, warnings)
+    across += checks.check_worker_pools(context, seen, paths, warnings)
+    across += service_checks.check_node_pool_count(context, seen, paths)
+    across += checks.check_ray_objects(context, raw_lists, seen, paths, warnings)
+    across += checks.check_heads(cluster_seen, seen, paths)
+    problems += [p for p in across if not _overlaps(p.path, dropped)]
     if problems:
-        raise ConfigError(problems)
+        raise ConfigError(list(dict.fromkeys(problems)))
     return StackConfig(
         stack=stack, project=project, region=region, environment=environment, labels=labels, cluster=cluster,
         storage=storage, tpu_slices=tuple(lists["tpu_slices"]), gpu_pools=tuple(lists["gpu_pools"]),
@@ -255,3 +290,12 @@ def _validate(sections: dict[str, Any], paths: Paths, stack: str, problems: list
 
 
 
+
+
+def _overlaps(path: str, dropped: list[str]) -> bool:
+    """Whether a rule's problem is about a key already reported (the key, a key under it, or one it holds)."""
+    def under(inner: str, outer: str) -> bool:
+        return inner == outer or inner.startswith(outer + ".") or inner.startswith(outer + "[")
+
+    # A whole section's problem (a count over all its entries) stands even where one entry lost a key.
+    return any(under(path, d) or ("[" in path and under(d, path)) for d in dropped)

@@ -17,6 +17,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PrivateAttr,
     StrictBool,
     StrictInt,
     field_validator,
@@ -65,6 +66,13 @@ class Model(BaseModel):
     # validate_by_alias (camelCase) is the stack file's spelling; `validate_as(..., "args")` switches to field names.
     model_config = ConfigDict(extra="forbid", alias_generator=to_camel, validate_by_alias=True,
                               validate_by_name=False, frozen=True)
+    # Keys left out because they failed validation (`validate_partial`): locations as pydantic reports them.
+    _dropped: frozenset = PrivateAttr(default=frozenset())
+
+    def intact(self, *names: str) -> bool:
+        """Whether none of these fields (or anything under them) was left out by `validate_partial`."""
+        spelt = {n for name in names for n in (name, to_camel(name))}
+        return not any(loc and loc[0] in spelt for loc in self._dropped)
 
 
 def validate_as(model: type[Model], value: Any, style: str) -> Model:
@@ -168,14 +176,8 @@ class ClusterConfig(Model):
 # --- storage -------------------------------------------------------------------------------------------------------
 
 
-def _bucket(value: str) -> None:
-    # Cloud Storage "Bucket naming": 3-63 characters of lowercase letters, digits, '-', '_' and '.', starting and
-    # ending with a letter or digit.
-    if not re.fullmatch(r"[a-z0-9][-a-z0-9_.]{1,61}[a-z0-9]", value):
-        raise ValueError("must be a bucket name: 3-63 lowercase letters, digits, '-', '_' and '.'")
-
-
-BucketName = _checked(_bucket)
+BucketName = _checked(admission.check_bucket_name)  # admission.BUCKET_NAME
+BucketLocation = _checked(admission.check_bucket_location)  # admission.BUCKET_LOCATION
 
 
 class StorageConfig(Model):
@@ -183,7 +185,7 @@ class StorageConfig(Model):
 
     enabled: StrictBool = True
     bucket_name: Optional[BucketName] = None
-    location: Optional[str] = None
+    location: Optional[BucketLocation] = None
     versioning: StrictBool = True
     access_log_bucket: Optional[BucketName] = None
     force_destroy: StrictBool = False
@@ -407,6 +409,16 @@ class RayJobConfig(RayObjectConfig):
     active_deadline_seconds: Optional[PositiveInt] = None
     submission_mode: Literal["K8sJobMode", "HTTPMode"] = "K8sJobMode"
 
+    @field_validator("entrypoint")
+    @classmethod
+    def _entrypoint(cls, value: str) -> str:
+        # KubeRay's submitter Job runs `ray job submit ... -- <entrypoint>` (Ray docs, rayjob-quick-start.md), whose
+        # command argument is required (Ray 2.55 ray/dashboard/modules/job/cli.py: entrypoint nargs=-1,
+        # required=True): a blank entrypoint is no command, and the submitter fails.
+        if not value.strip():
+            raise ValueError("is blank; allowed: the command the job runs, such as python train.py")
+        return value
+
 
 # --- cost and operations -------------------------------------------------------------------------------------------
 
@@ -421,6 +433,18 @@ class RateConfig(Model):
     hourly: Annotated[float, Field(gt=0, le=1_000_000, allow_inf_nan=False)]
     region: Optional[str] = None
     """Where the rate applies (default: every region)."""
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, value: Optional[str]) -> Optional[str]:
+        if value is None or value in admission.GOOGLE_CLOUD_REGIONS:
+            return value
+        if admission.is_zone(value.lower()):
+            raise ValueError(f"is a zone; a rate applies to a region: allowed: {admission.region_of(value.lower())}")
+        if value.lower() in admission.GOOGLE_CLOUD_REGIONS:
+            raise ValueError(f"regions are lower case; allowed: {value.lower()}")
+        raise ValueError("is not a Google Cloud region; allowed: a region such as us-central1 (admission "
+                         "GOOGLE_CLOUD_REGIONS)")
     source: str = "stack config"
     as_of: Optional[str] = None
 
