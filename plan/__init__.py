@@ -11,9 +11,11 @@ def _bind_library() -> None:
     """Import `ray_tpu_gke` from this checkout's `components/`, whatever is installed.
 
     `--diff-against` plans another revision in a git worktree: its program must run that revision's library, not the
-    one installed (editable) from the main checkout.
+    one installed (editable) from the main checkout. Installed from the wheel there is no checkout beside it.
     """
     package = ROOT / "components"
+    if not (package / "__init__.py").is_file():
+        return  # installed from the wheel (as ray_tpu_gke_tools): the installed library is the one to plan with
     loaded = sys.modules.get("ray_tpu_gke")
     if loaded is not None and Path(loaded.__file__).resolve().parent == package:
         return

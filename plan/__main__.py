@@ -1,8 +1,10 @@
 """`python -m plan STACK [--config-file FILE] [--json]`: what `pulumi up` would create, offline.
 
-Also `--diff-against REF` (what a change does, against a git revision), `--all-stacks`, and `--policy-pack DIR`
-(the policy pack's rules over the plan). Exit status: 0 planned, 2 invalid configuration (every problem on stderr,
-one per line), 1 anything else (a mandatory policy violation included).
+Also `--manifests` (the Kubernetes objects), `--diff-against REF` (what a change does, against a git revision),
+`--all-stacks`, and `--policy-pack [DIR]` (the policy pack's rules over the plan). This repository's stacks, or, as
+`ray-tpu-gke plan` (plan/cli.py), any Pulumi Python project's (plan/project.py). Exit status: 0 planned, 2 invalid
+configuration (every problem on stderr, one per line), 1 anything else (a mandatory policy violation included); with
+--diff-against, 3 and 4 for a failed gate.
 """
 
 from __future__ import annotations
@@ -17,23 +19,30 @@ from ray_tpu_gke.resources.preflight import PreflightError
 from ray_tpu_gke.spec.problems import ConfigError
 
 from . import cost, harness, mocks, render, stackfile
+from . import project as projects
 from .review import gates
 
+POLICY_PACK = Path(__file__).resolve().parent.parent / "policy"  # this repository's; the wheel ships it inside
 
-def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="python -m plan", description=__doc__.splitlines()[0])
-    parser.add_argument("stack", nargs="?", help="stack name: stacks/Pulumi.<stack>.yaml")
+
+def parse_args(argv, prog: str = "python -m plan"):
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    parser.add_argument("stack", nargs="?", help="stack name: Pulumi.<stack>.yaml in the project's stackConfigDir "
+                                                 "(this repository: stacks/)")
     parser.add_argument("--config-file", type=Path, help="read this stack config file instead of the stack's own")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print only the plan JSON on stdout")
     output.add_argument("--manifests", action="store_true",
                         help="print every Kubernetes object the stack creates as a YAML stream")
     parser.add_argument("--diff-against", metavar="REF", help="show what changed since git revision REF")
-    parser.add_argument("--all-stacks", action="store_true", help="with --diff-against: every stack in stacks/")
+    parser.add_argument("--all-stacks", action="store_true",
+                        help="with --diff-against: every stack of the project (this repository: stacks/)")
     parser.add_argument("--format", choices=("text", "markdown", "json"), default="text",
                         help="with --diff-against: output format")
     gates.add_arguments(parser)  # --fail-on-risk: each gate's option (plan/review/gates.py)
-    parser.add_argument("--policy-pack", type=Path, metavar="DIR", help="run the policy pack's rules over the plan")
+    parser.add_argument("--policy-pack", type=Path, metavar="DIR", nargs="?", const=POLICY_PACK,
+                        help="run the policy pack's rules over the plan (the pack this package ships; DIR is "
+                             "accepted for `python -m plan STACK --policy-pack policy`, and must be that pack)")
     parser.add_argument("--quotas", type=Path, metavar="FILE",
                         help="check the accelerator quota against this JSON of `gcloud beta quotas info list "
                              "--service=compute.googleapis.com --project=P --format=json` (offline it is otherwise "
@@ -46,15 +55,20 @@ def parse_args(argv):
     return args
 
 
-def main(argv=None) -> int:
-    args = parse_args(argv)
+def main(argv=None, prog: str = "python -m plan") -> int:
+    args = parse_args(argv, prog)
     if args.diff_against:
         from . import diff
 
         return diff.run(args)
     err = Console(stderr=True, highlight=False)
+    chosen = projects._current  # set by `ray-tpu-gke plan` (plan/cli.py); None: this repository
+    stack_files = chosen is None or chosen.reads_stack_files
     try:
-        values, secret_keys, config = stackfile.load_checked(args.stack, args.config_file)
+        if stack_files:
+            values, secret_keys, config = stackfile.load_checked(args.stack, args.config_file)
+        else:
+            values, secret_keys = stackfile.load(args.stack, args.config_file)
     except (ConfigError, stackfile.StackNotFound) as error:
         return stackfile.report(error)
     quotas = None
@@ -65,7 +79,7 @@ def main(argv=None) -> int:
             print(f"error: {error}", file=sys.stderr)
             return stackfile.EXIT_INVALID
     try:
-        plan = harness.run_program(args.stack, values, secret_keys, quotas=quotas,
+        plan = harness.run_program(args.stack, values, secret_keys, quotas=quotas,  # the chosen project's program
                                    quotas_source=str(args.quotas or ""))
     except ConfigError as error:  # a rule the program checks on what it renders
         return stackfile.report(error)
@@ -73,7 +87,18 @@ def main(argv=None) -> int:
         given = f"quotas from {args.quotas}" if args.quotas else "no project quotas given"
         print(f"error: deploy-time check failed: {error} ({mocks.VERSIONS_NOTE}; {given})", file=sys.stderr)
         return stackfile.EXIT_ERROR
-    cost_result = None if args.manifests else cost.attach(plan, config)  # the plan JSON's `cost` (plan/cost.py)
+    if stack_files:
+        cost_result = None if args.manifests else cost.attach(plan, config)  # the plan JSON's `cost` (plan/cost.py)
+    else:  # any other program: what it registered is what it provisions (plan/inventory.py)
+        from . import inventory
+
+        found = inventory.read(plan, values.get("gcp:project"))
+        config = found.config
+        plan.warnings.extend(found.warnings)
+        cost_result = None
+        if not args.manifests:
+            cost_result = inventory.cost(found)
+            plan.cost = cost_result.json
     if args.json:
         sys.stdout.write(plan.dumps())
     elif args.manifests:
@@ -96,10 +121,23 @@ def main(argv=None) -> int:
         for warning in cost_result.warnings:
             print(f"warning: {warning}", file=sys.stderr)  # one line each, never wrapped
     if args.policy_pack:
-        from policy import engine
-
+        engine = policy_engine()
         return engine.report(plan.to_json(), args.stack, sys.stderr if args.json else sys.stdout)
     return 0
+
+
+def policy_engine():
+    """The policy pack's engine: inside the installed toolchain (`ray_tpu_gke_tools.policy`, pyproject.toml), or
+    this repository's `policy/` beside `plan/`."""
+    import importlib
+
+    inside = f"{__package__}.policy"
+    try:
+        return importlib.import_module(f"{inside}.engine")
+    except ModuleNotFoundError as error:
+        if error.name != inside:
+            raise
+    return importlib.import_module("policy.engine")
 
 
 if __name__ == "__main__":

@@ -32,22 +32,29 @@ from pathlib import Path
 from rich.console import Console
 
 from . import ROOT
+from . import project as projects
 from .review import gates
 from .review.changes import Report
 from .review.classify import compare
 from .review.markdown import markdown
-from .review.revisions import GitError, plan_revision, stacks_at, worktree
+from .review.revisions import GitError, plan_revision, repository_of, stacks_at, worktree
 from .review.text import print_text
 from .stackfile import EXIT_ERROR
 
 
 def diff_stacks(stacks: list[str] | None, ref: str, root: Path = ROOT, config_file: Path | None = None,
-                workers: int | None = None) -> Report:
-    """Diff each stack (None: every stack at REF or in the working tree) between REF and the working tree."""
+                workers: int | None = None, any_project: bool = False) -> Report:
+    """Diff each stack (None: every stack at REF or in the working tree) between REF and the working tree.
+
+    `root` is the project's folder: this repository's root, or (`any_project`) any Pulumi project's folder inside a
+    git repository, planned at REF from the same folder of REF's checkout."""
     try:
-        with worktree(root, ref) as (checkout, commit):
-            names = stacks if stacks is not None else sorted(set(stacks_at(root)) | set(stacks_at(checkout)))
-            jobs = [(checkout, name, None) for name in names] + [(root, name, config_file) for name in names]
+        repository, inside = repository_of(root) if any_project else (root, Path("."))
+        with worktree(repository, ref) as (checkout, commit):
+            old_root = checkout / inside
+            names = stacks if stacks is not None else sorted(set(stacks_at(root)) | set(stacks_at(old_root)))
+            jobs = ([(old_root, name, None, any_project) for name in names]
+                    + [(root, name, config_file, any_project) for name in names])
             with ThreadPoolExecutor(max_workers=workers or max(2, os.cpu_count() or 2)) as pool:
                 sides = list(pool.map(lambda job: plan_revision(*job), jobs))
     except GitError as error:
@@ -64,7 +71,11 @@ def run(args) -> int:
               file=sys.stderr)
         return EXIT_ERROR
     stacks = None if args.all_stacks else [args.stack]
-    report = diff_stacks(stacks, args.diff_against, ROOT, config_file)
+    chosen = projects._current  # `ray-tpu-gke plan` in a project's folder (plan/cli.py); None: this repository
+    root = chosen.root if chosen is not None else ROOT
+    # This repository through the console script is planned as `python -m plan` plans it: each revision's library.
+    any_project = chosen is not None and chosen.root != projects.REPOSITORY
+    report = diff_stacks(stacks, args.diff_against, root, config_file, any_project=any_project)
     report.failed_gates = gates.evaluate(report, args)
     fmt = "json" if getattr(args, "json", False) else args.format
     if fmt == "json":
@@ -73,7 +84,7 @@ def run(args) -> int:
             payload = report.stacks[0].to_json()
         sys.stdout.write(json.dumps(payload, indent=2, sort_keys=True, default=repr) + "\n")
     elif fmt == "markdown":
-        sys.stdout.write(markdown(report, ROOT))
+        sys.stdout.write(markdown(report, root))
     else:
         console = Console(highlight=False)
         if not console.is_terminal:

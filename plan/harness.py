@@ -26,6 +26,7 @@ from pulumi.runtime import stack as pulumi_stack
 from pulumi.runtime.proto import resource_pb2, source_pb2
 
 from . import mocks
+from . import project as projects
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "ray-tpu-gke"
@@ -79,12 +80,13 @@ class Plan:
     outputs: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
     cost: dict[str, Any] | None = None  # the cost estimate (plan/cost.py attaches it), top-level `cost` in the JSON
+    project: str = ""  # the Pulumi project's name (Pulumi.yaml `name`); empty: this repository's (PROJECT)
     notes: list[str] = field(default_factory=list)  # what the offline answers were (plan/mocks.py), not the project's
 
     def to_json(self) -> dict:
         summary = {"create": len(self.steps)} if self.steps else {}  # offline, everything is new
         out = {
-            "project": PROJECT,
+            "project": self.project or PROJECT,
             "stack": self.stack,
             "steps": [s.to_json() for s in self.steps],
             "outputs": self.outputs,
@@ -292,10 +294,13 @@ def config_map(values: dict[str, Any]) -> dict[str, str]:
 
 
 def run_program(stack: str, values: dict[str, Any], secret_keys: list[str] | None = None,
-                preview: bool = False, program: Path | None = None, quotas: list[dict] | None = None,
-                quotas_source: str = "") -> Plan:
-    """Run `__main__.py` (or `program`) for a stack under mocks; return every registration in order.
+                preview: bool = False, program: Path | None = None, project: str | None = None,
+                quotas: list[dict] | None = None, quotas_source: str = "") -> Plan:
+    """Run `__main__.py` (or `program`, of the Pulumi project named `project`) for a stack under mocks; return every
+    registration in order. The project's name is what `pulumi.get_project()` and its config namespace are.
     `quotas`: the Cloud project's QuotaInfos (`mocks.load_quotas`) for the deploy-time quota check to read."""
+    chosen = projects._current  # `ray-tpu-gke` in another project's folder (plan/project.py); None: this repository
+    project = project or (chosen.name if chosen is not None else PROJECT)
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     loop.set_default_executor(_InlineExecutor(max_workers=1))
@@ -303,13 +308,13 @@ def run_program(stack: str, values: dict[str, Any], secret_keys: list[str] | Non
                                     quotas_source=quotas_source)
     monitor = RecordingMonitor(program_mocks)
     warnings: list[str] = []
-    pulumi.runtime.reset_options(project=PROJECT, stack=stack, preview=preview)
-    pulumi_mocks.set_mocks(program_mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor,
+    pulumi.runtime.reset_options(project=project, stack=stack, preview=preview)
+    pulumi_mocks.set_mocks(program_mocks, project=project, stack=stack, preview=preview, monitor=monitor,
                            logger=_collecting_logger(warnings))
     # set_mocks registers a stack of its own; run_in_stack makes the real one and records its outputs, as the CLI does.
     settings.set_root_resource(None)
     pulumi.runtime.set_all_config(config_map(values), secret_keys or [])
-    program_path = program or ROOT / "__main__.py"
+    program_path = program or (chosen.program if chosen is not None else ROOT / "__main__.py")
     sys.path.insert(0, str(program_path.parent))
     try:
         with _young_garbage_only(), _without_source_positions(), _declaration_order(monitor):
@@ -328,7 +333,7 @@ def run_program(stack: str, values: dict[str, Any], secret_keys: list[str] | Non
         loop.close()
         asyncio.set_event_loop(None)
     return Plan(stack=stack, steps=monitor.in_declaration_order(), outputs=monitor.outputs, warnings=warnings,
-                notes=program_mocks.notes)
+                project=project, notes=program_mocks.notes)
 
 
 @contextlib.contextmanager

@@ -1,4 +1,8 @@
-"""Reads a stack's configuration the way the Pulumi CLI does: project defaults from Pulumi.yaml, then the stack file."""
+"""Reads a stack's configuration the way the Pulumi CLI does: project defaults from Pulumi.yaml, then the stack file.
+
+Of this repository (`ROOT`), or of the project `plan.project.use` chose (`ray-tpu-gke plan` in another project's
+folder): its Pulumi.yaml, its `stackConfigDir`, its name as the namespace of unqualified keys.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from ray_tpu_gke.spec.config import StackConfig, parse_stack_config
 from ray_tpu_gke.spec.paths import PROJECT
 from ray_tpu_gke.spec.problems import ConfigError, Problem
 
+from . import project as projects
 from . import yamlfile
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,9 +25,24 @@ class StackNotFound(FileNotFoundError):
     pass
 
 
+def _chosen() -> projects.Project | None:
+    return projects._current
+
+
+def _project_file() -> Path:
+    chosen = _chosen()
+    return chosen.file if chosen is not None else ROOT / "Pulumi.yaml"
+
+
+def namespace() -> str:
+    """The namespace of the project's unqualified config keys: its name."""
+    chosen = _chosen()
+    return chosen.name if chosen is not None else PROJECT
+
+
 def _project() -> dict[str, Any]:
     """Pulumi.yaml, read as strictly as a stack file (plan/yamlfile.py)."""
-    path = ROOT / "Pulumi.yaml"
+    path = _project_file()
     project = _read(path)
     if not isinstance(project, dict):
         raise ConfigError([Problem(str(path), "must be a mapping (name, runtime, config, ...)")])
@@ -37,6 +57,9 @@ def _read(path: Path) -> Any:
 
 
 def stack_file(stack: str) -> Path:
+    chosen = _chosen()
+    if chosen is not None:
+        return chosen.stack_file(stack)
     project = _project()
     return ROOT / project.get("stackConfigDir", ".") / f"Pulumi.{stack}.yaml"
 
@@ -47,7 +70,7 @@ def stacks() -> list[str]:
 
 
 def _full_key(key: str) -> str:
-    return key if ":" in key else f"{PROJECT}:{key}"
+    return key if ":" in key else f"{namespace()}:{key}"
 
 
 def project_defaults() -> dict[str, Any]:
@@ -55,7 +78,7 @@ def project_defaults() -> dict[str, Any]:
     project = _project()
     config = project.get("config") or {}
     if not isinstance(config, dict):
-        raise ConfigError([Problem(str(ROOT / "Pulumi.yaml"), "`config:` must be a mapping")])
+        raise ConfigError([Problem(str(_project_file()), "`config:` must be a mapping")])
     values = {}
     for key, value in config.items():
         if isinstance(value, dict) and "type" in value:

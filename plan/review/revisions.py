@@ -59,15 +59,26 @@ def stacks_at(root: Path) -> list[str]:
     return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in path.parent.glob("Pulumi.*.yaml"))
 
 
-def plan_revision(root: Path, stack: str, config_file: Path | None = None) -> Side:
-    """Plan a stack with the revision's own code, in a subprocess: the Pulumi runtime is process-global state."""
+TOOLCHAIN = __package__.split(".")[0]  # `plan` in this repository, `ray_tpu_gke_tools` installed from the wheel
+
+
+def plan_revision(root: Path, stack: str, config_file: Path | None = None, any_project: bool = False) -> Side:
+    """Plan a stack with the revision's own code, in a subprocess: the Pulumi runtime is process-global state.
+
+    This repository (`any_project` false): the revision's `python -m plan`, with its own library. Another project
+    (`ray-tpu-gke plan` in its folder): the revision's program and stack file, under the installed toolchain and
+    library, as `ray-tpu-gke --project-dir ROOT plan STACK --json` runs it."""
     path = config_file or stack_file_at(root, stack)
     if path is None or not path.is_file():
         return Side("absent")
-    command = [sys.executable, "-m", "plan", stack, "--json"]
+    if any_project:
+        command = [sys.executable, "-m", f"{TOOLCHAIN}.cli", "--project-dir", str(root), "plan", stack, "--json"]
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", NO_COLOR="1")
+    else:
+        command = [sys.executable, "-m", "plan", stack, "--json"]
+        env = dict(os.environ, PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1", NO_COLOR="1")
     if config_file is not None:
         command += ["--config-file", str(config_file.resolve())]
-    env = dict(os.environ, PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1", NO_COLOR="1")
     done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True)
     if done.returncode == 0:
         try:
@@ -90,6 +101,12 @@ def _git(root: Path, *args: str) -> str:
 
 class GitError(RuntimeError):
     pass
+
+
+def repository_of(folder: Path) -> tuple[Path, Path]:
+    """The git repository holding a project folder, and the folder's path inside it."""
+    top = Path(_git(folder, "rev-parse", "--show-toplevel")).resolve()
+    return top, folder.resolve().relative_to(top)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,147 @@
+"""`ray-tpu-gke`: the offline toolchain for any Pulumi Python project that uses the library, run in its folder.
+
+    ray-tpu-gke plan STACK [--config-file F] [--json | --manifests] [--diff-against REF [--format F] [gates]]
+                           [--all-stacks] [--policy-pack]
+    ray-tpu-gke verify STACK --context CTX ...     the post-deploy check (plan/verify)
+    ray-tpu-gke compare STACK --context CTX ...    TPU and GPU side by side (plan/compare)
+    ray-tpu-gke diagram STACK [--markdown]         the stack as a Mermaid flowchart
+    ray-tpu-gke policy PLAN.json | --list          the policy pack over a saved plan
+
+The project is the nearest folder upwards holding a Pulumi.yaml (or `--project-dir DIR`), as the Pulumi CLI finds
+it: its `name`, `stackConfigDir`, `main` and `config` defaults, its `Pulumi.<STACK>.yaml`. Its program runs under the
+same mocks as `python -m plan` (this repository's stacks are one such project), with the same output, JSON and exit
+statuses. `verify`, `compare` and `diagram` read a stack file of this package's schema (`ray-tpu-gke:*` keys), so
+they serve projects whose program is built from `load_stack_config()`; `plan` serves every project.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from ray_tpu_gke.spec.problems import ConfigError
+
+from . import project as projects
+from . import stackfile
+
+PROG = "ray-tpu-gke"
+COMMANDS = {
+    "plan": "what `pulumi up` would create, offline: tree, capacity, pools, cost, quota; --diff-against REF",
+    "verify": "after `pulumi up`: does the live cluster match the plan, does every TPU slice work",
+    "compare": "run the stack's TPU and GPU comparison jobs and report them side by side",
+    "diagram": "the stack as a Mermaid flowchart: cluster, pools, Ray worker groups",
+    "policy": "the policy pack's rules over a saved plan JSON (`ray-tpu-gke plan STACK --json`)",
+}
+STACK_FILE_COMMANDS = ("verify", "compare", "diagram")
+
+
+def _usage() -> str:
+    width = max(map(len, COMMANDS))
+    lines = [f"usage: {PROG} [--project-dir DIR] COMMAND ...", "", __doc__.splitlines()[0], "", "commands:"]
+    lines += [f"  {name:<{width}}  {text}" for name, text in COMMANDS.items()]
+    lines += ["", f"`{PROG} COMMAND --help` lists each command's options."]
+    return "\n".join(lines)
+
+
+def _split(argv: list[str]) -> tuple[Path | None, str | None, list[str]]:
+    """(--project-dir, command, the command's own arguments)."""
+    project_dir = None
+    rest = list(argv)
+    while rest and rest[0].startswith("--project-dir"):
+        option = rest.pop(0)
+        if "=" in option:
+            project_dir = Path(option.split("=", 1)[1])
+        elif rest:
+            project_dir = Path(rest.pop(0))
+        else:
+            raise SystemExit(f"{PROG}: error: --project-dir needs a folder")
+    return project_dir, (rest.pop(0) if rest else None), rest
+
+
+def _absolute_paths(args: list[str]) -> list[str]:
+    """Path options resolved against the caller's folder, before the program's folder becomes the current one."""
+    out, after = [], None
+    for arg in args:
+        if after is not None:
+            out.append(str(Path(arg).resolve()))
+            after = None
+        elif arg in ("--config-file", "--kubeconfig", "--out"):
+            out.append(arg)
+            after = arg
+        elif arg.split("=", 1)[0] in ("--config-file", "--kubeconfig", "--out") and "=" in arg:
+            key, value = arg.split("=", 1)
+            out.append(f"{key}={Path(value).resolve()}")
+        else:
+            out.append(arg)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    project_dir, command, rest = _split(argv)
+    if command in (None, "-h", "--help"):
+        print(_usage())
+        return 0 if command else 2
+    if command not in COMMANDS:
+        print(f"{PROG}: error: unknown command {command!r}; commands: {', '.join(COMMANDS)}", file=sys.stderr)
+        return 2
+    if command == "policy":
+        from .__main__ import policy_engine
+
+        return policy_engine().main(rest)
+    help_only = any(a in ("-h", "--help") for a in rest)
+    rest = _absolute_paths(rest)
+    try:
+        project = projects.load(project_dir) if project_dir else projects.find(Path.cwd())
+    except projects.ProjectNotFound as error:
+        if not help_only:
+            print(f"error: {error}", file=sys.stderr)
+            return stackfile.EXIT_ERROR
+        project = None
+    except ConfigError as error:
+        return stackfile.report(error)
+    if project is not None and command in STACK_FILE_COMMANDS and not project.reads_stack_files and not help_only:
+        print(f"error: {PROG} {command} reads a stack file of ray-tpu-gke's schema (ray-tpu-gke:* keys); project "
+              f"{project.name!r} configures the library in its own program: `{PROG} plan` serves it",
+              file=sys.stderr)
+        return stackfile.EXIT_ERROR
+    projects.use(project)
+    if project is not None:
+        os.chdir(project.program.parent)  # where the Pulumi CLI runs the program
+    try:
+        return _dispatch(command, rest)
+    finally:
+        projects.use(None)
+
+
+def _dispatch(command: str, rest: list[str]) -> int:
+    prog = f"{PROG} {command}"
+    if command == "plan":
+        from . import __main__ as plan_main
+
+        return plan_main.main(rest, prog=prog)
+    if command == "verify":
+        from .verify import cli
+
+        return cli.main(rest)
+    if command == "compare":
+        from .compare import __main__ as compare
+
+        return compare.main(rest)
+    from . import diagram
+
+    return diagram.main(rest)
+
+
+def entry() -> None:
+    """The console script (pyproject.toml [project.scripts])."""
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    entry()
