@@ -11,9 +11,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["RayFeature", "RAY_FEATURES", "ray_feature", "ray_has", "ray_version_key", "RAY_AUTOSCALER_TPU_GENERATIONS",
+__all__ = ["RayFeature", "RAY_FEATURES", "ray_feature", "ray_has", "ray_version_key",
+           "RAY_AUTOSCALER_TPU_GENERATIONS",
            "autoscaler_tpu_generations", "DRAIN_TIMEOUT_S", "DEFAULT_WORKER_GROUP_START_TIMEOUT_S",
-           "SLICE_RESERVATION_TIMEOUT_S"]
+           "SLICE_RESERVATION_TIMEOUT_S", "markdown"]
 
 
 @dataclass(frozen=True)
@@ -100,3 +101,10 @@ DRAIN_TIMEOUT_S = 30
 DEFAULT_WORKER_GROUP_START_TIMEOUT_S = 60
 # Ray 2.55 ray/_private/accelerators/tpu.py reserve_tpu_slice: `timeout = 100` (seconds), not configurable.
 SLICE_RESERVATION_TIMEOUT_S = 100
+
+
+def markdown() -> str:
+    """The table as docs/admission.md lists it (tests/test_multislice_plan.py keeps the page equal to this)."""
+    lines = ["| Ray behaviour | first release | where (released wheel) |", "| --- | --- | --- |"]
+    lines += [f"| `{f.key}`: {f.what} | {f.since} | {f.source} |" for f in RAY_FEATURES]
+    return "\n".join(lines) + "\n"
