@@ -37,6 +37,7 @@ UNKNOWN = "[unknown]"
 class Inventory:
     config: StackConfig
     has_system_pool: bool  # False: the estimate's default system pool is not the program's, leave it out
+    has_cluster: bool  # False: the program plans into a cluster it does not create (no GKE fee of its own)
     warnings: list[str]
 
 
@@ -206,21 +207,29 @@ def read(plan: Plan, project_id: str | None = None) -> Inventory:
         labels={}, cluster=cluster, storage=StorageConfig(enabled=False), tpu_slices=tuple(slices),
         gpu_pools=tuple(gpu_pools), cpu_pools=tuple(cpu_pools), ray_clusters=tuple(objects), ray_services=(),
         ray_jobs=())
-    return Inventory(config, bool(system), reader.warnings)
+    return Inventory(config, bool(system), bool(clusters), reader.warnings)
 
 
 def cost(inventory: Inventory):
     """The estimate of what the program provisions (plan/cost.py's CostResult), at the price table's list prices.
 
-    A standard-mode estimate always counts the cluster's system pool; a program that registers none (its cluster is
-    someone else's) pays for none, so that line is dropped."""
+    A standard-mode estimate counts the cluster's system pool and its GKE management fee; a program that registers
+    neither (its cluster is someone else's) pays for neither here, so those lines are dropped."""
     from ray_tpu_gke.render import pricing
 
     from . import cost as costs
 
     result = costs.estimate(inventory.config)
-    if result.estimate is None or inventory.has_system_pool or not inventory.config.standard:
+    estimate = result.estimate
+    if estimate is None:
         return result
-    items = tuple(i for i in result.estimate.items if not (i.kind == "cpuPool" and i.name == pricing.SYSTEM_POOL))
-    estimate = dataclasses.replace(result.estimate, items=items)
-    return costs.CostResult(estimate, None, estimate.to_json())
+    changes = {}
+    if not inventory.has_system_pool and inventory.config.standard:
+        changes["items"] = tuple(i for i in estimate.items
+                                 if not (i.kind == "cpuPool" and i.name == pricing.SYSTEM_POOL))
+    if not inventory.has_cluster and getattr(estimate, "fees", ()):
+        changes["fees"] = ()
+    if not changes:
+        return result
+    estimate = dataclasses.replace(estimate, **changes)
+    return dataclasses.replace(result, estimate=estimate, json=estimate.to_json())
