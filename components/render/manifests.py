@@ -217,7 +217,7 @@ def _worker_group(group, targets: Mapping[str, Mapping], obj: RayObjectConfig, c
     container = {"name": "ray-worker", "image": obj.image}
     env = list(worker["env"])
     if kind == "slice":  # the group's shape, which the workloads read (workloads/slice.py)
-        env += multislice.slice_env(targets[kind][name], multislice.slices(obj, group))
+        env += multislice.slice_env(targets[kind][name], max(1, multislice.slices(obj, group)))
     if mounts and kind in ("slice", "gpu_pool"):
         # One compilation cache policy for TPU and GPU workers alike, so that a second run favours neither side
         # (JAX hashes the platform into each cache key, so both can share the directory: jax 0.10.2

@@ -16,7 +16,7 @@ from typing import Iterator, Mapping, Optional
 
 from .. import admission
 from ..catalog import ray_versions
-from .models import RayObjectConfig, RayServiceConfig, TpuSliceConfig, WorkerGroupConfig
+from .models import RayJobConfig, RayObjectConfig, RayServiceConfig, TpuSliceConfig, WorkerGroupConfig
 from .paths import ClusterContext, Paths
 from .problems import Problem
 
@@ -37,9 +37,12 @@ DEFAULT_START_TIMEOUT_S = 900
 
 
 def slices(obj: RayObjectConfig, group: WorkerGroupConfig) -> int:
-    """The slices a job on the group trains on (SLICE_COUNT): its replicas; a group that Ray autoscaling starts
-    from zero, the most it may bring up (maxReplicas), since the job's slice placement group is what scales it."""
-    return group.max if obj.autoscaling.enabled and group.replicas == 0 else group.replicas
+    """The slices a job on the group trains on: its replicas; in a RayJob whose group Ray autoscaling starts from
+    zero, the most it may bring up (maxReplicas), since the job's slice placement group is what scales it. (A
+    RayCluster's group that starts from zero may serve notebooks and small jobs: it declares no job's slices.)"""
+    if isinstance(obj, RayJobConfig) and obj.autoscaling.enabled and group.replicas == 0:
+        return group.max
+    return group.replicas
 
 
 def is_multislice(obj: RayObjectConfig, group: WorkerGroupConfig) -> bool:
@@ -66,7 +69,7 @@ def head_env(obj: RayObjectConfig, entries: Mapping[str, TpuSliceConfig]) -> lis
     if timeout is not None:
         env.append({"name": START_TIMEOUT_ENV, "value": str(timeout)})
     if len(groups) == 1:
-        env += slice_env(entries[groups[0].slice], slices(obj, groups[0]))
+        env += slice_env(entries[groups[0].slice], max(1, slices(obj, groups[0])))
     return env
 
 
@@ -101,11 +104,21 @@ class _Use:
     entry_index: int  # its position in tpuSlices, for key paths
 
 
+def _whole(model, *names: str) -> bool:
+    """Whether these fields of a model were validated, not left at their defaults (config `validate_partial`)."""
+    return model.intact(*names) if hasattr(model, "intact") else True
+
+
 def _uses(lists: dict) -> Iterator[_Use]:
-    slices = {s.name: (index, s) for index, s in enumerate(lists["tpu_slices"]) if s is not None}
+    """Every worker group on a valid slice entry, of objects whose fields these rules read were all valid."""
+    slices = {s.name: (index, s) for index, s in enumerate(lists["tpu_slices"])
+              if s is not None and _whole(s, "name", "generation", "topology", "count", "capacity", "autoscaling")}
     for kind in ("ray_clusters", "ray_services", "ray_jobs"):
         for i, obj in enumerate(lists[kind]):
-            for j, group in enumerate(obj.worker_groups if obj is not None else ()):
+            if obj is None or not _whole(obj, "worker_groups", "autoscaling", "ray_version",
+                                         "worker_group_start_timeout_seconds"):
+                continue
+            for j, group in enumerate(obj.worker_groups):
                 if group.slice in slices and sum(x is not None for x in (group.slice, group.gpu_pool,
                                                                           group.cpu_pool)) == 1:
                     yield _Use(kind, i, j, obj, group, slices[group.slice][1], slices[group.slice][0])
