@@ -35,7 +35,7 @@ endef
 export CHECK_PYTHON
 GUARD = @$(PYTHON) -c "$$CHECK_PYTHON" pyproject.toml '$(PYTHON)'
 
-.PHONY: plan test policy snapshots bench clean check-python
+.PHONY: plan test test-tools policy snapshots bench clean check-python
 
 # Fails, with one line on stderr, when $(PYTHON) is outside pyproject.toml's requires-python.
 check-python:
@@ -77,8 +77,14 @@ $(WORKLOADS_STAMP): requirements-workloads.txt
 plan: $(STAMP) $(ON_PATH)
 	$(BIN)/python -m plan $(STACK)
 
+# The tools the tests run beside the project's venv (Checkov, Ray and JAX); the tests that need them name this target.
+test-tools: $(CHECKOV_STAMP) $(WORKLOADS_STAMP)
+
+# pytest-xdist: one worker per CPU; --dist loadgroup keeps the tests that share a module's set-up (one local Ray
+# cluster, one Checkov run) on one worker (tests/conftest.py). PYTEST_ARGS="-n 0" runs them in one process.
+PYTEST_ARGS ?= -n auto --dist loadgroup
 test: $(STAMP) $(ON_PATH) $(CHECKOV_STAMP) $(WORKLOADS_STAMP)
-	CHECKOV=$(abspath $(CHECKOV_VENV))/bin/checkov WORKLOADS_PYTHON=$(abspath $(WORKLOADS_VENV))/bin/python $(BIN)/python -m pytest -q
+	CHECKOV=$(abspath $(CHECKOV_VENV))/bin/checkov WORKLOADS_PYTHON=$(abspath $(WORKLOADS_VENV))/bin/python $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 # The policy pack's rules over the offline plan (docs/policy.md); non-zero on a mandatory violation.
 policy: $(STAMP) $(ON_PATH)
@@ -94,3 +100,11 @@ bench: $(STAMP) $(ON_PATH)
 
 clean:
 	rm -rf $(VENV) $(CHECKOV_VENV) $(WORKLOADS_VENV) .pytest_cache
+
+# The GPU/TPU comparison of stacks/Pulumi.compare.yaml on this machine: both sides on a local Ray cluster, the CPU
+# standing in for the TPU slice and the GPU pool, one worker failure injected per side; the report (report.json,
+# report.md, PNG charts) in compare-report/ (docs/compare.md). COMPARE_ARGS adds options, e.g. "--steps 120".
+COMPARE_STACK ?= compare
+.PHONY: compare
+compare: $(STAMP) $(ON_PATH) $(WORKLOADS_STAMP)
+	WORKLOADS_PYTHON=$(abspath $(WORKLOADS_VENV))/bin/python $(BIN)/python -m plan.compare $(COMPARE_STACK) --local --out compare-report $(COMPARE_ARGS)

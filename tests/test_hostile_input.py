@@ -1,8 +1,10 @@
 """Issue #17: hostile stack files never crash or hang the plan.
 
 Every hostile file ends in exit status 2 with one line per problem on stderr naming the file (and line:column where
-known), within a second or two, never a traceback. plan/yamlfile.py is the strict reader; these tests run it through
-the real command line (a few, in a subprocess) and in-process (the rest), then fuzz the committed stacks.
+known), never a traceback, and never hangs: each read runs under a generous deadline (HANG_GUARD_S), as the readers
+that choked on these files took minutes. How fast they are refused is measured, not asserted: `make bench`
+(benchmarks/hostile.py) reports it. plan/yamlfile.py is the strict reader; these tests run it through the real
+command line (a few, in a subprocess) and in-process (the rest), then fuzz the committed stacks.
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ from helpers import ROOT
 from plan import stackfile, yamlfile
 from ray_tpu_gke.spec.problems import ConfigError
 
-PYTHON = ROOT / ".venv" / "bin" / "python"
-if not PYTHON.exists():  # pragma: no cover - `make test` always has the venv
-    PYTHON = Path(sys.executable)
+PYTHON = sys.executable  # the interpreter running the tests, wherever its venv lives
+# Seconds before a read counts as hung: far above the milliseconds these take (docs/benchmarks.md), far below the
+# minutes of an unguarded alias bomb, so a machine busy with other work cannot fail them.
+HANG_GUARD_S = 60
+CLI_TIMEOUT_S = 180  # a whole `python -m plan` in a subprocess, the interpreter's start and a plan included
 
 ALIAS_BOMB = (
     "config:\n"
@@ -64,11 +68,28 @@ def problems_of(path: Path, stack: str = "dev") -> list[str]:
     return lines
 
 
-def run_cli(path: Path, stack: str = "dev", timeout: float = 30) -> tuple[subprocess.CompletedProcess, float]:
-    start = time.perf_counter()
-    result = subprocess.run([str(PYTHON), "-m", "plan", stack, "--config-file", str(path)], cwd=ROOT,
-                            capture_output=True, text=True, timeout=timeout)
-    return result, time.perf_counter() - start
+def run_cli(path: Path, stack: str = "dev") -> subprocess.CompletedProcess:
+    return subprocess.run([PYTHON, "-m", "plan", stack, "--config-file", str(path)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=CLI_TIMEOUT_S)
+
+
+@contextmanager
+def deadline(seconds: float = HANG_GUARD_S):
+    """Turns a hang into a failure (SIGALRM; the tests run in the main thread). An outer timer, such as
+    pytest-timeout's (pytest.ini), is put back afterwards with the time it has left."""
+    def expire(signum, frame):
+        raise TimeoutError(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    outer, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
+    start = time.monotonic()
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - start), 0.001))
 
 
 def assert_rejected(result: subprocess.CompletedProcess, path: Path, lines: int) -> list[str]:
@@ -87,46 +108,35 @@ def assert_rejected(result: subprocess.CompletedProcess, path: Path, lines: int)
 
 def test_alias_bomb_is_refused_at_once_by_the_cli(tmp_path):
     path = write(tmp_path, ALIAS_BOMB)
-    start = time.perf_counter()
-    with pytest.raises(ConfigError):
+    with deadline(), pytest.raises(ConfigError):  # yaml.safe_load + json.dumps of this took minutes
         stackfile.load(stack="dev", config_file=path)
-    assert time.perf_counter() - start < 1  # yaml.safe_load + json.dumps of this took minutes
-    result, elapsed = run_cli(path)
-    (line,) = assert_rejected(result, path, lines=1)
+    (line,) = assert_rejected(run_cli(path), path, lines=1)
     assert line.startswith(f"{path}:2:6: anchor &a: anchors and aliases are not allowed"), line
-    assert elapsed < 5, elapsed  # the interpreter's start included; the reader itself is the bound above
 
 
 def test_binary_file_is_refused_by_the_cli(tmp_path):
     path = write(tmp_path, b"config:\n  gcp:project: x\n\x00\x01\x02\xff\xfe" + bytes(range(256)))
-    result, elapsed = run_cli(path)
-    (line,) = assert_rejected(result, path, lines=1)
+    (line,) = assert_rejected(run_cli(path), path, lines=1)
     assert line == f"{path}: is binary, not YAML text (a NUL byte at line 3, column 1)"
-    assert elapsed < 5
 
 
 def test_non_utf8_file_is_refused_by_the_cli(tmp_path):
     path = write(tmp_path, MINIMAL.encode() + "  ray-tpu-gke:team: équipe\n".encode("latin-1"))
-    result, elapsed = run_cli(path)
-    (line,) = assert_rejected(result, path, lines=1)
+    (line,) = assert_rejected(run_cli(path), path, lines=1)
     assert line == f"{path}: is not UTF-8 text (byte 0xe9 at line 7, column 21); save it as UTF-8"
-    assert elapsed < 5
 
 
 def test_duplicate_deletion_protection_is_refused_by_the_cli(tmp_path):
     """The last value used to win silently: production protection turned off by a second line."""
     path = write(tmp_path, MINIMAL + "    deletionProtection: false\n")
-    result, elapsed = run_cli(path, stack="prod")
-    (line,) = assert_rejected(result, path, lines=1)
+    (line,) = assert_rejected(run_cli(path, stack="prod"), path, lines=1)
     assert line.startswith(f'{path}:7:5: duplicate key "deletionProtection" (first at line 6, again at line 7)')
-    assert elapsed < 5
 
 
 def test_several_problems_one_line_each_through_the_cli(tmp_path):
     path = write(tmp_path, MINIMAL + "    deletionProtection: false\n  ray-tpu-gke:team: !!binary aGk=\n"
                                      "  ray-tpu-gke:costCenter: !!set {a}\n")
-    result, _ = run_cli(path)
-    lines = assert_rejected(result, path, lines=3)
+    lines = assert_rejected(run_cli(path), path, lines=3)
     assert [line.split(": ", 1)[0] for line in lines] == [f"{path}:7:5", f"{path}:8:21", f"{path}:9:27"]
 
 
@@ -194,9 +204,8 @@ def test_scalars_yaml_1_2_and_pulumi_read_differently_are_refused(tmp_path, text
 def test_deep_nesting(tmp_path):
     depth = 100_000
     path = write(tmp_path, "config:\n  gcp:project: " + "[" * depth + "]" * depth + "\n")
-    start = time.perf_counter()
-    (line,) = problems_of(path)
-    assert time.perf_counter() - start < 1
+    with deadline():
+        (line,) = problems_of(path)
     assert line.startswith(f"{path}:2:") and "nests deeper than 64 levels" in line
     block = "config:\n" + "".join("  " * level + f"k{level}:\n" for level in range(1, 200)) + "  " * 200 + "v: 1\n"
     (line,) = problems_of(write(tmp_path, block, "block.yaml"))
@@ -251,19 +260,18 @@ def test_huge_file_is_refused_without_reading_it_all(tmp_path):
         file.write(MINIMAL.encode())
         file.write(b"#" * 1024 + b"\n")
         file.truncate(200 * (1 << 20))  # a sparse 200 MiB file
-    start = time.perf_counter()
-    assert problems_of(path) == [f"{path}: is larger than 1 MiB, far more than any stack file; refusing to read it"]
-    assert time.perf_counter() - start < 1
+    with deadline():  # refused from its size, never read
+        assert problems_of(path) == [f"{path}: is larger than 1 MiB, far more than any stack file; refusing to read it"]
 
 
-def test_a_file_just_under_the_limit_is_read_fast(tmp_path):
+def test_a_file_just_under_the_limit_is_read(tmp_path):
     entries = "".join(f"    key{i}: {{a: [1, 2, 'x'], b: value{i}}}\n" for i in range(24_000))
     text = "config:\n  gcp:project: acme\n  ray-tpu-gke:big:\n" + entries
     text = text[:text.rfind("\n    key", 0, yamlfile.MAX_BYTES)] + "\n"
     path = write(tmp_path, text)
-    start = time.perf_counter()
-    values, _ = stackfile.load("dev", config_file=path)
-    assert time.perf_counter() - start < 2 and len(values["ray-tpu-gke:big"]) > 20_000
+    with deadline():
+        values, _ = stackfile.load("dev", config_file=path)
+    assert len(values["ray-tpu-gke:big"]) > 20_000
 
 
 @pytest.mark.parametrize("content, expected", [
@@ -535,21 +543,6 @@ def mutants(seed: int = SEED, count: int = MUTANTS):
         yield index, stack, data
 
 
-@contextmanager
-def deadline(seconds: float):
-    """Turns a hang into a failure (SIGALRM; the tests run in the main thread)."""
-    def expire(signum, frame):
-        raise TimeoutError(f"still running after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 @pytest.fixture(scope="module")
 def fuzz_results(tmp_path_factory):
     """Every mutant through `load_checked`: (index, stack, path, outcome, seconds); outcome is "ok", "invalid",
@@ -561,7 +554,7 @@ def fuzz_results(tmp_path_factory):
         path.write_bytes(data)
         start = time.perf_counter()
         try:
-            with deadline(5):
+            with deadline():
                 stackfile.load_checked(stack, config_file=path)
             outcome = "ok"
         except ConfigError as error:
@@ -575,13 +568,11 @@ def fuzz_results(tmp_path_factory):
     return results
 
 
-def test_fuzzed_stacks_load_or_raise_config_errors_fast(fuzz_results):
+def test_fuzzed_stacks_load_or_raise_config_errors(fuzz_results):
     assert len(fuzz_results) == MUTANTS
     crashes = [(index, path.read_text(errors="replace"), outcome) for index, _, path, outcome, _ in fuzz_results
                if outcome not in ("ok", "invalid", "missing")]
     assert not crashes, f"{len(crashes)} crashes; the first, mutant {crashes[0][0]}:\n{crashes[0][1]}\n{crashes[0][2]}"
-    slow = [(index, round(seconds, 2)) for index, _, _, _, seconds in fuzz_results if seconds > 1]
-    assert not slow, slow
     outcomes = {outcome for *_, outcome, _ in fuzz_results}
     assert {"ok", "invalid"} <= outcomes  # the mutations neither all break nor all miss
 
@@ -599,9 +590,7 @@ def test_fuzzed_stacks_through_the_cli(fuzz_results):
     chosen = planned + refused
     with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
         runs = list(pool.map(lambda r: run_cli(r[2], r[1]), chosen))
-    for (index, _, _, outcome, _), (result, elapsed) in zip(chosen, runs):
+    for (index, _, _, outcome, _), result in zip(chosen, runs):
         assert result.returncode in (0, 2), (index, result.returncode, result.stderr[-3000:])
         assert "Traceback" not in result.stderr, (index, result.stderr[-3000:])
         assert result.returncode == (2 if outcome == "invalid" else 0), (index, result.stderr[-3000:])
-        # refused: the interpreter's start and the reader; planned: the whole program under mocks as well
-        assert elapsed < (5 if outcome == "invalid" else 15), (index, elapsed)
