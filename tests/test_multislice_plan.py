@@ -12,6 +12,7 @@ from helpers import ROOT, minimal_values
 from plan import entrypoints, render, stackfile
 from ray_tpu_gke.catalog import ray_versions
 from ray_tpu_gke.render import manifests
+from ray_tpu_gke.spec import multislice
 from ray_tpu_gke.spec.config import parse_stack_config
 from ray_tpu_gke.spec.problems import ConfigError
 
@@ -269,3 +270,25 @@ def test_ray_versions_table_is_listed_in_the_docs_and_used_by_the_rules():
     assert "tpu7x" in admission.ray_autoscaler_accelerators(ray_versions.ray_feature("autoscaler-tpu7x").since)
     assert ray_versions.ray_has("2.58.0", "max-preemption-failures") and \
         not ray_versions.ray_has("2.57.1", "max-preemption-failures")
+
+
+# --- pods of one Ray cluster reach each other across slices ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", ["prod", "staging"])
+def test_multislice_pods_of_one_cluster_reach_each_other_across_slices(stack):
+    from helpers import plan_of
+
+    resources = [(s["newState"]["type"], s["newState"]["name"], s["newState"]["inputs"])
+                 for s in plan_of(stack)["steps"]]
+    assert multislice.cross_slice_blockers(resources) == []
+    # The stack's VPC denies all other ingress, below GKE's own allow rules for in-cluster traffic.
+    denies = [inputs for type_, _, inputs in resources if type_ == "gcp:compute/firewall:Firewall"]
+    assert denies and all(d["priority"] > multislice.GKE_POD_ALLOW_PRIORITY for d in denies)
+
+
+def test_multislice_blockers_are_found():
+    deny = ("gcp:compute/firewall:Firewall", "lockdown", {"direction": "INGRESS", "priority": 900,
+                                                          "denies": [{"protocol": "all"}]})
+    policy = ("kubernetes:networking.k8s.io/v1:NetworkPolicy", "default-deny", {"spec": {"podSelector": {}}})
+    assert len(multislice.cross_slice_blockers([deny, policy])) == 2

@@ -204,3 +204,29 @@ def _multislice(use: _Use, sharing: list[_Use], context: ClusterContext, gpath: 
         warnings.append(f"{gpath}.{paths.key('replicas')}: multislice {who} runs on {n} spot slices of {entry.name}: "
                         "one preemption of any host stops all of them until a whole slice is back")
     return problems
+
+
+# --- pod traffic across slices -------------------------------------------------------------------------------------
+
+# GKE's own allow rule for in-cluster traffic, gke-<cluster>-<hash>-all: from the Pod CIDR to the nodes, TCP, UDP,
+# SCTP, ICMP, ESP, AH, priority 1000 (GKE "Automatically created firewall rules"). A deny the stack adds wins over it
+# only with a lower priority number.
+GKE_POD_ALLOW_PRIORITY = 1000
+
+
+def cross_slice_blockers(resources: list[tuple[str, str, dict]]) -> list[str]:
+    """What in a plan's resources ((type, name, inputs)) would stop the Ray pods of one cluster reaching each other
+    across slices: the JAX coordinator (an ephemeral port on rank 0), MEGASCALE's DCN port 8081, and Ray's own
+    ports (GCS 6379, raylet, object manager and workers 10002-19999, random) are all TCP between pods, so anything
+    short of all TCP between the pods of a Ray cluster breaks a job. Kubernetes leaves a pod open to all ingress
+    until a NetworkPolicy selects it (kubernetes.io "Network Policies")."""
+    found = []
+    for type_, name, inputs in resources:
+        if type_ == "gcp:compute/firewall:Firewall" and inputs.get("direction", "INGRESS") == "INGRESS" and \
+                inputs.get("denies") and inputs.get("priority", 1000) <= GKE_POD_ALLOW_PRIORITY:
+            found.append(f"firewall {name}: denies ingress at priority {inputs.get('priority', 1000)}, which wins "
+                         f"over GKE's pod-to-pod allow rule (priority {GKE_POD_ALLOW_PRIORITY})")
+        if type_.endswith("NetworkPolicy") and "Ingress" in (inputs.get("spec", {}).get("policyTypes") or ["Ingress"]):
+            found.append(f"NetworkPolicy {name}: isolates the pods it selects; Ray pods need all TCP from the pods of "
+                         "their own Ray cluster (podSelector ray.io/cluster=<name>, no ports list)")
+    return found
