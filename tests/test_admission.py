@@ -234,7 +234,8 @@ def test_allocatable_follows_gke_reservations():
     assert cpu == pytest.approx(4 - 0.08 - agents_cpu)
     assert memory == pytest.approx(16 - (1 + 0.8 + 0.8) - 100 / 1024 - agents_memory)
     cpu, _ = admission.allocatable(180, 720, "tpu")  # ct6e-standard-4t
-    assert cpu == pytest.approx(180 - (0.06 + 0.01 + 0.01 + 176 * 0.0025) - admission.daemonset_allowance(180, "tpu")[0])
+    agents_cpu, _ = admission.daemonset_allowance(180, "tpu")
+    assert cpu == pytest.approx(180 - (0.06 + 0.01 + 0.01 + 176 * 0.0025) - agents_cpu)
 
 
 def test_daemonset_allowance_is_the_sum_of_the_agents_the_stack_turns_on_with_a_margin():

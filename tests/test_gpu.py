@@ -217,3 +217,84 @@ def test_the_comparison_guide_names_what_the_stack_creates():
     assert all(f"`{name}`" in guide for name in names), names
     for job in config.ray_jobs:
         assert job.entrypoint.split(" --name")[0] in guide  # the program the guide describes is the one both run
+
+
+# --- issue #22.8: GPU zones from the cited catalogue, per machine type; outside them a warning -----------------------
+
+
+def _config(values):
+    return parse_stack_config(values, "test")
+
+
+@pytest.mark.parametrize("accelerator, machine, zone", [
+    ("nvidia-h100-80gb", "a3-highgpu-8g", "us-east4-a"),
+    ("nvidia-h100-80gb", "a3-highgpu-8g", "us-east4-c"),
+    ("nvidia-tesla-a100", "a2-highgpu-1g", "asia-northeast3-a"),
+    ("nvidia-a100-80gb", "a2-ultragpu-1g", "us-east4-c"),
+    ("nvidia-h200-141gb", "a3-ultragpu-8g", "us-south1-b"),
+])
+def test_zones_the_cited_machine_table_lists_pass_without_a_warning(accelerator, machine, zone):
+    values = gpu_values(accelerator=accelerator, machineType=machine, zone=zone, allowUnlistedZone=False,
+                        capacity="spot")
+    region = zone.rsplit("-", 1)[0]
+    values["gcp:region"] = region
+    values["ray-tpu-gke:cluster"]["location"] = region
+    assert not [w for w in _config(values).warnings if "gpuPools[0].zone" in w]
+
+
+def test_a_zone_outside_the_machine_table_is_a_warning_listing_the_known_ones():
+    values = gpu_values(zone="us-central1-f", allowUnlistedZone=False)  # L4 is not sold in us-central1-f
+    (warning,) = [w for w in _config(values).warnings if "gpuPools[0].zone" in w]
+    assert warning.startswith("ray-tpu-gke:gpuPools[0].zone: us-central1-f is not known to sell g2-standard-12")
+    assert "zones known in us-central1: us-central1-a, us-central1-b, us-central1-c" in warning
+    assert "\n" not in warning
+    values["ray-tpu-gke:gpuPools"][0]["allowUnlistedZone"] = True
+    assert not [w for w in _config(values).warnings if "gpuPools[0].zone" in w]
+
+
+def test_zones_are_per_machine_type():
+    # a2-megagpu-16g is sold in fewer zones than the other A100 40GB machines.
+    assert "us-east1-b" in catalog.GPU_MACHINE_ZONES["a2-highgpu-8g"]
+    assert "us-east1-b" not in catalog.GPU_MACHINE_ZONES["a2-megagpu-16g"]
+    assert set(catalog.GPU_MACHINE_ZONES) == {m.name for g in catalog.GPUS.values() for m in g.machines}
+    assert len(catalog.GPU_ZONES["nvidia-l4"]) == 44
+
+
+# --- issue #22.1: one pool kind, one rule: a pool in a regional cluster names its zone ------------------------------
+
+
+def test_a_cpu_pool_without_zone_in_a_regional_cluster_is_refused():
+    values = gpu_values()
+    values["ray-tpu-gke:cpuPools"] = [{"name": "data", "machineType": "n2-standard-16", "count": 2}]
+    (problem,) = problems(values)
+    assert problem.startswith("ray-tpu-gke:cpuPools[0].zone: required for a regional cluster: a zone of us-central1")
+    assert "count nodes in every zone" in problem
+    values["ray-tpu-gke:cpuPools"][0]["zone"] = "us-central1-b"
+    plan = run(values)
+    (pool,) = [s for s in steps_of_type(plan, NODE_POOL) if s["newState"]["name"] == "data"]
+    inputs = pool["newState"]["inputs"]
+    assert inputs["nodeLocations"] == ["us-central1-b"] and inputs["nodeCount"] == 2  # 2 nodes, priced as 2
+    from ray_tpu_gke.render import pricing
+
+    (item,) = [i for i in pricing.estimate(_config(values)).items if i.name == "data"]
+    assert item.quantity == 2  # the cost counts the nodes GKE creates
+
+
+def test_a_gpu_pool_without_zone_in_a_regional_cluster_is_refused_the_same_way():
+    values = gpu_values()
+    del values["ray-tpu-gke:gpuPools"][0]["zone"]
+    (problem,) = problems(values)
+    assert problem.startswith("ray-tpu-gke:gpuPools[0].zone: required for a regional cluster")
+
+
+# --- issue #22.5: Autopilot's maxima are not recorded, so GPU and CPU workers sized from the machine are flagged ----
+
+
+def test_autopilot_gpu_and_cpu_workers_are_flagged_against_autopilots_maxima():
+    values = gpu_values(mode="autopilot", machineType="a2-highgpu-1g", accelerator="nvidia-tesla-a100",
+                        allowUnlistedZone=False)
+    values["ray-tpu-gke:cpuPools"] = [{"name": "data", "machineType": "n2-standard-16"}]
+    warnings = [w for w in _config(values).warnings if "Autopilot rejects requests above its maximum" in w]
+    assert [w.split(":", 2)[1] for w in warnings] == ["gpuPools[0]", "cpuPools[0]"]
+    assert "a2-highgpu-1g (12 vCPUs, 85 GB)" in warnings[0] and "kubectl apply --dry-run=server" in warnings[0]
+    assert not [w for w in _config(gpu_values()).warnings if "Autopilot" in w]  # Standard: no such maximum
