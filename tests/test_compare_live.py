@@ -252,7 +252,7 @@ def test_fresh_valid_rayjobs_released_soon_and_a_node_still_up_billed_until_the_
         command = spec["entrypoint"]
         side = job["metadata"]["labels"][sides_module.SIDE_LABEL]
         for flag, value in (("--run", RUN), ("--side", side), ("--result-dir", "/gcs/compare"), ("--seed", "0"),
-                            ("--name", f"{side}-{RUN[-14:]}"), ("--steps", "300")):
+                            ("--name", side), ("--steps", "300")):
             assert sides_module.flag_value(command, flag) == value, (command, flag)
         assert len(name) <= sides_module.MAX_RAYJOB_NAME
     assert sorted(state["deleted"]["rayjobs"]) == sorted(created)  # the collector cleans up after itself

@@ -2,7 +2,7 @@
 stack's comparison jobs (its RayJobs on a TPU slice or a GPU pool) once each on the live cluster and reports them side
 by side; `--local` runs them on a local Ray cluster on this machine instead, CPU standing in for both (`make compare`).
 
-Writes report.json, report.md and PNG charts into DIR (default compare-report/ at the repository root). Exit status: 0
+Writes report.json, report.md and PNG charts into DIR (default compare-report/ in the current folder). Exit status: 0
 when both sides finished, every measure was obtained and the sides agree; 1 otherwise (one line per missing measure
 or failed condition on stderr, and the partial report written); 2 when the configuration or the arguments are invalid.
 """
@@ -21,8 +21,7 @@ from ray_tpu_gke import ConfigError
 from .. import cost, harness, stackfile
 from . import output, report, sides
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-DEFAULT_OUT = ROOT / "compare-report"
+DEFAULT_OUT = Path("compare-report")  # in the current folder: `make compare` runs at the repository's root
 LIVE_TIMEOUT_S = 3600.0
 
 
@@ -38,7 +37,7 @@ def parse_args(argv):
                         help="delete one worker pod (locally: remove a node) of each side when it reports this step, "
                              f"and measure the recovery (default: none live, {_local_default('inject')} locally; "
                              "0: none)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder of the report (default compare-report/)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder of the report (default ./compare-report)")
     parser.add_argument("--timeout", type=float,
                         help=f"seconds the live jobs may take, scale-up from zero included (default {LIVE_TIMEOUT_S:.0f}"
                              "); locally, each side (default 600)")

@@ -1,10 +1,12 @@
 """The local comparison (`make compare`): both sides on a local Ray cluster on this machine, CPU standing in for both
 accelerators, each side marked simulated; the same report as the live one.
 
-This half runs in the project's virtualenv (it has the plan); the Ray half, `local_cluster.py`, runs in the workloads
+This half runs in the project's virtualenv (it has the plan); the Ray half, `local_run.py`, runs in the workloads
 virtualenv ($WORKLOADS_PYTHON, default .venv-workloads/bin/python) as a subprocess. Each side's job is its stack
-entrypoint, told the run, its side, the seed, `--simulate`, fewer steps, a checkpoint cadence and a local checkpoint
-folder; its nodes are the side's own shape (hosts, chips or GPUs per node) as simulated Ray nodes.
+entrypoint, told the run, its side, the seed, `--simulate` and the checkpoint cadence; a `workloads.train` job also
+fewer steps, a local checkpoint folder and a short pause after each step (--throttle-s, outside the step's measured
+time), so that the failure injected at step K lands while the job still runs. Its nodes are the side's own shape
+(hosts, chips or GPUs per node) as simulated Ray nodes.
 """
 
 from __future__ import annotations
@@ -17,16 +19,17 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-from workloads.slice import SliceSpec
-
 from .report import Injection, NodeSpan, SideRun
-from .sides import SidePlan, entrypoint_for_run
+from .sides import SidePlan, entrypoint_for_run, runs_train_module
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-SCRIPT = Path(__file__).resolve().parent / "local_cluster.py"
+SCRIPT = Path(__file__).resolve().parent / "local_run.py"
 DEFAULT_STEPS = 60
-DEFAULT_REPORT_EVERY = 5
-DEFAULT_INJECT_STEP = 20
+DEFAULT_REPORT_EVERY = 10
+DEFAULT_INJECT_STEP = 25
+# workloads.train --throttle-s: with it, the steps after K outlast the few tenths of a second Ray takes to bring a
+# worker's line to the driver, so the failure is injected mid-run.
+THROTTLE_S = 0.05
 SIDE_TIMEOUT_S = 600
 
 
@@ -44,15 +47,16 @@ def workloads_python() -> str:
 
 def side_spec(side: SidePlan, run: str, *, steps: int, report_every: int, inject_step: Optional[int], seed: int,
               result_dir: Path, storage: Path) -> dict:
-    """What local_cluster.py needs to stand a side up: its nodes and its job's command."""
-    command = entrypoint_for_run(side, run, str(result_dir), seed, extra={
-        "--simulate": True, "--steps": steps, "--report-every": report_every, "--storage-path": str(storage)})
+    """What local_run.py needs to stand a side up: its nodes and its job's command."""
+    extra = {"--simulate": True, "--report-every": report_every}
+    if runs_train_module(side.entrypoint):  # flags of workloads.train beyond the interface every job takes
+        extra.update({"--steps": steps, "--storage-path": str(storage), "--throttle-s": THROTTLE_S})
+    command = entrypoint_for_run(side, run, str(result_dir), seed, extra=extra)
     spec = {"name": side.name, "kind": side.kind, "group": side.group, "hosts": side.hosts,
             "replicas": side.replicas, "unitsPerNode": side.units_per_node, "command": shlex.split(command),
             "injectStep": inject_step}
     if side.kind == "tpu":
-        shape = SliceSpec(side.generation, side.topology, side.hosts, side.units_per_node)
-        spec.update({"topology": side.topology, "podType": shape.pod_type})
+        spec.update({"generation": side.generation, "topology": side.topology})
     return spec
 
 

@@ -1,28 +1,31 @@
 """The local comparison's Ray half: run by the workloads interpreter (Ray 2.55 and JAX, .venv-workloads) as a script,
-`python plan/compare/local_cluster.py SPEC.json OUT.json`; `plan/compare/local.py` writes SPEC and reads OUT.
+`python plan/compare/local_run.py SPEC.json OUT.json`; `plan/compare/local.py` writes SPEC and reads OUT.
 
-One local Ray cluster (`ray.cluster_utils.Cluster`: a head, then each side's simulated nodes), the sides one after the
-other, each as it would run on GKE scaled from zero: its nodes are added (a TPU host with the environment GKE and the TPU
-webhook give a TPU worker pod, from which Ray derives its TPU resources and labels; a GPU node with a `GPU` resource),
-its job's driver runs against the cluster, and when the job reports step K one of its nodes is removed and a
-replacement added (the lost host, and the new one the node pool would bring), so Ray Train restarts from the
-checkpoint for real. The nodes go when the job ends. JAX runs on this machine's CPU with one device per chip or GPU.
-OUT holds, per side, what this machine saw: when each node was asked for, up and removed, the driver's whole output
-(event lines and the result document), its exit status, and when and where the failure was injected.
+One local Ray cluster (workloads.local_cluster.LocalCluster: simulated TPU hosts with the environment GKE and the TPU
+webhook give a TPU worker pod, simulated GPU nodes with a `GPU` resource), the sides one after the other, each as it
+would run on GKE scaled from zero: its nodes are added, its job's driver runs against the cluster, and when the job
+reports step K one of its nodes is removed and a replacement added (the lost host, and the one the node pool brings
+back), so Ray Train restarts from the checkpoint for real; the nodes go when the job ends. OUT holds, per side, what
+this machine saw: when each node was asked for, up and removed, the driver's whole output (event lines and the
+result document), its exit status, and when and where the failure was injected.
 
-Standard library and Ray only: this file is run by path, never imported from the `plan` package.
+Run by path, never imported from the `plan` package (whose library needs Pulumi, which this interpreter lacks).
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
+
+# Run by path, this folder would come first on sys.path, and its modules (events, report, markdown, ...) would shadow
+# any top-level module of the same name that Ray or JAX imports.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+import json  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
 
 _DECODER = json.JSONDecoder()
 
@@ -31,50 +34,36 @@ def progress(message: str) -> None:
     print(f"compare: {message}", file=sys.stderr, flush=True)
 
 
-@contextlib.contextmanager
-def environment(values: dict):
-    """The environment a raylet `add_node` starts inherits (and so every Ray worker on that node)."""
-    old = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in old.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+class SideNodes:
+    """The simulated nodes of one side, each with the times this machine saw."""
+
+    def __init__(self, cluster, side: dict):
+        from workloads.slice import SliceSpec
+
+        self.cluster, self.side, self.spans = cluster, side, []
+        if side["kind"] == "tpu":
+            self.shape = SliceSpec(side["generation"], side["topology"], side["hosts"], side["unitsPerNode"])
+
+    def add(self, replica: int, worker: int) -> dict:
+        side, created = self.side, time.time()
+        if side["kind"] == "tpu":  # TPU_NAME = <group>-<replica>, as the TPU webhook names a slice
+            node = self.cluster.tpu_host(self.shape, f"{side['group']}-{replica}", worker)
+        else:
+            node = self.cluster.gpu_node(side["unitsPerNode"])
+        span = {"name": f"{side['name']}-{side['group']}-{replica}-{worker}-{len(self.spans)}", "createdAt": created,
+                "readyAt": time.time(), "removedAt": None, "replica": replica, "worker": worker, "node": node}
+        self.spans.append(span)
+        return span
+
+    def remove(self, span: dict) -> None:
+        self.cluster.remove(span["node"])
+        span["removedAt"] = time.time()
+
+    def seen(self) -> list[dict]:
+        return [{k: v for k, v in s.items() if k != "node"} for s in self.spans]
 
 
-def node_environment(side: dict, worker: int, replica: int) -> dict:
-    # One CPU device per chip or GPU, as the accelerator's devices (XLA's host platform device count).
-    env = {"JAX_PLATFORMS": "cpu", "XLA_FLAGS": f"--xla_force_host_platform_device_count={side['unitsPerNode']}"}
-    if side["kind"] == "tpu":
-        # What GKE (TPU_ACCELERATOR_TYPE, TPU_TOPOLOGY) and the TPU webhook (TPU_NAME = <group>-<replica>,
-        # TPU_WORKER_ID) put in a TPU worker pod; Ray 2.55 reads them (ray/_private/accelerators/tpu.py).
-        env.update({"TPU_ACCELERATOR_TYPE": side["podType"], "TPU_TOPOLOGY": side["topology"],
-                    "TPU_WORKER_ID": str(worker), "TPU_NAME": f"{side['group']}-{replica}"})
-    return env
-
-
-def add_node(cluster, side: dict, worker: int, replica: int, spans: list) -> object:
-    created = time.time()
-    resources = {"TPU": side["unitsPerNode"]} if side["kind"] == "tpu" else {}
-    gpus = side["unitsPerNode"] if side["kind"] == "gpu" else 0
-    with environment(node_environment(side, worker, replica)):
-        node = cluster.add_node(num_cpus=1, num_gpus=gpus, resources=resources)
-    cluster.wait_for_nodes()
-    spans.append({"name": f"{side['name']}-{side['group']}-{replica}-{worker}-{len(spans)}", "createdAt": created,
-                  "readyAt": time.time(), "removedAt": None, "node": node})
-    return node
-
-
-def remove(cluster, span: dict) -> None:
-    cluster.remove_node(span["node"])  # graceful: the raylet tells the GCS its node is gone
-    span["removedAt"] = time.time()
-
-
-def _event(line: str):
+def _step(line: str):
     start = line.find("{")
     if start < 0:
         return None
@@ -82,19 +71,21 @@ def _event(line: str):
         value, _ = _DECODER.raw_decode(line, start)
     except ValueError:
         return None
-    return value if isinstance(value, dict) and "event" in value else None
+    if isinstance(value, dict) and value.get("event") == "step" and isinstance(value.get("step"), int):
+        return value["step"]
+    return None
 
 
 def run_side(cluster, side: dict, spec: dict) -> dict:
+    nodes = SideNodes(cluster, side)
     progress(f"{side['name']}: adding {side['hosts'] * side['replicas']} simulated {side['kind'].upper()} node(s)")
-    spans: list = []
     seen: dict = {"requestedAt": time.time()}
     for replica in range(side["replicas"]):
         for worker in range(side["hosts"]):
-            add_node(cluster, side, worker, replica, spans)
-    seen["nodesReadyAt"] = max(s["readyAt"] for s in spans)
+            nodes.add(replica, worker)
+    seen["nodesReadyAt"] = max(s["readyAt"] for s in nodes.spans)
     env = {**os.environ, "RAY_ADDRESS": cluster.address, "PYTHONPATH": spec["root"], "JAX_PLATFORMS": "cpu"}
-    command = [sys.executable if word == "python" and i == 0 else word for i, word in enumerate(side["command"])]
+    command = [sys.executable if i == 0 and word == "python" else word for i, word in enumerate(side["command"])]
     progress(f"{side['name']}: {' '.join(side['command'])}")
     driver = subprocess.Popen(command, cwd=spec["root"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True, bufsize=1)
@@ -107,53 +98,50 @@ def run_side(cluster, side: dict, spec: dict) -> dict:
 
     timer = threading.Timer(spec["sideTimeout"], stop)
     timer.start()
-    lines, inject = [], side.get("injectStep")
-    last_step = None
+    lines, inject, last = [], side.get("injectStep"), None
     try:
         for line in driver.stdout:
             lines.append(line)
-            event = _event(line)
-            if event and event.get("event") == "step" and isinstance(event.get("step"), int):
-                last_step = max(last_step or 0, event["step"])
-            if inject and "injection" not in seen and last_step is not None and last_step >= inject:
-                target = spans[0]  # the first host of the first replica: the one that holds rank 0
-                seen["injection"] = {"step": last_step, "at": time.time(), "target": f"node {target['name']}"}
-                progress(f"{side['name']}: step {last_step} reported: removing {target['name']}, adding a replacement")
-                remove(cluster, target)
-                add_node(cluster, side, 0, 0, spans)
+            step = _step(line)
+            last = max(last or 0, step) if step is not None else last
+            if inject and "injection" not in seen and last is not None and last >= inject:
+                target = nodes.spans[0]  # the first host of the first replica: the one that holds rank 0
+                seen["injection"] = {"step": last, "at": time.time(), "target": f"node {target['name']}"}
+                progress(f"{side['name']}: step {last} reported: removing {target['name']}, adding a replacement")
+                nodes.remove(target)
+                nodes.add(target["replica"], target["worker"])
         driver.wait()
     finally:
         timer.cancel()
     seen["endedAt"] = time.time()
     seen["exitCode"] = driver.returncode
-    seen["outcome"] = ("SUCCEEDED" if driver.returncode == 0 and not timed_out.is_set() else
-                       f"timeout: not finished within {spec['sideTimeout']:.0f} s" if timed_out.is_set() else
-                       f"FAILED (exit {driver.returncode})")
+    if timed_out.is_set():
+        seen["outcome"] = f"timeout: not finished within {spec['sideTimeout']:.0f} s"
+    else:
+        seen["outcome"] = "SUCCEEDED" if driver.returncode == 0 else f"FAILED (exit {driver.returncode})"
     if inject and "injection" not in seen:
-        seen["injectionProblem"] = (f"the job ended at step {last_step} before step {inject} was reported"
-                                    if last_step is not None else "the job ended before any step was reported")
-    for span in spans:
+        seen["injectionProblem"] = (f"the job ended at step {last} before step {inject} was reported"
+                                    if last is not None else "the job ended before any step was reported")
+    for span in nodes.spans:
         if span["removedAt"] is None:
-            remove(cluster, span)
-    seen["nodes"] = [{k: v for k, v in s.items() if k != "node"} for s in spans]
+            nodes.remove(span)
+    seen["nodes"] = nodes.seen()
     seen["log"] = "".join(lines)
-    progress(f"{side['name']}: {seen['outcome']} in {seen['endedAt'] - seen['requestedAt']:.1f} s")
+    progress(f"{side['name']}: {seen['outcome']} after {seen['endedAt'] - seen['requestedAt']:.1f} s")
     return seen
 
 
 def main(spec_path: Path, out_path: Path) -> int:
     spec = json.loads(spec_path.read_text())
-    os.environ["PYTHONPATH"] = spec["root"]  # every raylet's workers import workloads
-    from ray.cluster_utils import Cluster
+    sys.path.insert(0, spec["root"])
+    from workloads.local_cluster import LocalCluster
 
     started = time.time()
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
-    seen = {"clusterStartS": time.time() - started, "sides": {}}
-    try:
+    seen: dict = {"sides": {}}
+    with LocalCluster() as cluster:
+        seen["clusterStartS"] = time.time() - started
         for side in spec["sides"]:
             seen["sides"][side["name"]] = run_side(cluster, side, spec)
-    finally:
-        cluster.shutdown()
     seen["collectedAt"] = time.time()
     out_path.write_text(json.dumps(seen, indent=1, sort_keys=True))
     return 0

@@ -113,8 +113,12 @@ def sentences(report: dict) -> list[str]:
             out.append(f"{s['name']}: {seconds(sum(start.values()))} of its {seconds(wall)} wall time "
                        f"({share:.0%}) went to start-up, most of it to {PHASE_NAMES[biggest].split(' (')[0]}; "
                        f"compiling took {seconds(s.get('compileS'))}.")
-        if s.get("recovery", {}).get("recoveryS") is not None:
-            out.append(f"{s['name']} recovered from the lost worker in {_recovery(s)}.")
+        r = s.get("recovery") or {}
+        if r.get("recoveryS") is not None:
+            seen = f" (the failure seen after {seconds(r['detectS'])})" if r.get("detectS") is not None else ""
+            out.append(f"{s['name']} lost a worker at step {r['injectedAtStep']} and reported a step again "
+                       f"{seconds(r['recoveryS'])} later{seen}, resuming from the checkpoint of step {r.get('fromStep')} "
+                       f"with {r.get('stepsRedone')} steps redone.")
         still = (s.get("billing") or {}).get("stillUp")
         if still:
             out.append(f"{s['name']}: {', '.join(still)} was still up when the report was collected; its cost counts "

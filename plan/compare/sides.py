@@ -30,6 +30,7 @@ SIDE_LABEL = "ray-tpu-gke/compare-side"
 TTL_AFTER_FINISHED_S = 60
 DEFAULT_RESULT_DIR = "/gcs/compare"  # workloads.train --result-dir default: the stack's bucket, GCS FUSE at /gcs
 TRAIN_MODULE = "workloads.train"
+TRAIN_STORAGE = "/gcs/ray-train"  # workloads.train DEFAULT_STORAGE: checkpoints in the stack's bucket
 
 
 @dataclass(frozen=True)
@@ -218,13 +219,16 @@ def job_name(side: SidePlan, run: str) -> str:
 
 
 def entrypoint_for_run(side: SidePlan, run: str, result_dir: str, seed: int, extra: Optional[dict] = None) -> str:
-    """The side's own entrypoint, told the run, its side name, where to write its result and the seed (the
-    interface's flags); a fresh checkpoint name, so a run never resumes an earlier run's checkpoint."""
+    """The side's own entrypoint, told the run, its side name, where to write its result and the seed: the flags every
+    comparison job takes (docs/compare.md). A new run id also means fresh checkpoints (workloads.train keeps them per
+    --run), so a run never resumes an earlier one."""
     flags: dict[str, Any] = {"--run": run, "--side": side.name, "--result-dir": result_dir, "--seed": seed}
-    name = flag_value(side.entrypoint, "--name")
-    if name is not None or runs_train_module(side.entrypoint):
-        flags["--name"] = f"{name or side.name}-{run_suffix(run)}"
     flags.update(extra or {})
+    if runs_train_module(side.entrypoint):
+        # workloads.train keeps its checkpoints under <storage-path>/<run>: the sides of one run share the run id, so
+        # each gets a folder of its own, or one would resume from the other's checkpoint.
+        storage = flags.get("--storage-path") or flag_value(side.entrypoint, "--storage-path") or TRAIN_STORAGE
+        flags["--storage-path"] = f"{str(storage).rstrip('/')}/{side.name}"
     return set_flags(side.entrypoint, flags)
 
 
