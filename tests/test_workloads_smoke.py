@@ -1,19 +1,21 @@
 """The parts of workloads/ that need neither Ray nor JAX: what a slice looks like to Ray, the smoke test's label and
-psum verdicts over ray.nodes()-shaped data, its command line and result format, and the image's pins.
+psum verdicts over ray.nodes()-shaped data, its command line and result format, the training job's bucket.
 
-tests/test_workloads_ray.py runs the same code against a real local Ray cluster.
+tests/test_workloads_ray.py runs the same code against a real local Ray cluster; tests/test_workloads_images.py
+checks the images, tests/test_workloads_train.py the training job's command line and result.
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import pytest
+import yaml
 from helpers import ROOT
 
 from ray_tpu_gke import catalog
-from ray_tpu_gke.render import manifests
-from ray_tpu_gke.spec import models
 from workloads import slice as slices
 from workloads import tpu_smoke, train
 from workloads.slice import SliceSpec
@@ -207,28 +209,23 @@ def test_training_on_one_gpu_node_needs_no_slice():
         train.parse_args(["--gpus", "0"])
 
 
-def test_training_checkpoints_go_to_the_bucket_the_stack_mounts():
-    assert train.GCS_MOUNT == manifests.GCS_MOUNT
+def test_training_checkpoints_and_results_go_to_the_bucket_the_stack_mounts():
+    """Every Ray container of the dev stack mounts the bucket where workloads.train writes (`--manifests`)."""
+    run = subprocess.run([sys.executable, "-m", "plan", "dev", "--manifests"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    ray_objects = [o for o in yaml.safe_load_all(run.stdout) if o and o.get("apiVersion", "").startswith("ray.io/")]
+    assert ray_objects
+    mounts = {m["mountPath"] for o in ray_objects for m in _ray_container_mounts(o)}
+    assert mounts == {train.GCS_MOUNT}
+    assert train.DEFAULT_STORAGE.startswith(train.GCS_MOUNT + "/") and train.DEFAULT_RESULT_DIR == "/gcs/compare"
 
 
-def pins(text: str) -> dict[str, str]:
-    return {m.group(1).lower(): m.group(2) for m in re.finditer(r"(?m)^([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?==(\S+)", text)}
-
-
-def test_the_image_runs_the_stacks_ray_and_the_tested_jax():
-    dockerfile = (ROOT / "workloads" / "Dockerfile").read_text()
-    assert re.search(r"(?m)^FROM (\S+)$", dockerfile).group(1) == models.DEFAULT_RAY_IMAGE
-    assert f"ray.__version__ == '{models.DEFAULT_RAY_VERSION}'" in dockerfile
-    image = {m.group(1): m.group(2) for m in re.finditer(r'"([a-z]+)(?:\[tpu\])?==([^"]+)"', dockerfile)}
-    tested = pins((ROOT / "requirements-workloads.txt").read_text())
-    assert image["jax"] == tested["jax"] and image["jaxlib"] == tested["jaxlib"]
-    assert f"jax.__version__ == '{tested['jax']}'" in dockerfile
-    assert tested["ray"] == models.DEFAULT_RAY_VERSION
-    assert image["libtpu"].startswith("0.0.42")  # jax[tpu] 0.10.2 requires libtpu==0.0.42.*
-
-
-def test_the_workloads_requirements_are_exact_pins():
-    lines = [line for line in (ROOT / "requirements-workloads.txt").read_text().splitlines()
-             if line.strip() and not line.startswith("#")]
-    assert lines and all("==" in line for line in lines), [line for line in lines if "==" not in line]
-    assert int(pins("\n".join(lines))["protobuf"].split(".")[0]) < 7  # Ray Serve 2.55 needs FieldDescriptor.label
+def _ray_container_mounts(obj: dict):
+    """The volume mounts of every container of a RayCluster's, RayJob's or RayService's pod templates."""
+    spec = obj["spec"]
+    cluster = spec.get("rayClusterSpec") or spec.get("rayClusterConfig") or spec
+    templates = [cluster["headGroupSpec"]["template"]] + [g["template"] for g in cluster.get("workerGroupSpecs", [])]
+    for template in templates:
+        for container in template["spec"]["containers"]:
+            yield from container.get("volumeMounts", [])

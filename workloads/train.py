@@ -94,8 +94,8 @@ def make_trainer(spec: Optional[SliceSpec], *, steps: int, batch_size: int = 256
         worker_env = {"JAX_PLATFORMS": "cpu",
                       "XLA_FLAGS": f"--xla_force_host_platform_device_count={gpus or spec.chips_per_host}"}
     shape = None if gpus else {**{k: getattr(spec, k) for k in ENV}, "slices": slices}
-    asked = f"--gpus {gpus}" if gpus else (f"{slices} x " if slices > 1 else "") + \
-        f"{spec.generation} {spec.topology} slice{'s' if slices > 1 else ''}"
+    asked = (f"--gpus {gpus}" if gpus else
+             f"{slices if slices > 1 else 'a'} {spec.generation} {spec.topology} slice{'s' if slices > 1 else ''}")
     return JaxTrainer(
         train_loop,
         train_loop_config={"steps": steps, "batch_size": batch_size, "learning_rate": learning_rate,
@@ -267,6 +267,9 @@ def main(argv: Optional[list[str]] = None) -> int:
                        seed=args.seed, process_start=PROCESS_START, fit_called=fit_called, started_at=PROCESS_START,
                        finished_at=time.time(), ray_version=ray.__version__, jax_version=jax_version, error=error)
     write_result(doc, args.result_dir)
+    # Disconnected first, so that no line Ray forwards from the workers (or its deduplication summary, printed when
+    # the driver exits) comes after the document: the last line of the log is the result.
+    ray.shutdown()
     print(json.dumps(doc, sort_keys=True), flush=True)
     return EXIT_TRAINING_FAILED if error else 0
 

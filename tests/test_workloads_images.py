@@ -1,0 +1,88 @@
+"""The two variants of the workloads image (workloads/Dockerfile for TPU, workloads/Dockerfile.gpu for GPU) and
+their Cloud Build: the base images, the same Ray and the same JAX in both, pinned as requirements-workloads.txt pins
+the JAX the tests run, and the image names the stacks use (docs/workloads.md)."""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+from helpers import ROOT
+
+WORKLOADS = ROOT / "workloads"
+VARIANTS = {"tpu": WORKLOADS / "Dockerfile", "gpu": WORKLOADS / "Dockerfile.gpu"}
+
+
+def pins(text: str) -> dict[str, str]:
+    """name -> version of every `name==version` (extras dropped) in requirements or pip install lines."""
+    return {m.group(1).lower(): m.group(2)
+            for m in re.finditer(r'(?m)(?:^|")([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?==([^"\s]+)', text)}
+
+
+def extras(text: str, package: str) -> set[str]:
+    return {m.group(1) for m in re.finditer(rf'"{package}\[([^\]]+)\]==', text)}
+
+
+def base(dockerfile: str) -> str:
+    bases = re.findall(r"(?m)^FROM (\S+)\s*$", dockerfile)
+    assert len(bases) == 1, bases
+    return bases[0]
+
+
+TESTED = pins((ROOT / "requirements-workloads.txt").read_text())
+RAY = TESTED["ray"]
+
+
+def test_both_variants_build_on_rays_own_image_of_the_tested_ray():
+    assert base(VARIANTS["tpu"].read_text()) == f"rayproject/ray:{RAY}-py311"
+    # Ray's CUDA 12.8 image (ray-project/ray ci/ray_ci/docker_container.py PLATFORMS_RAY: "cu12.8.1-cudnn").
+    assert base(VARIANTS["gpu"].read_text()) == f"rayproject/ray:{RAY}-py311-cu128"
+    for dockerfile in VARIANTS.values():
+        assert f"ray.__version__ == '{RAY}'" in dockerfile.read_text()
+
+
+def test_both_variants_install_the_tested_jax():
+    installed = {variant: pins(path.read_text()) for variant, path in VARIANTS.items()}
+    for variant, versions in installed.items():
+        assert versions["jax"] == versions["jaxlib"] == TESTED["jax"] == TESTED["jaxlib"], (variant, versions)
+        assert f"jax.__version__ == '{TESTED['jax']}'" in VARIANTS[variant].read_text()
+    assert installed["tpu"]["jax"] == installed["gpu"]["jax"]
+
+
+def test_each_variant_brings_its_accelerators_backend():
+    tpu, gpu = (VARIANTS[v].read_text() for v in ("tpu", "gpu"))
+    assert extras(tpu, "jax") == {"tpu"} and pins(tpu)["libtpu"].startswith("0.0.42")  # jax[tpu] 0.10.2: 0.0.42.*
+    assert extras(gpu, "jax") == {"cuda12"}
+    assert pins(gpu)["jax-cuda12-plugin"] == pins(gpu)["jax-cuda12-pjrt"] == TESTED["jax"]
+    assert "libtpu" not in gpu and "cuda" not in tpu.lower()
+    # The build fails when the backend's plugin did not install (workloads.backend.PLUGIN_MODULES names them).
+    assert "find_spec('libtpu')" in tpu and "find_spec('jax_plugins.xla_cuda12')" in gpu
+
+
+def test_both_variants_carry_the_same_workloads_package():
+    steps = {variant: [line for line in path.read_text().splitlines() if line.startswith(("COPY", "RUN echo"))]
+             for variant, path in VARIANTS.items()}
+    assert steps["tpu"] == steps["gpu"] and steps["tpu"]
+
+
+def test_cloud_build_builds_both_variants_under_the_names_the_stacks_use():
+    config = yaml.safe_load((WORKLOADS / "cloudbuild.yaml").read_text())
+    built = {step["id"]: step["args"] for step in config["steps"]}
+    assert built["tpu"][:3] == ["build", "-f", "Dockerfile"] and built["gpu"][:3] == ["build", "-f", "Dockerfile.gpu"]
+    names = {variant: args[args.index("-t") + 1] for variant, args in built.items()}
+    # The last path component names the variant: REGION-docker.pkg.dev/PROJECT/ray-tpu-gke/workloads-<variant>:TAG.
+    assert names == {v: f"${{_REGISTRY}}/workloads-{v}:${{_TAG}}" for v in ("tpu", "gpu")}
+    assert sorted(config["images"]) == sorted(names.values())
+    assert config["substitutions"]["_TAG"] == RAY
+
+
+def test_the_build_context_leaves_the_build_files_out():
+    ignored = set((WORKLOADS / ".dockerignore").read_text().split())
+    assert {"Dockerfile", "Dockerfile.gpu", "cloudbuild.yaml", "__pycache__/"} <= ignored
+
+
+def test_the_workloads_requirements_are_exact_pins():
+    lines = [line for line in (ROOT / "requirements-workloads.txt").read_text().splitlines()
+             if line.strip() and not line.startswith("#")]
+    assert lines and all("==" in line for line in lines), [line for line in lines if "==" not in line]
+    assert int(TESTED["protobuf"].split(".")[0]) < 7  # Ray Serve 2.55 needs FieldDescriptor.label

@@ -1,0 +1,309 @@
+"""workloads.train as a comparison job runs it: the result document, the event lines, the platform check and the
+shape from the worker group's environment.
+
+The tests of the first part need no Ray: the command line (`parse_args`, `declared`), $SLICE_* and $SLICE_COUNT,
+the result document's contract (workloads.result). The second part runs real local Ray 2.55 jobs, like
+tests/test_workloads_ray.py in two halves: run by the workloads interpreter as a script (`python
+tests/test_workloads_train.py OUT.json`), it starts a cluster (workloads.local_cluster) with a head, one simulated
+v6e 2x4 slice of two 4-chip hosts and one node with a `GPU` resource but no GPU, and runs `python -m workloads.train`
+as a RayJob's driver: twice on the slice with --simulate, once with --gpus 1 without it (no CUDA here: it must stop
+before training), once with --gpus 1 --simulate, and once on the slice without --simulate.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from workloads import result as results  # noqa: E402  (no Ray, no JAX)
+from workloads import train  # noqa: E402
+from workloads.slice import SliceSpec  # noqa: E402
+
+if __name__ != "__main__":
+    import pytest
+
+    from test_workloads_ray import workloads_python
+
+SPEC = SliceSpec("v6e", "4x4", hosts=4, chips_per_host=4)
+SHAPE_ENV = {"SLICE_GENERATION": "v6e", "SLICE_TOPOLOGY": "4x4", "SLICE_HOSTS": "4", "SLICE_CHIPS_PER_HOST": "4",
+             "SLICE_COUNT": "2"}
+STEPS = 8
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Script half: runs under the workloads interpreter.
+# --------------------------------------------------------------------------------------------------------------------
+
+def _train(address: str, argv: list[str], result_dir: Path) -> dict:
+    run = subprocess.run([sys.executable, "-m", "workloads.train", "--result-dir", str(result_dir), *argv], cwd=ROOT,
+                         env={**os.environ, "RAY_ADDRESS": address}, capture_output=True, text=True, timeout=300)
+    return {"returncode": run.returncode, "stdout": run.stdout, "stderr": run.stderr,
+            "lastStdout": (run.stdout.strip().splitlines() or [""])[-1],
+            "lastStderr": (run.stderr.strip().splitlines() or [""])[-1],
+            "files": sorted(str(p.relative_to(result_dir)) for p in result_dir.rglob("*.json"))}
+
+
+def _simulate(out: Path) -> None:
+    from workloads.local_cluster import LocalCluster
+
+    os.environ.pop("JAX_PLATFORMS", None)  # as in a pod: Ray Train picks the platform (tpu, cuda) itself
+    spec = SliceSpec("v6e", "2x4", hosts=2, chips_per_host=4)
+    seen: dict = {}
+    with LocalCluster() as cluster:
+        cluster.tpu_slice(spec, "tpu-0")
+        cluster.gpu_node(1)
+        slice_args = [*spec.to_args(), "--steps", str(STEPS), "--batch-size", "32", "--report-every", "4"]
+        for name in ("first", "second"):
+            seen[name] = _train(cluster.address, [*slice_args, "--simulate", "--run", f"run-{name}", "--side",
+                                                  "bench-tpu", "--storage-path", str(out.parent / "ckpt")],
+                                out.parent / "results")
+        gpu = ["--gpus", "1", "--steps", "3", "--batch-size", "8", "--storage-path", str(out.parent / "ckpt")]
+        seen["gpu-refused"] = _train(cluster.address, [*gpu, "--run", "gpu-refused"], out.parent / "refused")
+        seen["gpu-simulated"] = _train(cluster.address, [*gpu, "--simulate", "--run", "gpu-sim"],
+                                       out.parent / "results")
+        seen["tpu-refused"] = _train(cluster.address, [*slice_args, "--run", "tpu-refused", "--storage-path",
+                                                       str(out.parent / "ckpt")], out.parent / "refused")
+    out.write_text(json.dumps(seen, indent=1, sort_keys=True))
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Test half, without Ray: the command line and the result contract.
+# --------------------------------------------------------------------------------------------------------------------
+
+def _usage_error(argv, environ, capsys) -> str:
+    with pytest.raises(SystemExit) as exit_:
+        train.parse_args(argv, environ=environ)
+    assert exit_.value.code == 2
+    return capsys.readouterr().err
+
+
+def test_the_shape_comes_from_the_worker_groups_environment():
+    spec, args = train.parse_args(["--steps", "10"], environ=SHAPE_ENV)
+    assert spec == SPEC and args.slices == 2
+    spec, args = train.parse_args([*SPEC.to_args(), "--slices", "2"], environ=SHAPE_ENV)  # agreeing: fine
+    assert spec == SPEC and args.slices == 2
+    spec, args = train.parse_args(SPEC.to_args(), environ={})
+    assert spec == SPEC and args.slices == 1  # no $SLICE_COUNT: one slice
+
+
+def test_arguments_that_contradict_the_environment_name_both_values(capsys):
+    err = _usage_error(["--hosts", "2", "--chips-per-host", "8", "--slices", "3"], SHAPE_ENV, capsys)
+    assert "--hosts 2 contradicts $SLICE_HOSTS=4" in err
+    assert "--chips-per-host 8 contradicts $SLICE_CHIPS_PER_HOST=4" in err
+    assert "--slices 3 contradicts $SLICE_COUNT=2" in err
+    err = _usage_error(["--topology", "2x8"], SHAPE_ENV, capsys)
+    assert "--topology 2x8 contradicts $SLICE_TOPOLOGY=4x4" in err
+
+
+def test_a_missing_shape_and_a_bad_environment_are_usage_errors(capsys):
+    assert "missing --generation (or $SLICE_GENERATION)" in _usage_error([], {}, capsys)
+    assert "$SLICE_HOSTS='four' is not a whole number" in _usage_error([], {**SHAPE_ENV, "SLICE_HOSTS": "four"},
+                                                                        capsys)
+    assert "--slices describe TPU slices" in _usage_error(["--gpus", "8", "--slices", "2"], {}, capsys)
+
+
+def test_the_run_and_side_default_from_the_name():
+    _, args = train.parse_args(["--gpus", "8", "--name", "bench-gpu"], environ=SHAPE_ENV)  # a GPU job ignores $SLICE_*
+    assert args.side == "bench-gpu" and args.run.startswith("bench-gpu-") and len(args.run) == len("bench-gpu-") + 14
+    assert args.result_dir == "/gcs/compare" and args.seed == 0 and args.simulate is False
+    _, args = train.parse_args(["--gpus", "1", "--run", "r1", "--side", "gpu", "--result-dir", "", "--seed", "7"])
+    assert (args.run, args.side, args.result_dir, args.seed) == ("r1", "gpu", "", 7)
+
+
+def test_declared_reads_only_what_the_entrypoint_says():
+    argv = ["--steps", "300", "--name", "bench-tpu", "--generation", "v6e", "--topology", "2x4", "--hosts", "1",
+            "--chips-per-host", "8"]
+    assert train.declared(argv) == {
+        "generation": "v6e", "topology": "2x4", "hosts": 1, "chipsPerHost": 8, "slices": None, "gpus": None,
+        "steps": 300, "batchSize": 256, "reportEvery": 50, "seed": 0, "name": "bench-tpu", "run": None, "side": None,
+        "resultDir": "/gcs/compare", "storagePath": "/gcs/ray-train", "simulate": False}
+    assert train.declared(["--slices", "2"])["generation"] is None  # left to $SLICE_*: the planner fills it in
+    assert train.declared(["--gpus", "8"])["gpus"] == 8
+    with pytest.raises(ValueError, match="unrecognized arguments: --bogus"):
+        train.declared(["--bogus"])
+    with pytest.raises(ValueError, match="invalid int value"):
+        train.declared(["--hosts", "two"])
+
+
+def test_parse_args_and_declared_import_neither_ray_nor_jax():
+    code = ("import sys; from workloads import train; train.parse_args(['--gpus', '1']); train.declared([]); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('ray', 'jax')))")
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and run.stdout.strip() == "[]", run.stderr
+
+
+def test_event_lines_are_found_behind_rays_prefix():
+    log = "\n".join([
+        '\x1b[36m(RayTrainWorker pid=123)\x1b[0m {"event": "step", "step": 1, "stepS": 0.5, "loss": 1.0, "time": 1.0}',
+        "(TrainController pid=9) Started training worker group of size 2",
+        '{"not": "an event"}',
+        results.event_line("checkpoint", time=2.0, step=1, saveS=0.1)])
+    assert [e["event"] for e in results.parse_events(log)] == ["step", "checkpoint"]
+    with pytest.raises(ValueError):
+        results.event_line("stepped")
+
+
+def _record(attempts=1):
+    steps = [{"attempt": 0, "step": k, "stepS": 0.1 * k, "loss": 1.0 / k, "time": 100.0 + k, "compiled": k == 1}
+             for k in (1, 2, 3)]
+    record = {"attempts": [{"attempt": 0, "fromStep": 0, "enteredAt": 90.0, "workers": [
+                  {"rank": 0, "platform": "cpu", "deviceKind": "cpu", "sliceName": "s-0", "megascaleSliceId": None,
+                   "megascaleNumSlices": None, "compilationCache": "/gcs/jax-cache", "node": "n0",
+                   "tpuWorkerId": "0"}]}],
+              "failures": [], "steps": steps, "compile": [["/jax/core/compile/backend_compile_duration", 0.5, 0]],
+              "checkpoints": {"saveS": [0.2], "restoreS": []}, "restarts": [], "refusal": None,
+              "finish": {"fingerprint": {"seed": 0, "values": [0.5, -0.25], "sha256": "ab"}, "platform": "cpu",
+                         "deviceKind": "cpu", "devices": 4, "processes": 1, "finalLoss": 1 / 3, "jaxVersion": "0.10.2"}}
+    if attempts == 2:  # failed after step 3, resumed from the checkpoint at step 2
+        record["attempts"].append({**record["attempts"][0], "attempt": 1, "fromStep": 2, "enteredAt": 110.0})
+        record["steps"].append({"attempt": 1, "step": 3, "stepS": 0.4, "loss": 0.3, "time": 120.0, "compiled": True})
+        record["restarts"].append({"fromStep": 2, "failureSeenAt": 105.0, "resumedAt": 120.0, "stepsRedone": 1})
+    return record
+
+
+def _build(record):
+    return results.build(record, run="r", side="bench-tpu", kind="tpu", simulated=True, slices=1, steps=3,
+                         batch_size=32, seed=0, process_start=80.0, fit_called=85.0, started_at=80.0,
+                         finished_at=130.0, ray_version="2.55.0", jax_version="0.10.2")
+
+
+def test_the_result_document_from_a_ledger_record():
+    doc = _build(_record())
+    assert results.validate(doc) == []
+    assert doc["stepTimesS"] == pytest.approx([0.1, 0.2, 0.3]) and doc["compiledSteps"] == [0]
+    assert (doc["processStartToFirstStepS"], doc["workerGroupStartS"]) == (21.0, 5.0)
+    assert doc["examplesPerS"] == pytest.approx(32 * 3 / 0.6)
+    assert doc["compilationCache"] == "/gcs/jax-cache" and doc["workers"][0]["slice"] == 0
+
+
+def test_a_restart_keeps_every_executed_step_and_the_latest_loss_per_step():
+    doc = _build(_record(attempts=2))
+    assert results.validate(doc) == []
+    assert doc["stepTimesS"] == pytest.approx([0.1, 0.2, 0.3, 0.4]) and doc["compiledSteps"] == [0, 3]
+    assert doc["loss"] == [[1, 1.0], [2, 0.5], [3, 0.3]]
+    assert doc["examplesPerS"] == pytest.approx(32 / 0.4)  # the final attempt's steps only
+    assert doc["restarts"] == [{"failureSeenAt": 105.0, "resumedAt": 120.0, "fromStep": 2, "stepsRedone": 1}]
+
+
+def test_validate_names_every_departure_from_the_contract():
+    doc = _build(_record())
+    del doc["finalLoss"]
+    doc.update(kind="fpga", devices="4", compiledSteps=[7], fingerprint={"seed": 0, "values": ["x"]})
+    assert results.validate(doc) == [
+        "result.finalLoss: missing",
+        "result.devices: str '4', expected int",
+        "result.kind: 'fpga', expected one of tpu, gpu",
+        "result.compiledSteps: index 7 is not one of the 3 steps",
+        "result.fingerprint.sha256: missing",
+        "result.fingerprint.values[0]: 'x' is not a finite float"]
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Test half, on the local Ray cluster.
+# --------------------------------------------------------------------------------------------------------------------
+
+if __name__ != "__main__":
+
+    @pytest.fixture(scope="module")
+    def seen(tmp_path_factory):
+        python = workloads_python()
+        if python is None:
+            pytest.skip("no workloads virtualenv: set WORKLOADS_PYTHON to its python, or run `make test`, which "
+                        "builds .venv-workloads from requirements-workloads.txt")
+        out = tmp_path_factory.mktemp("train") / "seen.json"
+        run = subprocess.run([python, str(Path(__file__).resolve()), str(out)], cwd=ROOT, capture_output=True,
+                             text=True, timeout=900)
+        if run.returncode != 0 or not out.exists():
+            pytest.fail(f"the local training runs failed ({run.returncode}):\n{run.stderr[-6000:]}")
+        return json.loads(out.read_text())
+
+
+def _document(run: dict) -> dict:
+    assert run["returncode"] == 0, run["stderr"][-3000:]
+    doc = json.loads(run["lastStdout"])  # the last line of the log is the result document
+    assert results.parse_result(run["stdout"]) == doc
+    return doc
+
+
+def test_the_instrumented_run_produces_a_result_document_that_keeps_the_contract(seen):
+    doc = _document(seen["first"])
+    assert results.validate(doc) == []
+    assert (doc["kind"], doc["platform"], doc["simulated"], doc["side"], doc["run"]) == (
+        "tpu", "cpu", True, "bench-tpu", "run-first")
+    assert (doc["devices"], doc["processes"], doc["slices"], doc["steps"]) == (8, 2, 1, STEPS)
+    assert len(doc["stepTimesS"]) == STEPS and all(t > 0 for t in doc["stepTimesS"])
+    assert doc["compiledSteps"] == [0] and doc["compileS"] > 0 and doc["compileEvents"] >= 3
+    # The compile-duration events of JAX 0.10.2 (jax/_src/dispatch.py), each heard at least once.
+    assert set(doc["compileByEventS"]) == {"/jax/core/compile/jaxpr_trace_duration",
+                                           "/jax/core/compile/jaxpr_to_mlir_module_duration",
+                                           "/jax/core/compile/backend_compile_duration"}
+    assert len(doc["checkpoints"]["saveS"]) == STEPS // 4 and doc["checkpoints"]["restoreS"] == []
+    assert 0 < doc["workerGroupStartS"] < doc["processStartToFirstStepS"]
+    assert doc["startedAt"] < doc["finishedAt"] and doc["examplesPerS"] > 0
+    assert [step for step, _ in doc["loss"]] == list(range(1, STEPS + 1)) and doc["finalLoss"] == doc["loss"][-1][1]
+    assert len(doc["fingerprint"]["values"]) == 8 and len(doc["fingerprint"]["sha256"]) == 64
+    assert [w["sliceName"] for w in doc["workers"]] == ["tpu-0", "tpu-0"]
+    assert doc["rayVersion"] == "2.55.0" and doc["jaxVersion"] == "0.10.2" and doc["compilationCache"] is None
+
+
+def test_the_result_is_written_to_the_result_dir_by_run_and_side(seen):
+    assert "run-first/bench-tpu.json" in seen["first"]["files"]
+    assert "run-second/bench-tpu.json" in seen["second"]["files"]
+
+
+def test_step_times_are_measured_two_runs_differ_and_agree_on_the_outputs(seen):
+    first, second = _document(seen["first"]), _document(seen["second"])
+    assert first["stepTimesS"] != second["stepTimesS"]  # measured, not constants
+    assert first["processStartToFirstStepS"] != second["processStartToFirstStepS"]
+    # Same seed, same data, same platform: the same trained model.
+    assert first["fingerprint"] == second["fingerprint"] and first["loss"] == second["loss"]
+
+
+def test_event_lines_come_while_the_job_runs(seen):
+    run = seen["first"]
+    events = results.parse_events(run["stdout"] + run["stderr"])
+    kinds = [e["event"] for e in events]
+    assert kinds.count("start") == 1 and kinds.count("step") == STEPS and kinds.count("checkpoint") == STEPS // 4
+    assert [e["step"] for e in events if e["event"] == "step"] == list(range(1, STEPS + 1))
+    assert all(isinstance(e["time"], float) for e in events)
+    start = next(e for e in events if e["event"] == "start")
+    assert (start["attempt"], start["fromStep"]) == (0, 0)
+    doc = _document(run)
+    assert [e["stepS"] for e in events if e["event"] == "step"] == doc["stepTimesS"]
+
+
+def test_a_gpu_job_without_a_cuda_backend_stops_before_training_naming_it(seen):
+    run = seen["gpu-refused"]
+    assert run["returncode"] == train.EXIT_WRONG_PLATFORM, run["stderr"][-3000:]
+    line = run["lastStderr"]
+    assert line.startswith("workloads.train: --gpus 1 needs JAX's CUDA backend (platform gpu)")
+    assert "no CUDA backend" in line and "jax-cuda12-plugin" in line and "JAX_PLATFORMS=cuda" in line
+    assert results.parse_events(run["stdout"] + run["stderr"]) == []  # not one step, not even a start
+    assert run["files"] == []  # and no result document
+
+
+def test_a_tpu_job_on_hosts_without_tpus_stops_before_training_naming_it(seen):
+    run = seen["tpu-refused"]
+    assert run["returncode"] == train.EXIT_WRONG_PLATFORM, run["stderr"][-3000:]
+    line = run["lastStderr"]
+    assert line.startswith("workloads.train: a v6e 2x4 slice needs JAX's TPU backend (platform tpu)")
+    assert "no TPU backend" in line and "libtpu" in line
+    assert results.parse_events(run["stdout"] + run["stderr"]) == []
+
+
+def test_the_gpu_job_runs_on_the_cpu_when_simulating_and_says_so(seen):
+    doc = _document(seen["gpu-simulated"])
+    assert results.validate(doc) == []
+    assert (doc["kind"], doc["platform"], doc["simulated"], doc["devices"], doc["processes"]) == (
+        "gpu", "cpu", True, 1, 1)
+    assert doc["workers"][0]["megascaleSliceId"] is None and doc["slices"] == 1
+
+
+if __name__ == "__main__":
+    _simulate(Path(sys.argv[1]))
