@@ -125,6 +125,17 @@ def load_checked(stack: str, config_file: Path | None = None) -> tuple[dict[str,
     return values, secret_keys, config
 
 
+def warning_lines(warnings) -> list[str]:
+    """Each warning as one `warning: ...` line, whatever its text holds, for stderr or a log: never wrapped."""
+    return ["warning: " + " ".join(str(warning).split()) for warning in warnings]
+
+
+def print_warnings(warnings, file=None) -> None:
+    """Print each warning on one line (plain print: a Rich console would wrap at its width, 80 off a terminal)."""
+    for line in warning_lines(warnings):
+        print(line, file=file or sys.stderr)
+
+
 def report(error: ConfigError | StackNotFound) -> int:
     """For command-line tools: every problem on stderr, one per line, and the exit status that goes with it."""
     if isinstance(error, ConfigError):
