@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterator, Mapping, Optional
 
-from .. import admission
+from .. import admission, catalog
 from ..catalog import ray_versions
 from .models import RayJobConfig, RayObjectConfig, RayServiceConfig, TpuSliceConfig, WorkerGroupConfig
 from .paths import ClusterContext, Paths
@@ -109,10 +109,20 @@ def _whole(model, *names: str) -> bool:
     return model.intact(*names) if hasattr(model, "intact") else True
 
 
+def _shaped(entry: TpuSliceConfig) -> bool:
+    """Whether the entry's generation, topology and machine type make a slice (their problems are reported apart)."""
+    try:
+        entry.shape
+    except catalog.CatalogError:
+        return False
+    return True
+
+
 def _uses(lists: dict) -> Iterator[_Use]:
     """Every worker group on a valid slice entry, of objects whose fields these rules read were all valid."""
     slices = {s.name: (index, s) for index, s in enumerate(lists["tpu_slices"])
-              if s is not None and _whole(s, "name", "generation", "topology", "count", "capacity", "autoscaling")}
+              if s is not None and _whole(s, "name", "generation", "topology", "count", "capacity", "autoscaling")
+              and _shaped(s)}
     for kind in ("ray_clusters", "ray_services", "ray_jobs"):
         for i, obj in enumerate(lists[kind]):
             if obj is None or not _whole(obj, "worker_groups", "autoscaling", "ray_version",
