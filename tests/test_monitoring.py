@@ -34,13 +34,14 @@ def pool_match(pools: list[str]) -> str:
 # --- the plans of the committed stacks --------------------------------------------------------------------------------
 
 EXPECTED = {
-    "dev": ["v6e-4-idle", "v6e-4-unavailable", "v6e-4-interruptions"],
-    "staging": ["v6e-16-idle-0", "v6e-16-unavailable", "v6e-16-interruptions"],
+    "dev": ["v6e-4-idle", "v6e-4-unavailable", "v6e-4-interruptions", "slice-health", "ray-not-ready",
+            "pending-pods"],
+    "staging": ["v6e-16-idle-0", "v6e-16-unavailable", "v6e-16-interruptions", "slice-health", "ray-not-ready",
+                "rayjob-failed", "pending-pods"],
     "prod": ["v6e-64-idle-0", "v6e-64-idle-1", "v6e-64-unavailable", "v6e-64-interruptions",
              "ironwood-64-idle-0", "ironwood-64-unavailable", "ironwood-64-interruptions",
-             "v6e-8-serve-idle", "v6e-8-serve-unavailable", "v6e-8-serve-interruptions"],
-    "sandbox": ["v6e-8-spot-idle", "v6e-8-spot-unavailable", "v6e-16-flex-idle", "v6e-16-flex-unavailable",
-                "node-pools-interruptions"],
+             "v6e-8-serve-idle", "v6e-8-serve-unavailable", "v6e-8-serve-interruptions", "slice-health",
+             "ray-not-ready", "rayjob-failed", "pending-pods"],
 }
 
 
@@ -61,6 +62,15 @@ def expected_keys(config) -> list[str]:
         keys.append(f"{pool.name}-gpu-idle")
         if config.standard:
             keys.append(f"{pool.name}-gpu-interruptions")
+    # The stack's own: the in-cluster slice check (every committed stack runs it) and the Ray objects it reports on,
+    # and unschedulable pods in the Ray namespaces.
+    kinds = {type(o).__name__.removesuffix("Config") for o in config.ray_objects}
+    if config.tpu_slices and config.monitoring.slice_health.enabled:
+        keys.append("slice-health")
+        keys += ["ray-not-ready"] if kinds & {"RayCluster", "RayService"} else []
+        keys += ["rayjob-failed"] if "RayJob" in kinds else []
+    if config.namespaces:
+        keys.append("pending-pods")
     if not config.standard and (config.tpu_slices or config.gpu_pools):
         keys.append("node-pools-interruptions")
     return keys
@@ -159,7 +169,9 @@ def test_thresholds_and_channels_come_from_the_monitoring_section():
     plan = run(minimal_values(monitoring={"notificationChannels": channels, "idleDutyCyclePercent": 12.5,
                                           "idleMinutes": 30, "unavailableMinutes": 5, "interruptionsPerDay": 10}))
     found = policies(plan)
-    assert set(found) == {"ray-tpu-v6e-4-idle", "ray-tpu-v6e-4-unavailable", "ray-tpu-v6e-4-interruptions"}
+    # minimal_values runs the default rayproject/ray image, without the workloads package: no slice check.
+    assert set(found) == {"ray-tpu-v6e-4-idle", "ray-tpu-v6e-4-unavailable", "ray-tpu-v6e-4-interruptions",
+                          "ray-tpu-pending-pods"}
     assert all(p["inputs"]["notificationChannels"] == channels for p in found.values())
     idle = threshold(found["ray-tpu-v6e-4-idle"])
     assert (idle["thresholdValue"], idle["duration"]) == (12.5, "1800s")
@@ -360,5 +372,6 @@ def test_a_changed_threshold_is_an_update_in_the_review(tmp_path):
     new = harness.run_program("staging", values, secrets).to_json()
     diff = classify.compare(Side("planned", old), Side("planned", new), "staging")
     changed = {(c.type, c.name): c for c in diff.changes}
-    assert {key[1] for key in changed} == {"ray-tpu-staging-v6e-16-unavailable", "ray-tpu-staging-slices"}
+    assert {key[1] for key in changed} == {"ray-tpu-staging-v6e-16-unavailable", "ray-tpu-staging-ray-not-ready",
+                                           "ray-tpu-staging-slices"}
     assert {c.op for c in changed.values()} == {"update"} and not any(c.risky for c in changed.values())

@@ -185,8 +185,10 @@ def rows(dashboard: dict) -> dict[str, list[dict]]:
     tiles = dashboard["mosaicLayout"]["tiles"]
     out = {}
     for g in (t for t in tiles if "collapsibleGroup" in t["widget"]):
+        # The API leaves out a position of 0 (proto3 default), and so does the builder (#22.7).
+        top = g.get("yPos", 0)
         out[g["widget"]["title"]] = [t["widget"] for t in tiles if "xyChart" in t["widget"]
-                                     and g["yPos"] <= t["yPos"] < g["yPos"] + g["height"]]
+                                     and top <= t.get("yPos", 0) < top + g["height"]]
     return out
 
 
@@ -218,8 +220,11 @@ def test_one_row_per_slice_entry_with_its_charts(stack):
                     metrics.HBM_BANDWIDTH, metrics.HBM_USED, metrics.HBM_TOTAL}
         if config.standard:
             expected.add(metrics.INTERRUPTIONS)
-            if s.shape.multi_host:
-                expected.add(metrics.MULTI_HOST_AVAILABLE)
+            if s.shape.multi_host:  # GKE's own series of multi-host pools
+                expected |= {metrics.MULTI_HOST_AVAILABLE, metrics.NODE_POOL_STATUS, metrics.STARTUP_DURATION,
+                             metrics.TIMES_TO_RECOVER, metrics.TIMES_BETWEEN_INTERRUPTIONS}
+        if config.monitoring.slice_health.enabled:  # every committed stack runs the in-cluster slice check
+            expected.add(metrics.SLICE_HEALTHY)
         groups = [g for o in config.ray_objects for g in o.worker_groups if g.slice == s.name]
         if config.cluster.ray_operator.monitoring and groups:
             expected |= {metrics.RAY_ACTIVE_NODES, metrics.RAY_PENDING_NODES}
@@ -250,6 +255,9 @@ def test_standard_rows_name_the_pools_and_autopilot_rows_the_selected_labels():
     for chart in flex:
         for d in chart["xyChart"]["dataSets"]:
             f = d["timeSeriesQuery"]["timeSeriesFilter"]["filter"]
+            if 'resource.type="generic_task"' in f:  # the slice check's series name their entry
+                assert 'metric.labels.entry="v6e-16-flex"' in f
+                continue
             assert 'metadata.user_labels."cloud.google.com/compute-class"="v6e-16-flex-flex-start"' in f
             assert 'metadata.user_labels."cloud.google.com/gke-tpu-topology"="4x4"' in f
             assert "gke-nodepool\"=" not in f
@@ -296,7 +304,7 @@ def test_layout_check_finds_overlaps_and_strays():
     (dashboard,) = dashboards_of(plan_of("staging"))
     tiles = dashboard["mosaicLayout"]["tiles"]
     moved = copy.deepcopy(dashboard)
-    moved["mosaicLayout"]["tiles"][3]["xPos"] = tiles[2]["xPos"]
+    moved["mosaicLayout"]["tiles"][3]["xPos"] = tiles[2].get("xPos", 0)
     assert any("overlaps" in e for e in layout_errors(moved))
     wide = copy.deepcopy(dashboard)
     wide["mosaicLayout"]["tiles"][2]["xPos"] = 40
@@ -337,3 +345,64 @@ def test_a_gpu_pool_row_is_one_more_row():
         metrics.NODE_CONDITION, metrics.DUTY_CYCLE, metrics.HBM_USED, metrics.HBM_TOTAL,
         metrics.INTERRUPTIONS, metrics.RAY_ACTIVE_NODES, metrics.RAY_PENDING_NODES}
     assert dashboards.gpu_pool_row(env, gpu).widgets == 6
+
+
+# --- what the API returns (#22.7) ------------------------------------------------------------------------------------
+
+
+def default_leaves(value, path=""):
+    """Every field at its proto3 default (0, false, "", [], {}), which the Monitoring API leaves out of what it
+    returns; collapsibleGroup {} is the widget itself and stays."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if item in (0, False, "", [], {}) and key != "collapsibleGroup":
+                yield f"{path}.{key}"
+            yield from default_leaves(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from default_leaves(item, f"{path}[{i}]")
+
+
+def remove_computed_keys(old, new):
+    """terraform-provider-google resource_monitoring_dashboard.go removeComputedKeys, as read: drop from the state
+    (what the API returned) every key the config does not have, recursively and list element by element."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return {k: remove_computed_keys(v, new[k]) for k, v in old.items() if k in new}
+    if isinstance(old, list) and isinstance(new, list):
+        return [remove_computed_keys(o, n) if i < len(new) else o for i, (o, n) in
+                enumerate(zip(old, new + [None] * (len(old) - len(new))))]
+    return old
+
+
+def api_read_back(config: dict) -> dict:
+    """What the API returns for a dashboard: defaults left out, its own fields added."""
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k == "collapsibleGroup" or v not in (0, False, "", [], {})}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    returned = strip(config)
+    returned.update(name="projects/1/dashboards/abc", etag="0123")
+    return returned
+
+
+@pytest.mark.parametrize("stack", ["staging", "prod"])
+def test_dashboards_hold_no_default_the_api_would_leave_out(stack):
+    for dashboard in dashboards_of(plan_of(stack)):
+        assert list(default_leaves(dashboard)) == []
+        assert dashboards.prune(dashboard) == dashboard
+        # The provider's diff of the API's read-back against the config: equal, so no perpetual change.
+        assert remove_computed_keys(api_read_back(dashboard), dashboard) == dashboard
+
+
+def test_the_old_layout_would_always_differ():
+    (dashboard,) = dashboards_of(plan_of("staging"))
+    old = copy.deepcopy(dashboard)
+    old["mosaicLayout"]["tiles"][0]["xPos"] = 0
+    next(t for t in old["mosaicLayout"]["tiles"] if "collapsibleGroup" in t["widget"])["widget"]["collapsibleGroup"] = {
+        "collapsed": False}
+    assert list(default_leaves(old))
+    assert remove_computed_keys(api_read_back(old), old) != old
+

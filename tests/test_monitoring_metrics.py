@@ -81,7 +81,7 @@ def dashboard_series(dashboard: dict):
 
 def policy_series(policy: dict):
     for condition in policy["conditions"]:
-        threshold = condition["conditionThreshold"]
+        threshold = condition.get("conditionThreshold") or condition["conditionAbsent"]
         yield threshold["filter"], threshold["aggregations"]
 
 
@@ -126,8 +126,8 @@ def test_every_entry_names_a_source_that_has_a_url():
         assert metric["source"] in sources and metric.get("collected_by", metric["source"]) in sources
         assert metric["resource"] in RESOURCES
         assert metric["kind"] in ("GAUGE", "DELTA", "CUMULATIVE") and metric["value_type"] in ("BOOL", "INT64",
-                                                                                               "DOUBLE")
-        assert metric["labels"] and metric["description"]
+                                                                                               "DOUBLE", "DISTRIBUTION")
+        assert isinstance(metric["labels"], list) and metric["description"]
     for name, resource in RESOURCES.items():
         assert resource["source"] in sources, name
         assert all(source in sources for source in resource["user_labels"].values())
@@ -139,6 +139,12 @@ def test_metric_types_are_spelled_as_their_sources_spell_them():
     for metric_type, metric in METRICS.items():
         if metric["source"] == "gke-system-metrics":
             assert metric_type.startswith("kubernetes.io/")
+        elif metric["source"] == "custom-metrics":  # "custom.googleapis.com/" followed by a simple name or a path
+            assert re.fullmatch(r"custom\.googleapis\.com/ray_tpu_gke/[a-z_]+", metric_type)
+            assert metric["resource"] == "generic_task"
+        elif metric["source"] == "kube-state-metrics":
+            assert re.fullmatch(r"prometheus\.googleapis\.com/kube_[a-z_]+/gauge", metric_type)
+            assert metric["resource"] == "prometheus_target"
         else:  # Managed Service for Prometheus: prometheus.googleapis.com/<Prometheus name>/<kind>
             assert re.fullmatch(r"prometheus\.googleapis\.com/ray_[a-z_]+/gauge", metric_type)
             assert metric["resource"] == "prometheus_target"
@@ -182,7 +188,9 @@ def test_filters_name_the_stack_project_and_cluster():
         for f, _ in stack_series(stack):
             terms = parse(f)
             assert terms["resource.labels.project_id"] == f'"{project}"'
-            assert f'"{name}"' in (terms.get("resource.labels.cluster_name"), terms.get("resource.labels.cluster"))
+            # generic_task (the slice check's series): the cluster's name is its namespace label.
+            assert f'"{name}"' in (terms.get("resource.labels.cluster_name"), terms.get("resource.labels.cluster"),
+                                   terms.get("resource.labels.namespace"))
 
 
 # --- the builders refuse what the list does not hold -------------------------------------------------------------

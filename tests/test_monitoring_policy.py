@@ -16,9 +16,9 @@ def findings(plan: dict, stack: str, rule: str) -> list[engine.Violation]:
 def test_prod_without_channels_is_one_advisory_finding_for_the_stack():
     (finding,) = findings(prod_plan([]).to_json(), "prod", "prod-slice-alerts")
     assert finding.level == "advisory" and finding.resource is None
-    assert finding.message.startswith("10 alert policies notify no channel in production (stack prod): "
+    assert finding.message.startswith("14 alert policies notify no channel in production (stack prod): "
                                       "[prod] ray-tpu-prod: TPU slice v6e-64-0 (v6e-64) idle; ")
-    assert finding.message.endswith("; and 7 more. Set ray-tpu-gke:monitoring.notificationChannels to the IDs of "
+    assert finding.message.endswith("; and 11 more. Set ray-tpu-gke:monitoring.notificationChannels to the IDs of "
                                     "existing channels (projects/<project>/notificationChannels/<id>)")
     for stack in ("dev", "staging", "sandbox"):  # not production
         assert findings(plan_of(stack), stack, "prod-slice-alerts") == []

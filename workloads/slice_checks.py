@@ -245,31 +245,50 @@ def group_checks(subject: str, group: GroupPlan, pods: list[dict], nodes: dict[s
     return checks
 
 
-def _slice_check(subject: str, group: GroupPlan, pods: list[dict], envs: dict[str, dict],
-                 nodes: dict[str, dict]) -> Check:
-    """Per TPU_NAME: worker ids 0..hosts-1 once each, as many hostnames as hosts, one node pool."""
+def slice_problems(group: GroupPlan, pods: list[dict], nodes: dict[str, dict]) -> dict[str, list[str]]:
+    """What is wrong with each slice of a worker group's pods, by its TPU_NAME (empty list: nothing): worker ids
+    0..hosts-1 once each, as many hostnames as hosts, one node pool. Pods without the webhook's TPU_NAME are left out
+    (the "webhook env" check names them)."""
     spec = group.spec
     by_slice: dict[str, list[dict]] = {}
+    envs = {}
     for pod in pods:
-        by_slice.setdefault(envs[_name(pod)][NAME_ENV], []).append(pod)
-    problems = []
+        container = tpu_container(pod.get("spec", {}))
+        env = _env(container) if container else {}
+        if env.get(NAME_ENV):
+            envs[_name(pod)] = env
+            by_slice.setdefault(env[NAME_ENV], []).append(pod)
+    out: dict[str, list[str]] = {}
     for name, members in sorted(by_slice.items()):
+        problems = out.setdefault(name, [])
         if not name.startswith(f"{group.group}-"):
             problems.append(f"{NAME_ENV} {name!r} is not {group.group}-<replica>")
-        ids = sorted(envs[_name(p)][WORKER_ID_ENV] for p in members)
+        ids = sorted(str(envs[_name(p)].get(WORKER_ID_ENV)) for p in members)
         want = sorted(str(i) for i in range(spec.hosts))
         if ids != want:
             problems.append(f"{name}: {WORKER_ID_ENV} {', '.join(ids)}, expected {', '.join(want)}")
         if spec.hosts > 1:
-            counts = sorted({len(envs[_name(p)][HOSTNAMES_ENV].split(",")) for p in members})
+            counts = sorted({len((envs[_name(p)].get(HOSTNAMES_ENV) or "").split(",")) for p in members})
             if counts != [spec.hosts]:
                 problems.append(f"{name}: {HOSTNAMES_ENV} lists {counts} hosts, expected {spec.hosts}")
-        scheduled = [nodes.get(p.get("spec", {}).get("nodeName", "")) for p in members]
-        pools = sorted({_labels(n).get(NODE_POOL_LABEL, "?") for n in scheduled if n})
+        pools = sorted(pools_of(members, nodes))
         if len(pools) > 1:
             problems.append(f"{name}: hosts on node pools {', '.join(pools)}; a slice is one pool")
+    return out
+
+
+def pools_of(pods: list[dict], nodes: dict[str, dict]) -> set[str]:
+    """The node pools the pods are scheduled on."""
+    scheduled = [nodes.get(p.get("spec", {}).get("nodeName") or "") for p in pods]
+    return {_labels(n).get(NODE_POOL_LABEL, "?") for n in scheduled if n}
+
+
+def _slice_check(subject: str, group: GroupPlan, pods: list[dict], envs: dict[str, dict],
+                 nodes: dict[str, dict]) -> Check:
+    by_slice = slice_problems(group, pods, nodes)
+    problems = [p for name in sorted(by_slice) for p in by_slice[name]]
     return Check(subject, "slices", _status(problems),
-                 _listing(problems) or f"{len(by_slice)} slices, {WORKER_ID_ENV} 0..{spec.hosts - 1} in each")
+                 _listing(problems) or f"{len(by_slice)} slices, {WORKER_ID_ENV} 0..{group.spec.hosts - 1} in each")
 
 
 def _node_check(subject: str, group: GroupPlan, pods: list[dict], nodes: dict[str, dict]) -> Check:

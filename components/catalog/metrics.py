@@ -27,13 +27,21 @@ RAY_PENDING_NODES = "prometheus.googleapis.com/ray_cluster_pending_nodes/gauge"
 RAY_FAILED_NODES = "prometheus.googleapis.com/ray_cluster_failed_nodes/gauge"
 RAY_NODE_CPU = "prometheus.googleapis.com/ray_node_cpu_utilization/gauge"
 RAY_NODE_MEMORY = "prometheus.googleapis.com/ray_node_mem_used/gauge"
+NODE_POOL_STATUS = "kubernetes.io/node_pool/status"
+STARTUP_DURATION = "kubernetes.io/node_pool/accelerator/startup_duration"
+TIMES_TO_RECOVER = "kubernetes.io/node_pool/accelerator/times_to_recover"
+TIMES_BETWEEN_INTERRUPTIONS = "kubernetes.io/node_pool/accelerator/times_between_interruptions"
+POD_UNSCHEDULABLE = "prometheus.googleapis.com/kube_pod_status_unschedulable/gauge"
+# The slice check's own series (workloads/slice_health.py writes them; the same strings there).
+SLICE_HEALTHY = "custom.googleapis.com/ray_tpu_gke/slice_healthy"
+RAY_OBJECT_READY = "custom.googleapis.com/ray_tpu_gke/ray_object_ready"
 
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 GPU_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 
 # The labels that say which cluster a series belongs to, per monitored resource type.
-CLUSTER_LABEL = {"k8s_node": "cluster_name", "k8s_node_pool": "cluster_name", "prometheus_target": "cluster"}
-
+CLUSTER_LABEL = {"k8s_node": "cluster_name", "k8s_node_pool": "cluster_name", "prometheus_target": "cluster",
+                 "generic_task": "namespace"}  # the slice check writes the cluster's name as generic_task's namespace
 
 
 class ObservabilityError(ValueError):

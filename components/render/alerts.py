@@ -15,7 +15,11 @@ from .series import (
     duty_cycle,
     interruptions,
     pool_available,
+    ray_objects_ready,
     ready_hosts,
+    slice_check_runs,
+    slice_health,
+    unschedulable_pods,
     worker_groups_text,
 )
 
@@ -35,8 +39,9 @@ ALERTS = {
         "For {unavailable_minutes} minutes the slice has had fewer Ready hosts than the {hosts} it needs, or GKE has "
         "reported its multi-host node pool unavailable. A multi-host slice only works whole: its Ray workers cannot "
         "run.",
-        "Open the dashboard row of the slice: the availability chart shows GKE's unavailability reason "
-        "(MaintenanceTaint, RebootEvent, Unhealthy, ProvisioningError, ...). Maintenance and repairs end on their own; "
+        "GKE's unavailability reason, when it gave one: ${{metric.label.unavailability_reason}} (MaintenanceTaint, "
+        "RebootEvent, Unhealthy, ProvisioningError, ...; the slice's dashboard row charts it). Maintenance and repairs "
+        "end on their own; "
         "a ProvisioningError or a stockout needs capacity (quota, reservation) before the pool can be whole again. "
         "Ray jobs on the slice restart from their last checkpoint once it is.",
     ),
@@ -58,6 +63,42 @@ ALERTS = {
         "GPU pool interrupted repeatedly",
         "GKE interrupted the pool's nodes more than {interruptions} times in 24 hours.",
         "Read the interruption type and reason on the dashboard; move work off Spot capacity if it cannot keep up.",
+    ),
+    "slice-health": (
+        "TPU slice wrong in the cluster's own check",
+        "For {slice_health_minutes} minutes the in-cluster slice check (the slice-health CronJob) has found slice "
+        "${{metric.label.slice}} of entry ${{metric.label.entry}} wrong: ${{metric.label.problem}}. Or the check has "
+        "written nothing for {silent_minutes} minutes (the CronJob does not run, or cannot write its series).",
+        "Read the check's last run: `kubectl -n {health_namespace} logs job/<latest>` lists every failing check. "
+        "missing-host, host-not-ready or host-labels: a host is gone, not Ready or lacks GKE's TPU labels, and Ray "
+        "cannot place the slice; GKE usually repairs the pool, else recreate the slice. webhook-env or worker-ids: "
+        "the TPU webhook did not inject TPU_WORKER_ID/TPU_NAME/TPU_WORKER_HOSTNAMES, or injected duplicates; delete "
+        "the slice's worker pods so the webhook sees them again. ray-head: the Ray head's dashboard does not answer. "
+        "ray-view: Ray's own nodes lack the ray.io/tpu-* labels or a host: Ray schedules by them, so jobs on the "
+        "slice stall; restart the slice's worker pods. No series at all: check the CronJob's pods and its Workload "
+        "Identity (it may only write metrics).",
+    ),
+    "pending-pods": (
+        "Ray pods unschedulable",
+        "For {pending_pods_minutes} minutes pods in a Ray namespace ({namespaces}) could not be scheduled: namespace "
+        "${{resource.label.namespace}}.",
+        "`kubectl get events -n <namespace> --field-selector reason=FailedScheduling` names why. For TPU workers it "
+        "is usually capacity: a stockout in the zone, TPU quota (`make plan` prints the quota the stack needs), a "
+        "reservation that is used up, or a flex-start request still waiting. Free the capacity, move the slice to "
+        "another zone or capacity type, or scale the worker group down.",
+    ),
+    "ray-not-ready": (
+        "Ray cluster not ready",
+        "For {unavailable_minutes} minutes ${{metric.label.kind}} ${{metric.label.namespace}}/${{metric.label.name}} "
+        "has not been ready (its status says ${{metric.label.state}}): its head is down or its workers cannot start.",
+        "`kubectl describe` the object and its head pod: a head pod that does not start (image, resources) or a "
+        "worker group whose slice is not whole keeps it from ready. Fix the cause; KubeRay recreates the head.",
+    ),
+    "rayjob-failed": (
+        "RayJob failed",
+        "RayJob ${{metric.label.namespace}}/${{metric.label.name}} has failed (${{metric.label.state}}).",
+        "Read its driver's log (`kubectl logs -n <namespace> job/<name>`) and `kubectl describe rayjob`. A job that "
+        "failed for capacity (its slice was taken back) restarts from its checkpoint when submitted again.",
     ),
     "cluster-interruptions": (
         "Node pools interrupted repeatedly",
@@ -98,7 +139,16 @@ def _condition(title: str, series: dict, comparison: str, value: float, seconds:
 
 
 SEVERITY = {"idle": "WARNING", "unavailable": "ERROR", "interruptions": "WARNING", "gpu-idle": "WARNING",
-            "gpu-interruptions": "WARNING", "cluster-interruptions": "WARNING"}
+            "gpu-interruptions": "WARNING", "cluster-interruptions": "WARNING", "slice-health": "ERROR",
+            "pending-pods": "WARNING", "ray-not-ready": "ERROR", "rayjob-failed": "ERROR"}
+HEALTH_NAMESPACE = "slice-health"  # the slice check's namespace (render/health.py NAMESPACE)
+
+
+def _absent(title: str, series: dict, seconds: int) -> dict:
+    # conditionAbsent: no point at all for `duration` (at least 120 s, AlertPolicy.Condition.MetricAbsence).
+    return {"displayName": title, "conditionAbsent": {
+        "filter": series["filter"], "aggregations": [series["aggregation"]], "duration": f"{max(120, seconds)}s",
+        "trigger": {"count": 1}}}
 
 
 def _policy(env: Environment, kind: str, subject: str, title: str, conditions: list[dict], combiner: str,
@@ -109,7 +159,10 @@ def _policy(env: Environment, kind: str, subject: str, title: str, conditions: l
     heading, meaning, action = ALERTS[kind]
     t = env.thresholds
     values = {"idle": f"{t.idle_duty_cycle_percent:g}", "idle_minutes": t.idle_minutes,
-              "unavailable_minutes": t.unavailable_minutes, "interruptions": t.interruptions_per_day, **facts}
+              "unavailable_minutes": t.unavailable_minutes, "interruptions": t.interruptions_per_day,
+              "pending_pods_minutes": t.pending_pods_minutes, "slice_health_minutes": t.slice_health_minutes,
+              "silent_minutes": 2 * t.slice_health_minutes, "health_namespace": HEALTH_NAMESPACE,
+              "namespaces": ", ".join(env.ray_namespaces), **facts}
     content = (f"**{heading}**: {title}.\n\n{meaning.format(**values)}\n\n**What to do**: {action.format(**values)}"
                f"\n\nRunbook: `{RUNBOOK}`, section \"{heading}\", in the ray-tpu-gke repository. Cluster "
                f"`{env.cluster}`, project `{env.project}`.")
@@ -162,8 +215,9 @@ def _slice_policies(env: Environment, s: SliceTarget) -> list[PolicySpec]:
     if shape.multi_host and s.pools and not s.autoscaled:
         # GKE documents the availability of multi-host pools, not what an empty (scaled-to-zero) pool reports, so it is
         # alerted on for fixed-size pools only; the Ready-hosts condition covers autoscaled ones.
+        # By GKE's unavailability reason, so the incident names it (${metric.label.unavailability_reason}).
         conditions.append(_condition(f"{s.name}: multi-host pool unavailable for {t.unavailable_minutes} min",
-                                     pool_available(env, s), "COMPARISON_LT", 1, unavailable_s))
+                                     pool_available(env, s, by_reason=True), "COMPARISON_LT", 1, unavailable_s))
     specs.append(PolicySpec(f"{s.name}-unavailable", "unavailable", s.name, _policy(
         env, "unavailable", s.name, f"{env.cluster}: TPU slice {s.name} not whole or not available", conditions,
         "OR", facts)))
@@ -194,6 +248,42 @@ def _gpu_policies(env: Environment, g: GpuPoolTarget) -> list[PolicySpec]:
     return specs
 
 
+def _stack_policies(env: Environment, slices: Sequence[SliceTarget]) -> list[PolicySpec]:
+    """The policies of the whole stack: the slice check's verdicts (and its silence), unschedulable Ray pods, Ray
+    objects not ready and RayJobs failed (from the slice check's series of the objects' status)."""
+    t, specs = env.thresholds, []
+    facts = {"groups": "", "hosts": ""}
+    if env.slice_health and slices:
+        seconds = t.slice_health_minutes * 60
+        conditions = [
+            _condition(f"a slice wrong for {t.slice_health_minutes} min", slice_health(env, None, 60),
+                       "COMPARISON_LT", 1, seconds),
+            _absent(f"no slice check result for {2 * t.slice_health_minutes} min", slice_check_runs(env, 300),
+                    2 * seconds),
+        ]
+        specs.append(PolicySpec("slice-health", "slice-health", env.cluster, _policy(
+            env, "slice-health", env.cluster, f"{env.cluster}: TPU slice wrong in the cluster's own check",
+            conditions, "OR", facts)))
+        clusters = [k for k in ("RayCluster", "RayService") if k in env.ray_kinds]
+        if clusters:
+            specs.append(PolicySpec("ray-not-ready", "ray-not-ready", env.cluster, _policy(
+                env, "ray-not-ready", env.cluster, f"{env.cluster}: Ray cluster not ready",
+                [_condition(f"a {' or '.join(clusters)} not ready for {t.unavailable_minutes} min",
+                            ray_objects_ready(env, clusters), "COMPARISON_LT", 1, t.unavailable_minutes * 60)],
+                "OR", facts)))
+        if "RayJob" in env.ray_kinds:
+            specs.append(PolicySpec("rayjob-failed", "rayjob-failed", env.cluster, _policy(
+                env, "rayjob-failed", env.cluster, f"{env.cluster}: RayJob failed",
+                [_condition("a RayJob failed", ray_objects_ready(env, ["RayJob"]), "COMPARISON_LT", 1, 0)],
+                "OR", facts)))
+    if env.ray_namespaces and (slices or env.ray_kinds):
+        specs.append(PolicySpec("pending-pods", "pending-pods", env.cluster, _policy(
+            env, "pending-pods", env.cluster, f"{env.cluster}: Ray pods unschedulable",
+            [_condition(f"pods unschedulable for {t.pending_pods_minutes} min", unschedulable_pods(env),
+                        "COMPARISON_GT", 0, t.pending_pods_minutes * 60)], "OR", facts)))
+    return specs
+
+
 def alert_policies(env: Environment, slices: Sequence[SliceTarget],
                    gpu_pools: Sequence[GpuPoolTarget] = ()) -> list[PolicySpec]:
     """Every alert policy of the environment: per TPU slice entry idle (per slice for multi-host entries), not whole
@@ -210,6 +300,7 @@ def alert_policies(env: Environment, slices: Sequence[SliceTarget],
             specs += _gpu_policies(env, g)
         except ObservabilityError as error:
             raise error.on("gpu_pool", g.name) from None
+    specs += _stack_policies(env, slices)
     if env.autopilot and (slices or gpu_pools):
         t = env.thresholds
         specs.append(PolicySpec("node-pools-interruptions", "cluster-interruptions", env.cluster, _policy(

@@ -23,7 +23,10 @@ from ..catalog.metrics import (
     RAY_NODE_CPU,
     RAY_NODE_MEMORY,
     RAY_PENDING_NODES,
+    STARTUP_DURATION,
     TENSORCORE,
+    TIMES_BETWEEN_INTERRUPTIONS,
+    TIMES_TO_RECOVER,
     ObservabilityError,
     limit,
 )
@@ -37,9 +40,14 @@ from .series import (
     duty_cycle,
     interruptions,
     pool_available,
+    pool_durations,
+    pool_status,
     query,
     ray_nodes,
+    ray_objects_ready,
     ready_hosts,
+    slice_health,
+    unschedulable_pods,
     worker_groups_text,
 )
 
@@ -53,8 +61,9 @@ def dataset(series: dict, plot: str = "LINE", axis: str = "Y1") -> dict:
 
 def chart(title: str, datasets: Sequence[dict], y_label: str, thresholds: Sequence[tuple[str, float]] = (),
           y2_label: Optional[str] = None) -> dict:
-    xy: dict[str, Any] = {"dataSets": list(datasets), "chartOptions": {"mode": "COLOR"},
-                          "yAxis": {"label": y_label, "scale": "LINEAR"}}
+    # No chartOptions: its mode COLOR is the proto's default (ChartOptions.Mode COLOR = 0), which the API leaves out of
+    # what it returns, so the plan would always differ from the live dashboard (#22.7).
+    xy: dict[str, Any] = {"dataSets": list(datasets), "yAxis": {"label": y_label, "scale": "LINEAR"}}
     if y2_label is not None:
         xy["y2Axis"] = {"label": y2_label, "scale": "LINEAR"}
     if thresholds:
@@ -109,10 +118,31 @@ def tpu_slice_row(env: Environment, target: SliceTarget) -> Row:
                 dataset(_node_query(env, target, HBM_TOTAL, "ALIGN_MEAN", 60, "REDUCE_SUM")),
             ], "bytes"),
         ]
+        if env.slice_health:
+            charts.append(chart("Slice check: 1 = labels right and whole in Ray's view, by slice and problem",
+                                [dataset(slice_health(env, target))], "healthy", thresholds=[("healthy", 1)]))
+        if shape.multi_host and target.pools:  # Autopilot names its pools: cluster_pools_row charts them all
+            charts += multi_host_charts(env, target)
         charts += _interruption_and_ray_charts(env, target)
     except ObservabilityError as error:
         raise error.on("slice", target.name) from None
     return Row(f"TPU slice {target.name}: {target.describe}", charts)
+
+
+def multi_host_charts(env: Environment, target) -> list[dict]:
+    """GKE's own series of multi-host TPU node pools: status and availability by reason, and the start-up, recovery
+    and between-interruption durations (distributions, emitted up to an hour late: charted, never alerted on)."""
+    return [
+        chart("Node pool status, and unavailable by GKE's reason (1 = available)", [
+            dataset(pool_status(env, target), plot="STACKED_BAR"),
+            dataset(pool_available(env, target, by_reason=True), axis="Y2"),
+        ], "fraction of time in status", y2_label="available, by unavailability reason"),
+        chart("Start-up, recovery and time between interruptions (s)", [
+            dataset(pool_durations(env, target, STARTUP_DURATION, "ALIGN_MAX", 300)),
+            dataset(pool_durations(env, target, TIMES_TO_RECOVER, "ALIGN_PERCENTILE_50")),
+            dataset(pool_durations(env, target, TIMES_BETWEEN_INTERRUPTIONS, "ALIGN_PERCENTILE_50")),
+        ], "seconds"),
+    ]
 
 
 def _interruption_and_ray_charts(env: Environment, target) -> list:
@@ -166,6 +196,18 @@ def ray_row(env: Environment) -> Row:
     ])
 
 
+def ray_objects_row(env: Environment) -> Row:
+    """The stack's Ray objects as the slice check reads their status, and Ray pods that cannot be scheduled."""
+    charts = []
+    if env.slice_health and env.ray_kinds:
+        charts.append(chart("Ray objects ready (1), by object and the state its status gives",
+                            [dataset(ray_objects_ready(env, env.ray_kinds))], "ready"))
+    if env.ray_namespaces:
+        charts.append(chart("Unschedulable pods per Ray namespace (stockout, quota, flex-start wait)",
+                            [dataset(unschedulable_pods(env), plot="STACKED_BAR")], "pods"))
+    return Row("Ray objects and pending pods", charts)
+
+
 def cluster_pools_row(env: Environment) -> Row:
     """Autopilot: GKE names the node pools it creates, so pool-level series are shown for every pool of the cluster."""
     return Row("Node pools of the cluster (Autopilot names them itself)", [
@@ -173,6 +215,7 @@ def cluster_pools_row(env: Environment) -> Row:
             env, MULTI_HOST_AVAILABLE, "ALIGN_FRACTION_TRUE", 60, "REDUCE_MIN", BY_POOL_RESOURCE))], "available"),
         chart("Interruptions per hour, by pool, type and reason",
               [dataset(interruptions(env, None, 3600, by_reason=True), plot="STACKED_BAR")], "interruptions"),
+        *multi_host_charts(env, None),
     ])
 
 
@@ -193,7 +236,10 @@ def header(env: Environment, slices: Sequence[SliceTarget], gpu_pools: Sequence[
         + ("" if env.autopilot else " (one pool is one slice)") + "; host series are node-level, so an idle slice "
         "shows 0%, not a gap.",
         f"Alerts: idle below {t.idle_duty_cycle_percent:g}% duty cycle for {t.idle_minutes} min; not whole or not "
-        f"available for {t.unavailable_minutes} min; more than {t.interruptions_per_day} interruptions in 24 h. "
+        f"available for {t.unavailable_minutes} min; more than {t.interruptions_per_day} interruptions in 24 h"
+        + (f"; the in-cluster slice check finding a slice wrong for {t.slice_health_minutes} min, a Ray cluster not "
+           "ready, a RayJob failed" if env.slice_health else "")
+        + (f"; Ray pods unschedulable for {t.pending_pods_minutes} min" if env.ray_namespaces else "") + ". "
         f"Notifications: {channels}. What each alert means and what to do: `{RUNBOOK}` in the ray-tpu-gke "
         "repository.",
         ray + ".",
@@ -207,6 +253,9 @@ def _rows(env: Environment, slices: Sequence[SliceTarget], gpu_pools: Sequence[G
         rows.append(ray_row(env))
     if env.autopilot:
         rows.append(cluster_pools_row(env))
+    objects = ray_objects_row(env)
+    if objects.charts:
+        rows.append(objects)
     rows += [tpu_slice_row(env, s) for s in slices]
     rows += [gpu_pool_row(env, g) for g in gpu_pools]
     return rows
@@ -225,6 +274,22 @@ def _pages(rows: list[Row]) -> list[list[Row]]:
     return pages
 
 
+def prune(value: Any, key: str = "") -> Any:
+    """The dashboard as the Monitoring API returns it (#22.7): proto3 JSON leaves out every field at its default
+    (0, false, "", empty lists and messages), and the provider's diff keeps what the config has and the API left out
+    (terraform-provider-google resource_monitoring_dashboard.go removeComputedKeys, issue #16173), so a default in the
+    config is a change in every preview. Empty messages that select a widget kind (collapsibleGroup) stay."""
+    if isinstance(value, dict):
+        out = {k: prune(v, k) for k, v in value.items()}
+        return {k: v for k, v in out.items() if k in KEEP_EMPTY or v not in (0, False, "", [], {})}
+    if isinstance(value, list):
+        return [prune(v) for v in value]
+    return value
+
+
+KEEP_EMPTY = {"collapsibleGroup"}  # Widget.collapsibleGroup: its presence is the widget (CollapsibleGroup {})
+
+
 def _layout(head: dict, rows: Sequence[Row]) -> list[dict]:
     columns = limit("dashboard_columns")
     per_line = columns // CHART_WIDTH
@@ -233,7 +298,8 @@ def _layout(head: dict, rows: Sequence[Row]) -> list[dict]:
     for row in rows:
         lines = max(1, math.ceil(len(row.charts) / per_line))
         height = lines * CHART_HEIGHT
-        # A collapsible group holds the widgets inside the area it spans (Widget.collapsibleGroup).
+        # A collapsible group holds the widgets inside the area it spans (Widget.collapsibleGroup); expanded, its
+        # default (collapsed: false, which prune leaves out).
         tiles.append({"xPos": 0, "yPos": y, "width": columns, "height": height,
                       "widget": {"title": row.title, "collapsibleGroup": {"collapsed": False}}})
         for i, widget in enumerate(row.charts):
@@ -249,11 +315,11 @@ def dashboards(env: Environment, slices: Sequence[SliceTarget], gpu_pools: Seque
     out = []
     for number, rows in enumerate(pages, start=1):
         name = f"{env.cluster} ({env.environment}): TPU slices" + (f" {number}/{len(pages)}" if len(pages) > 1 else "")
-        out.append({
+        out.append(prune({
             "displayName": name,
             "mosaicLayout": {"columns": limit("dashboard_columns"),
                              "tiles": _layout(header(env, slices, gpu_pools, number, len(pages)), rows)},
-        })
+        }))
     return out
 
 

@@ -24,7 +24,11 @@ from ..catalog.metrics import (
     INTERRUPTIONS,
     MULTI_HOST_AVAILABLE,
     NODE_CONDITION,
+    NODE_POOL_STATUS,
     NODEPOOL_LABEL,
+    POD_UNSCHEDULABLE,
+    RAY_OBJECT_READY,
+    SLICE_HEALTHY,
     Metric,
     ObservabilityError,
     limit,
@@ -42,6 +46,8 @@ class Thresholds:
     idle_minutes: int = 60
     unavailable_minutes: int = 15
     interruptions_per_day: int = 3
+    pending_pods_minutes: int = 30
+    slice_health_minutes: int = 15
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,12 @@ class Environment:
     """Whether the Ray Operator add-on sends Ray metrics to Managed Service for Prometheus (rayOperator.monitoring)."""
     labels: tuple[tuple[str, str], ...] = ()
     """userLabels of every alert policy (environment, team, cost-center, ...)."""
+    slice_health: bool = False
+    """Whether the in-cluster slice check (workloads/slice_health.py) runs and writes its series."""
+    ray_namespaces: tuple[str, ...] = ()
+    """Namespaces of the stack's Ray objects (the unschedulable-pods alert watches them)."""
+    ray_kinds: tuple[str, ...] = ()
+    """Kinds of the stack's Ray objects (RayCluster, RayService, RayJob), which the slice check reports on."""
 
     @property
     def production(self) -> bool:
@@ -219,6 +231,8 @@ DELTA_ALIGNERS = {"ALIGN_DELTA", "ALIGN_RATE"}
 NUMERIC_REDUCERS = {"REDUCE_MEAN", "REDUCE_MIN", "REDUCE_MAX", "REDUCE_SUM", "REDUCE_STDDEV", "REDUCE_PERCENTILE_99",
                     "REDUCE_PERCENTILE_95", "REDUCE_PERCENTILE_50", "REDUCE_PERCENTILE_05"}
 BOOL_REDUCERS = {"REDUCE_COUNT_TRUE", "REDUCE_COUNT_FALSE", "REDUCE_FRACTION_TRUE"}
+# "valid for GAUGE and DELTA metrics with distribution values" (Aggregation.Aligner ALIGN_PERCENTILE_*).
+DISTRIBUTION_ALIGNERS = {"ALIGN_PERCENTILE_99", "ALIGN_PERCENTILE_95", "ALIGN_PERCENTILE_50", "ALIGN_PERCENTILE_05"}
 
 
 def aggregation_problems(metric: Metric, aggregation: Mapping[str, Any]) -> list[str]:
@@ -238,7 +252,9 @@ def aggregation_problems(metric: Metric, aggregation: Mapping[str, Any]) -> list
         problems.append(f"{aligner} needs numeric values; {metric.type} is {metric.value_type}")
     if aligner in DELTA_ALIGNERS and metric.kind not in ("CUMULATIVE", "DELTA"):
         problems.append(f"{aligner} needs a CUMULATIVE or DELTA metric; {metric.type} is {metric.kind}")
-    if aligner not in BOOL_ALIGNERS | NUMERIC_ALIGNERS | ANY_GAUGE_ALIGNERS | DELTA_ALIGNERS:
+    if aligner in DISTRIBUTION_ALIGNERS and metric.value_type != "DISTRIBUTION":
+        problems.append(f"{aligner} needs distribution values; {metric.type} is {metric.value_type}")
+    if aligner not in BOOL_ALIGNERS | NUMERIC_ALIGNERS | ANY_GAUGE_ALIGNERS | DELTA_ALIGNERS | DISTRIBUTION_ALIGNERS:
         problems.append(f"unknown aligner {aligner}")
     if reducer != "REDUCE_NONE":
         if aligner == "ALIGN_NONE":
@@ -284,10 +300,58 @@ def ready_hosts(env: Environment, target: Target, period_s: int = 60) -> dict:
                        metric={"condition": "Ready", "status": "True"})
 
 
-def pool_available(env: Environment, target: Target, period_s: int = 60) -> dict:
-    """1 while GKE reports the multi-host node pool available (every node of it), per pool."""
-    return query(env, MULTI_HOST_AVAILABLE, "ALIGN_FRACTION_TRUE", period_s, "REDUCE_MIN", BY_POOL_RESOURCE,
-                 resource=pool_selection(target))
+def pool_available(env: Environment, target: Optional[Target], period_s: int = 60, by_reason: bool = False) -> dict:
+    """1 while GKE reports the multi-host node pool available (every node of it), per pool (and, by_reason, per
+    unavailability reason: the series of a reason is 0 while GKE gives it); every pool of the cluster without a
+    target."""
+    group = BY_POOL_RESOURCE + ((("metric", "unavailability_reason"),) if by_reason else ())
+    return query(env, MULTI_HOST_AVAILABLE, "ALIGN_FRACTION_TRUE", period_s, "REDUCE_MIN", group,
+                 resource=pool_selection(target) if target is not None else None)
+
+
+def pool_status(env: Environment, target: Optional[Target], period_s: int = 60) -> dict:
+    """The fraction of the period each multi-host pool spent in each status GKE reports (RUNNING, RECONCILING, ...)."""
+    return query(env, NODE_POOL_STATUS, "ALIGN_FRACTION_TRUE", period_s, "REDUCE_MAX",
+                 BY_POOL_RESOURCE + (("metric", "status"),),
+                 resource=pool_selection(target) if target is not None else None)
+
+
+def pool_durations(env: Environment, target: Optional[Target], metric_type: str, aligner: str,
+                   period_s: int = 3600) -> dict:
+    """A multi-host pool duration series (start-up, recovery, time between interruptions), per pool."""
+    return query(env, metric_type, aligner, period_s, "REDUCE_MAX", BY_POOL_RESOURCE,
+                 resource=pool_selection(target) if target is not None else None)
+
+
+SLICE_CHECK_JOB = "slice-health"  # generic_task `job` of the slice check's series (workloads/slice_health.py JOB)
+
+
+def slice_health(env: Environment, target: Optional[SliceTarget], period_s: int = 60) -> dict:
+    """The in-cluster check's verdict per slice and problem (1 healthy), of one slice entry or of all."""
+    return query(env, SLICE_HEALTHY, "ALIGN_FRACTION_TRUE", period_s, "REDUCE_MIN",
+                 (("metric", "entry"), ("metric", "slice"), ("metric", "problem")),
+                 resource={"job": SLICE_CHECK_JOB},
+                 metric={"entry": target.name} if target is not None else None)
+
+
+def slice_check_runs(env: Environment, period_s: int = 300) -> dict:
+    """How many slice series the check wrote in the period, over the whole stack (absent: the check is silent)."""
+    return query(env, SLICE_HEALTHY, "ALIGN_COUNT", period_s, "REDUCE_SUM", resource={"job": SLICE_CHECK_JOB})
+
+
+def ray_objects_ready(env: Environment, kinds: Sequence[str], period_s: int = 60) -> dict:
+    """Per Ray object of these kinds and the state its status gives: 1 ready (a RayJob: not failed)."""
+    return query(env, RAY_OBJECT_READY, "ALIGN_FRACTION_TRUE", period_s, "REDUCE_MIN",
+                 (("metric", "kind"), ("metric", "namespace"), ("metric", "name"), ("metric", "state")),
+                 resource={"job": SLICE_CHECK_JOB}, metric={"kind": list(kinds)})
+
+
+def unschedulable_pods(env: Environment, period_s: int = 60) -> dict:
+    """Unschedulable pods per namespace of the stack's Ray objects (kube state metrics)."""
+    if not env.ray_namespaces:
+        raise ObservabilityError("no Ray namespace to watch for unschedulable pods")
+    return query(env, POD_UNSCHEDULABLE, "ALIGN_MAX", period_s, "REDUCE_SUM", (("resource", "namespace"),),
+                 resource={"namespace": list(env.ray_namespaces)})
 
 
 def duty_cycle(env: Environment, target: Target, period_s: int = 60) -> dict:
@@ -310,7 +374,3 @@ def ray_nodes(env: Environment, metric_type: str, groups: Sequence[str] = ()) ->
     return query(env, metric_type, "ALIGN_MEAN", 60, "REDUCE_SUM",
                  (("resource", "namespace"), ("metric", "node_type")),
                  metric={"node_type": list(groups)} if groups else None)
-
-
-
-

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from .. import admission, catalog
 from ..catalog import metrics
-from ..render import alerts, dashboards, manifests, series
+from ..render import alerts, dashboards, health, manifests, series
 from ..spec import checks, models
 from ..spec.args import MonitoringArgs, TpuSliceArgs
 from ..spec.config import StackConfig
@@ -70,6 +70,14 @@ class SliceMonitoringArgs(TypedDict, total=False):
     """Whether the cluster's Ray Operator add-on collects Ray metrics (rayOperator.monitoring): adds the Ray charts."""
     labels: dict[str, str]
     """userLabels of every alert policy (GCP label keys and values)."""
+    ray_namespaces: list[str]
+    """Namespaces of the Ray objects: the unschedulable-pods alert watches them."""
+    ray_kinds: list[str]
+    """Kinds of the Ray objects on the cluster (RayCluster, RayService, RayJob): with slice_health, the not-ready
+    and failed alerts watch them."""
+    slice_health: bool
+    """Whether the in-cluster slice check runs (SliceHealth, workloads/slice_health.py): adds its alert policies and
+    charts, which read the series it writes (default false)."""
 
 
 PROJECT_ID = re.compile(r"[a-z][-a-z0-9]{4,28}[a-z0-9]")
@@ -101,9 +109,10 @@ def _validated(args: Any, name: str) -> tuple[series.Environment, list[series.Sl
     mode = args.get("mode", "standard")
     if mode not in ("standard", "autopilot"):
         problems.append(Problem(f"{root}.mode", f"{show(mode)} is invalid; allowed: standard, autopilot"))
-    ray_metrics = args.get("ray_metrics", False)
-    if not isinstance(ray_metrics, bool):
-        problems.append(Problem(f"{root}.ray_metrics", f"must be true or false (given {show(ray_metrics)})"))
+    ray_metrics, slice_health = args.get("ray_metrics", False), args.get("slice_health", False)
+    for key, value in (("ray_metrics", ray_metrics), ("slice_health", slice_health)):
+        if not isinstance(value, bool):
+            problems.append(Problem(f"{root}.{key}", f"must be true or false (given {show(value)})"))
     labels = args.get("labels") or {}
     if not isinstance(labels, dict):
         problems.append(Problem(f"{root}.labels", f"must be a mapping of label keys to values (given {show(labels)})"))
@@ -122,8 +131,17 @@ def _validated(args: Any, name: str) -> tuple[series.Environment, list[series.Sl
     except ValidationError as exc:
         problems += _problems(exc, f"{root}.monitoring", MonitoringConfig, "args")
 
+    namespaces, kinds = args.get("ray_namespaces") or [], args.get("ray_kinds") or []
+    for i, namespace in enumerate(namespaces if isinstance(namespaces, list) else [namespaces]):
+        try:
+            admission.check_namespace(namespace)
+        except (TypeError, ValueError) as error:
+            problems.append(Problem(f"{root}.ray_namespaces[{i}]", f"{show(namespace)} is invalid: {error}"))
+    if not (isinstance(kinds, list) and set(kinds) <= {"RayCluster", "RayService", "RayJob"}):
+        problems.append(Problem(f"{root}.ray_kinds", f"must be a list of RayCluster, RayService, RayJob (given "
+                                                     f"{show(kinds)})"))
     pools: dict[str, str] = {}  # node pool name -> the entry that names it, across slices and GPU pools
-    slices = _targets(args, "slices", root, mode, problems, pools)
+    slices = _targets(args, "slices", root, mode, problems, pools, cluster if isinstance(cluster, str) else "")
     gpu_pools = _targets(args, "gpu_pools", root, mode, problems, pools)
     if problems:
         raise ConfigError(problems)
@@ -131,9 +149,11 @@ def _validated(args: Any, name: str) -> tuple[series.Environment, list[series.Sl
     env = series.Environment(
         project=project, cluster=cluster, environment=environment, autopilot=mode == "autopilot",
         thresholds=series.Thresholds(monitoring.idle_duty_cycle_percent, monitoring.idle_minutes,
-                                            monitoring.unavailable_minutes, monitoring.interruptions_per_day),
+                                     monitoring.unavailable_minutes, monitoring.interruptions_per_day,
+                                     monitoring.pending_pods_minutes, monitoring.slice_health.alert_after_minutes),
         notification_channels=tuple(monitoring.notification_channels), ray_metrics=ray_metrics,
-        labels=tuple(sorted(labels.items())))
+        labels=tuple(sorted(labels.items())), slice_health=slice_health is True,
+        ray_namespaces=tuple(sorted(set(namespaces))), ray_kinds=tuple(sorted(set(kinds))))
     slice_targets = [t for _, t in slices]
     gpu_targets = [t for _, t in gpu_pools]
     try:
@@ -151,7 +171,7 @@ def _validated(args: Any, name: str) -> tuple[series.Environment, list[series.Sl
 
 
 def _targets(args: dict, section: str, root: str, mode: str, problems: list[Problem],
-             seen_pools: dict[str, str]) -> list[tuple[int, Any]]:
+             seen_pools: dict[str, str], cluster: str = "") -> list[tuple[int, Any]]:
     """The validated slice or GPU pool entries of one section, with their index; problems appended."""
     raw = args.get(section) or []
     if not isinstance(raw, list):
@@ -213,7 +233,8 @@ def _targets(args: dict, section: str, root: str, mode: str, problems: list[Prob
             groups = []
         if entry is None or (mode == "standard" and pools is None):
             continue
-        out.append((index, _gpu_target(entry, pools, groups) if gpu else _slice_target(entry, pools, groups, mode)))
+        out.append((index, _gpu_target(entry, pools, groups) if gpu else _slice_target(entry, pools, groups, mode,
+                                                                                        cluster)))
     if section == "gpu_pools":
         names = {t.name for _, t in out}
         for index, target in _slices_seen(args):
@@ -261,8 +282,11 @@ def _slices_seen(args: dict) -> list[tuple[int, str]]:
 
 
 def _slice_target(tpu_slice: TpuSliceConfig, pools: Optional[list[str]], groups: list[str],
-                  mode: str) -> series.SliceTarget:
-    labels = () if pools else tuple(sorted(manifests.slice_node_selector(tpu_slice, mode == "standard").items()))
+                  mode: str, cluster: str) -> series.SliceTarget:
+    # Autopilot: the labels the slice's Ray pods select, the workload policy's name (<cluster>-<slice>) included
+    # (manifests.workload_policy_name), so the filters find the nodes GKE provisions for them.
+    labels = () if pools else tuple(sorted(manifests.slice_node_selector(tpu_slice, mode == "standard",
+                                                                         cluster).items()))
     return series.SliceTarget(
         name=tpu_slice.name, shape=tpu_slice.shape, capacity=tpu_slice.capacity, count=tpu_slice.count,
         pools=tuple(pools or ()), node_labels=labels, autoscaled=tpu_slice.autoscaled,
@@ -362,4 +386,6 @@ def platform_args(config: StackConfig, labels: dict[str, str]) -> SliceMonitorin
         "project": config.project, "cluster": config.cluster.name, "environment": config.environment,
         "mode": config.cluster.mode, "slices": slices, "gpu_pools": gpu_pools, "monitoring": config.monitoring,
         "ray_metrics": config.cluster.ray_operator.monitoring, "labels": labels,
+        "ray_namespaces": config.namespaces, "ray_kinds": sorted({manifests.kind_of(o) for o in config.ray_objects}),
+        "slice_health": health.runs(config),
     }

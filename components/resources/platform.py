@@ -5,6 +5,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from ..render import manifests
+from ..render.health import runs as health_runs
 from ..spec.args import RayTpuPlatformArgs
 from ..spec.config import StackConfig, validate_platform_args
 from . import preflight
@@ -120,6 +121,18 @@ class RayTpuPlatform(pulumi.ComponentResource):
             from .monitoring import SliceMonitoring, platform_args
 
             SliceMonitoring(c.name, platform_args(config, labels), opts=child)
+            if health_runs(config):
+                from .health import SliceHealth
+
+                # The in-cluster slice check: the Ray namespaces (created by the cluster) and the system pool first.
+                from .slice_pool import pool_name
+
+                pool_names = {s.name: [pool_name(s, i) for i in range(s.count)] for s in config.tpu_slices} \
+                    if config.standard else {}
+                SliceHealth(c.name, config, pool_names, ctx,
+                            cluster.provider, [cluster.cluster, *cluster.namespaces.values(),
+                                               *([cluster.system_pool] if cluster.system_pool else [])],
+                            labels, opts=child)
         # --- end observability -----------------------------------------------------------------------------------
 
         self.cluster_name = cluster.cluster.name

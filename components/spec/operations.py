@@ -39,7 +39,8 @@ def check_cron(value: str) -> None:
             match = _CRON_PART.fullmatch(part)
             numbers = [int(n) for n in (match.groups()[1:3] if match else ()) if n is not None]
             step = match.group(4) if match else None
-            if not match or any(not low <= n <= high for n in numbers) or (step is not None and int(step) < 1):
+            bad_step = step is not None and not 1 <= int(step) <= high
+            if not match or any(not low <= n <= high for n in numbers) or bad_step:
                 raise ValueError(f"{part!r} is not a {name} field ({low}-{high}, *, ranges, lists and /steps)")
 
 

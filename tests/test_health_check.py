@@ -1,0 +1,253 @@
+"""The in-cluster slice check (`python -m workloads.slice_health`) against stand-in clusters: a local HTTP server
+answers as the Kubernetes API (nodes, pods, KubeRay objects), each Ray head's dashboard (/api/v0/nodes), the GKE
+metadata server (a token) and Cloud Monitoring (timeSeries.create, recorded). Each cluster is the one
+tests/test_verify.py builds from a stack's plan, read with the check's own ConfigMap from the same plan; then one
+thing is broken at a time and the series it writes must name the slice and what is wrong."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import threading
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from helpers import plan_of, steps_of_type
+from test_verify import healthy
+
+from ray_tpu_gke import catalog
+from ray_tpu_gke.catalog import metrics
+from ray_tpu_gke.render import manifests
+from workloads import slice_checks, slice_health, tpu_smoke
+from workloads.slice import SliceSpec
+
+TOKEN, GOOGLE_TOKEN = "k8s-token", "google-token"
+NOW = datetime.datetime(2026, 12, 1, 10, 0, tzinfo=datetime.timezone.utc)
+
+
+def checker_config(stack: str) -> dict:
+    config_map = steps_of_type(plan_of(stack), "kubernetes:core/v1:ConfigMap")
+    data = next(s["newState"]["inputs"]["data"] for s in config_map
+                if s["newState"]["inputs"]["metadata"]["name"] == "slice-health")
+    return json.loads(data["config.json"])
+
+
+def ray_nodes_of(pods: list[dict], groups: dict[str, slice_checks.GroupPlan]) -> list[dict]:
+    """What a Ray head's state API lists for these worker pods: one alive node each, with the labels Ray 2.55 derives
+    from the pod's environment (the webhook's TPU_NAME and TPU_WORKER_ID, GKE's topology and accelerator type)."""
+    rows = [{"node_id": "head0000", "node_ip": "10.0.0.1", "is_head_node": True, "state": "ALIVE", "labels": {},
+             "resources_total": {"CPU": 2.0}}]
+    for i, pod in enumerate(pods):
+        group = groups[pod["metadata"]["labels"]["ray.io/group"]]
+        spec: SliceSpec = group.spec
+        env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0].get("env", [])}
+        labels = {tpu_smoke.NODE_GROUP: group.group, tpu_smoke.TOPOLOGY: spec.topology,
+                  tpu_smoke.POD_TYPE: spec.pod_type, tpu_smoke.ACCELERATOR_TYPE: spec.accelerator_type}
+        if env.get("TPU_NAME"):
+            labels[tpu_smoke.SLICE_NAME] = env["TPU_NAME"]
+        if env.get("TPU_WORKER_ID") is not None:
+            labels[tpu_smoke.WORKER_ID] = env["TPU_WORKER_ID"]
+        rows.append({"node_id": f"{i:08x}", "node_ip": f"10.0.1.{i}", "is_head_node": False, "state": "ALIVE",
+                     "labels": labels, "resources_total": {"CPU": 8.0, "TPU": float(spec.chips_per_host)}})
+    return rows
+
+
+class StandIn:
+    """Answers the check's requests from `state` and records the series written."""
+
+    def __init__(self, state: dict, config: dict):
+        self.state, self.written, self.auth = state, [], []
+        self.groups = {g["group"]: slice_checks.GroupPlan.from_json(g) for o in config["objects"]
+                       for g in o["groups"]}
+        self.down: set[str] = set()  # Ray clusters whose head does not answer
+        stand_in = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                stand_in.answer(self)
+
+            def do_POST(self):
+                stand_in.answer(self)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def reply(self, handler, code: int, body) -> None:
+        data = json.dumps(body).encode()
+        handler.send_response(code)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+
+    def answer(self, handler) -> None:
+        url = urllib.parse.urlsplit(handler.path)
+        parts = url.path.strip("/").split("/")
+        self.auth.append((parts[0], handler.headers.get("Authorization", ""), handler.headers.get("Metadata-Flavor")))
+        if parts[0] == "token":
+            return self.reply(handler, 200, {"access_token": GOOGLE_TOKEN, "expires_in": 3599})
+        if parts[0] == "v3":
+            length = int(handler.headers["Content-Length"])
+            self.written.append((url.path, json.loads(handler.rfile.read(length))))
+            return self.reply(handler, 200, {})
+        if parts[0] == "ray":
+            namespace, cluster = parts[1], parts[2]
+            if cluster in self.down:
+                return self.reply(handler, 503, {"result": False, "msg": "unavailable"})
+            pods = [p for p in self.state["pods"] if p["metadata"]["namespace"] == namespace
+                    and p["metadata"]["labels"]["ray.io/cluster"] == cluster]
+            rows = ray_nodes_of(pods, self.groups)
+            return self.reply(handler, 200, {"result": True, "msg": "", "data": {"result": {
+                "total": len(rows), "num_after_truncation": len(rows), "num_filtered": len(rows), "result": rows}}})
+        # parts[0] == "k8s": the Kubernetes API
+        path, query = parts[1:], urllib.parse.parse_qs(url.query)
+        if path == ["api", "v1", "nodes"]:
+            return self.reply(handler, 200, {"kind": "NodeList", "items": self.state["nodes"]})
+        if path[:3] == ["api", "v1", "namespaces"] and path[4] == "pods":
+            wanted = dict(kv.split("=") for kv in query["labelSelector"][0].split(","))
+            items = [p for p in self.state["pods"] if p["metadata"]["namespace"] == path[3]
+                     and all(p["metadata"]["labels"].get(k) == v for k, v in wanted.items())]
+            return self.reply(handler, 200, {"kind": "PodList", "items": items})
+        if path[:3] == ["apis", "ray.io", "v1"]:
+            namespace, plural, name = path[4], path[5], path[6]
+            kind = {v: k for k, v in slice_health.PLURAL.items()}[plural]
+            obj = self.state["objects"].get(f"{kind.lower()}/{namespace}/{name}")
+            return self.reply(handler, 200, obj) if obj else self.reply(handler, 404, {"reason": "NotFound"})
+        return self.reply(handler, 404, {"reason": "NotFound"})
+
+
+@pytest.fixture
+def check(tmp_path, capsys):
+    """Run the check in-process against a stand-in of `stack` (changed by `breaks`); returns the series written by
+    slice, the Ray objects' series, the stand-in and stdout."""
+    servers = []
+
+    def go(stack: str, breaks=None, down=()):
+        config = checker_config(stack)
+        state = healthy(stack)
+        if breaks:
+            breaks(state)
+        stand_in = StandIn(state, config)
+        stand_in.down |= set(down)
+        servers.append(stand_in)
+        (tmp_path / "config.json").write_text(json.dumps(config))
+        (tmp_path / "token").write_text(TOKEN)
+        code = slice_health.main([
+            "--config", str(tmp_path / "config.json"), "--api-server", f"{stand_in.url}/k8s",
+            "--service-account-dir", str(tmp_path), "--ray-url", f"{stand_in.url}/ray/{{namespace}}/{{cluster}}",
+            "--monitoring-url", f"{stand_in.url}/v3", "--metadata-url", f"{stand_in.url}/token", "--timeout", "10",
+        ], now=NOW)
+        out = capsys.readouterr().out
+        assert code == 0, out
+        series = [ts for _, body in stand_in.written for ts in body["timeSeries"]]
+        slices = {ts["metric"]["labels"]["slice"]: ts for ts in series if ts["metric"]["type"] == metrics.SLICE_HEALTHY}
+        objects = {ts["resource"]["labels"]["task_id"]: ts for ts in series
+                   if ts["metric"]["type"] == metrics.RAY_OBJECT_READY}
+        return slices, objects, stand_in, out
+
+    yield go
+    for s in servers:
+        s.server.shutdown()
+
+
+def verdicts(slices: dict) -> dict[str, tuple[bool, str]]:
+    return {name: (ts["points"][0]["value"]["boolValue"], ts["metric"]["labels"]["problem"])
+            for name, ts in slices.items()}
+
+
+@pytest.mark.parametrize("stack", ["staging", "prod"])
+def test_a_healthy_cluster_writes_one_healthy_series_per_slice(check, stack):
+    slices, objects, stand_in, _ = check(stack)
+    config = checker_config(stack)
+    assert set(slices) == {p["name"] for p in config["pools"]}
+    assert set(verdicts(slices).values()) == {(True, "none")}
+    assert all(ts["points"][0]["value"]["boolValue"] for ts in objects.values())
+    assert set(objects) == {f"{o['kind']}/{o['namespace']}/{o['name']}" for o in config["objects"]}
+    one = next(iter(slices.values()))
+    assert one["resource"] == {"type": "generic_task", "labels": {
+        "project_id": config["project"], "location": config["location"], "namespace": config["cluster"],
+        "job": "slice-health", "task_id": one["metric"]["labels"]["slice"]}}
+    assert one["points"][0]["interval"] == {"endTime": "2026-12-01T10:00:00Z"}
+    # The Kubernetes API with the pod's token, Monitoring with the metadata server's, the Ray heads without.
+    assert {(where, auth) for where, auth, _ in stand_in.auth} >= {("k8s", f"Bearer {TOKEN}"),
+                                                                  ("v3", f"Bearer {GOOGLE_TOKEN}"), ("ray", "")}
+    assert ("token", "", "Google") in stand_in.auth
+    assert [path for path, _ in stand_in.written] == [f"/v3/projects/{config['project']}/timeSeries"]
+
+
+def _node(state: dict, name: str) -> dict:
+    return next(n for n in state["nodes"] if n["metadata"]["name"] == name)
+
+
+def test_a_host_without_gkes_tpu_labels_names_its_slice(check):
+    def breaks(state):
+        del _node(state, "gke-v6e-16-0-2")["metadata"]["labels"][catalog.TOPOLOGY_LABEL]
+
+    slices, _, _, out = check("staging", breaks)
+    assert verdicts(slices) == {"v6e-16-0": (False, "host-labels")}
+    assert "gke-v6e-16-0-2 cloud.google.com/gke-tpu-topology=None" in out
+
+
+def test_a_slice_missing_a_host_is_not_whole(check):
+    def breaks(state):
+        state["nodes"] = [n for n in state["nodes"] if n["metadata"]["name"] != "gke-v6e-16-0-3"]
+        state["pods"] = [p for p in state["pods"] if p["spec"]["nodeName"] != "gke-v6e-16-0-3"]
+
+    slices, _, _, out = check("staging", breaks)
+    assert verdicts(slices) == {"v6e-16-0": (False, "missing-host")}
+    assert "3 nodes, expected 0 or 4 (hosts of v6e-16)" in out
+    assert "v6e-16-0: hosts: 3 hosts, expected 4" in out  # Ray's view says it too
+
+
+def test_duplicate_worker_ids_name_the_slice(check):
+    def breaks(state):
+        pod = next(p for p in state["pods"] if p["spec"]["nodeName"] == "gke-v6e-16-0-3")
+        env = {e["name"]: e for e in pod["spec"]["containers"][0]["env"]}
+        env["TPU_WORKER_ID"]["value"] = "0"
+
+    slices, _, _, out = check("staging", breaks)
+    assert verdicts(slices) == {"v6e-16-0": (False, "worker-ids")}
+    assert "TPU_WORKER_ID 0, 0, 1, 2, expected 0, 1, 2, 3" in out
+    assert "duplicate ray.io/tpu-worker-id 0" in out
+
+
+def test_a_ray_head_that_does_not_answer_fails_its_slices(check):
+    slices, _, _, out = check("staging", down={"train"})
+    assert verdicts(slices) == {"v6e-16-0": (False, "ray-head")}
+    assert "the Ray head did not answer" in out and "HTTP 503" in out
+
+
+def test_a_failed_rayjob_and_an_unready_raycluster_are_written_as_such(check):
+    def breaks(state):
+        state["objects"]["rayjob/ray/smoke"]["status"] = {"jobDeploymentStatus": "Failed", "jobStatus": "FAILED"}
+        state["objects"]["raycluster/ray/train"]["status"]["state"] = "suspended"
+
+    _, objects, _, _ = check("staging", breaks)
+    job, cluster = objects["RayJob/ray/smoke"], objects["RayCluster/ray/train"]
+    assert (job["points"][0]["value"]["boolValue"], job["metric"]["labels"]["state"]) == (False, "Failed")
+    assert (cluster["points"][0]["value"]["boolValue"], cluster["metric"]["labels"]["state"]) == (False, "suspended")
+
+
+def test_the_api_server_unreachable_exits_1_without_writing(tmp_path, capsys):
+    (tmp_path / "config.json").write_text(json.dumps(checker_config("staging")))
+    (tmp_path / "token").write_text(TOKEN)
+    code = slice_health.main(["--config", str(tmp_path / "config.json"), "--api-server", "http://127.0.0.1:9",
+                              "--service-account-dir", str(tmp_path), "--timeout", "5"])
+    assert code == 1
+    assert "cannot read the cluster" in capsys.readouterr().err
+
+
+def test_the_shared_constants_are_the_librarys():
+    assert (slice_checks.ACCELERATOR_LABEL, slice_checks.TOPOLOGY_LABEL, slice_checks.TPU_RESOURCE) == (
+        catalog.ACCELERATOR_LABEL, catalog.TOPOLOGY_LABEL, catalog.TPU_RESOURCE)
+    assert slice_checks.SLICE_LABEL == manifests.SLICE_LABEL
+    for kind, (path, value) in slice_checks.READY_FIELD.items():
+        assert manifests._READY[kind] == f"jsonpath={{.{'.'.join(path)}}}={value}"
+    assert (slice_health.SLICE_HEALTHY, slice_health.RAY_OBJECT_READY) == (metrics.SLICE_HEALTHY,
+                                                                          metrics.RAY_OBJECT_READY)
+    assert slice_health.RESOURCE_TYPE in metrics.metric_list().resources
