@@ -1,9 +1,11 @@
-"""The plan's cost: the estimate of `ray_tpu_gke.render.pricing` attached to the plan JSON (`cost`), and its table for people.
+"""The plan's cost: the estimate of `ray_tpu_gke.render.pricing` attached to the plan JSON (`cost`), and its table for
+people.
 
-A rate that neither the stack nor the price table has does not stop the plan: the plan prints, `cost` says which rates
-are missing (`missing`, each with the `ray-tpu-gke:pricing.rates` entry to add) and carries no amounts, and each
-missing rate is one `warning:` line. Amounts are never zero or guessed; what must not pass without them fails closed
-instead: the `--fail-on-cost-increase` gate and the policy pack's monthly budget rule.
+A rate that neither the stack nor the price table has does not stop the plan, nor drop the estimate: every item whose
+rate is known is priced, `cost.missing` names the others (each with the `ray-tpu-gke:pricing.rates` entry to add),
+`cost.complete` is false, and each missing rate is one `warning:` line. A missing amount is never zero or guessed;
+what must not pass without it fails closed: the `--fail-on-cost-increase` gate and the policy pack's monthly budget
+rule.
 """
 
 from __future__ import annotations
@@ -24,16 +26,18 @@ from .harness import Plan
 
 @dataclass
 class CostResult:
-    """The estimate of a stack, or why there is none (the missing rates)."""
+    """The estimate of a stack, with the rates it could not find (`estimate.missing`)."""
 
     estimate: Optional[pricing.Estimate]
-    error: Optional[pricing.PricingError] = None
+    error: Optional[pricing.PricingError] = None  # a strict estimate's error (kept for callers that raise)
     json: dict = field(default_factory=dict)
 
     @property
     def problems(self) -> list[str]:
         """One line per missing rate: `ray-tpu-gke:pricing.rates: no rate for ...; add {...}`."""
-        return [str(p) for p in self.error.problems] if self.error else []
+        if self.error:
+            return [str(p) for p in self.error.problems]
+        return [f"{pricing.RATES_KEY}: {m.message}" for m in (self.estimate.missing if self.estimate else ())]
 
     @property
     def warnings(self) -> list[str]:
@@ -43,16 +47,14 @@ class CostResult:
             out += list(self.estimate.warnings)
             age = self.estimate.age_days
             if age is not None and age > prices.STALE_AFTER_DAYS:
-                out.append(f"the oldest price used is {age} days old ({self.estimate.oldest_as_of}); refresh "
-                           "components/catalog/data/prices.yaml or the stack's ray-tpu-gke:pricing.rates")
+                out.append(f"the oldest price used is {age} days old ({self.estimate.oldest_as_of}); regenerate "
+                           "components/catalog/data/prices.yaml from a newer snapshot (scripts/prices.py) or set "
+                           "the stack's ray-tpu-gke:pricing.rates")
         return out
 
 
 def estimate(config: StackConfig, today: Optional[date] = None, table=None) -> CostResult:
-    try:
-        result = pricing.estimate(config, table=table, today=today)
-    except pricing.PricingError as error:
-        return CostResult(None, error, pricing.incomplete_json(error, config))
+    result = pricing.estimate(config, table=table, today=today)
     return CostResult(result, None, result.to_json())
 
 
@@ -85,7 +87,8 @@ def _range(item: pricing.Item) -> str:
 
 
 def table(result: CostResult) -> Table:
-    """$/hour and $/month per TPU slice entry and node pool, the range where it scales, and the totals."""
+    """$/hour and $/month per TPU slice entry, node pool and cluster fee, at the configured basis, the range where it
+    scales, and the totals (of what is priced, where rates are missing)."""
     e = result.estimate
     age = f", {e.age_days} days old" if e.age_days is not None else ""
     oldest = f"; rates as of {e.oldest_as_of}{age}" if e.oldest_as_of else ""
@@ -98,10 +101,24 @@ def table(result: CostResult) -> Table:
             rate += " (stack)"
         t.add_row(item.name, item.kind, item.capacity, item.size(), rate, usd(item.hourly), usd(item.monthly),
                   _range(item))
+    for fee in e.fees:
+        t.add_row(fee.name, fee.kind, fee.mode, "1 cluster", f"${fee.hourly:.2f}/cluster-hour", usd(fee.hourly),
+                  usd(fee.monthly), "fixed")
+    for m in e.missing:
+        t.add_row(", ".join(m.needed_by), m.kind, m.capacity, "", "no rate", "?", "?", "?")
     t.add_section()
     total_range = f"{usd(e.min.monthly, 0)} – {usd(e.max.monthly, 0)}" if e.min != e.max else "fixed"
-    t.add_row("total", "", "", "", "", usd(e.total.hourly), usd(e.total.monthly), total_range)
+    label = "total" if e.complete else "total (priced items)"
+    t.add_row(label, "", "", "", "", usd(e.total.hourly), usd(e.total.monthly), total_range)
     return t
+
+
+def bases_line(e: pricing.Estimate) -> str:
+    """The three bases side by side, each said for what it is."""
+    partial = "" if e.complete else f" (without {len(e.missing)} unpriced rate{'s' if len(e.missing) != 1 else ''})"
+    return (f"Monthly{partial}: {usd(e.total.monthly)} as configured (autoscaled pools at their Ray worker groups' "
+            f"replicas), {usd(e.min.monthly)} at minimum, {usd(e.max.monthly)} at maximum; each includes the GKE "
+            f"cluster fee ({'; '.join(f.credit_rule for f in e.fees)})")
 
 
 def stranded_line(e: pricing.Estimate) -> str:
@@ -117,31 +134,34 @@ def stranded_line(e: pricing.Estimate) -> str:
 def budget_line(e: pricing.Estimate) -> Optional[str]:
     if e.monthly_budget is None:
         return None
+    if not e.complete:
+        return (f"Monthly budget {usd(e.monthly_budget)}: cannot be checked, rates are missing (policy rule "
+                "cost-monthly-budget fails closed)")
     verdict = "exceeds" if e.over_budget else "is within"
-    return (f"Monthly budget {usd(e.monthly_budget)}: at most {usd(e.max.monthly)}/month {verdict} it "
-            "(policy rule cost-monthly-budget)")
+    return (f"Monthly budget {usd(e.monthly_budget)}: at most {usd(e.max.monthly)}/month (the maximum basis) "
+            f"{verdict} it (policy rule cost-monthly-budget)")
 
 
 def print_cost(result: CostResult, console) -> None:
     from rich.markup import escape
 
-    if result.estimate is None:
-        console.print("[bold]Cost estimate[/]: not computed, rates are missing (add them to the stack file):")
-        for problem in result.problems:
-            console.print(f"  [yellow]{escape(problem)}[/]", soft_wrap=True)
-        return
     e = result.estimate
     console.print(table(result))
-    console.print(escape(stranded_line(e)))
+    console.print(escape(bases_line(e)), soft_wrap=True)
+    console.print(escape(stranded_line(e)), soft_wrap=True)
     budget = budget_line(e)
     if budget:
-        console.print(("[bold red]" if e.over_budget else "") + escape(budget) + ("[/]" if e.over_budget else ""))
+        red = e.over_budget or not e.complete
+        console.print(("[bold red]" if red else "") + escape(budget) + ("[/]" if red else ""), soft_wrap=True)
     console.print("Rates used:")
     for r in e.rates:
         console.print(escape(f"  {r.kind} {r.name} {r.capacity} {r.region or 'all regions'}: {rate_text(r)} "
                              f"({'stack' if r.origin == 'stack' else 'price table'}, as of {r.as_of or 'undated'}, "
                              f"{r.source})"), soft_wrap=True)
+    for f in e.fees:
+        console.print(escape(f"  GKE cluster fee: ${f.hourly:.2f}/cluster-hour (as of {f.to_json()['asOf']}, "
+                             f"{f.to_json()['source']})"), soft_wrap=True)
     for warning in result.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True)
-    console.print("[dim]List prices; not included: the GKE cluster fee, Autopilot pod charges, disks, storage, "
-                  "network. Monthly = hourly x 730. See docs/cost.md.[/]")
+    console.print("[dim]List prices; not included: Autopilot pod charges, disks, storage, network. Monthly = hourly "
+                  "x 730. See docs/cost.md.[/]")

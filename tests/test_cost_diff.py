@@ -84,6 +84,38 @@ def test_a_changed_slice_and_the_total():
     assert out["total"]["monthly"] == 29200 and out["total"]["before"]["monthly"] == 29382.5
 
 
+def test_a_replaced_pool_says_replace_not_update():
+    from plan.review.change import Change
+    from plan.review.tpu import PoolSize
+
+    before, after = cost(item("a", 40), item("l4", 1.0, kind="gpuPool")), cost(item("a", 40), item("l4", 2.0,
+                                                                                             kind="gpuPool"))
+    pool = Change("replace", "urn:a-0", "gcp:container/nodePool:NodePool", "a-0",
+                  before=PoolSize("a", 4, 16), after=PoolSize("a", 4, 16))
+    gpu = Change("replace", "urn:l4", "gcp:container/nodePool:NodePool", "l4")
+    d = delta(side(before), side(after), "main", [pool, gpu])
+    # The slice costs the same, but its pool is torn down and obtained again: it is listed, as a replacement (#25.4).
+    assert [(i.kind, i.name, i.op) for i in d.items] == [("tpuSlice", "a", "replace"), ("gpuPool", "l4", "replace")]
+    assert d.to_json()["items"][0]["op"] == "replace"
+    assert [(i.name, i.op) for i in delta(side(before), side(after), "main").items] == [("l4", "update")]
+
+
+def test_the_cluster_fee_is_an_item_of_the_delta():
+    fee = {"kind": "gkeClusterFee", "name": "ray-tpu", "mode": "standard", "hourly": 0.1, "monthly": 73}
+    new = cost(item("a", 40))
+    new["fees"] = [fee]
+    d = delta(Side("absent"), side(new), "main")
+    assert [(i.kind, i.name, i.op) for i in d.items] == [("tpuSlice", "a", "create"),
+                                                         ("gkeClusterFee", "ray-tpu", "create")]
+
+
+def test_a_partial_estimate_makes_the_delta_unknown():
+    partial = cost(item("a", 40))
+    partial.update(complete=False, missing=[{"problem": "ray-tpu-gke:pricing.rates: no rate for cpu x"}])
+    d = delta(side(cost(item("a", 40))), side(partial), "main")
+    assert not d.known and "no rate for cpu x" in d.unknown
+
+
 def test_created_and_deleted_items_and_ranges():
     d = delta(side(cost(item("old", 10))), side(cost(item("new", 20, low=0, high=20))), "main")
     assert [(i.name, i.op) for i in d.items] == [("old", "delete"), ("new", "create")]
@@ -254,9 +286,10 @@ def test_end_to_end_json_delta_and_exit_4(gated):
                 == ("tpu", "v6e", "onDemand", "us-east5"))
     one_slice = 16 * rate  # staging's v6e 4x4 slice: 16 chips at the table's chip-hour
     assert (slice_delta["kind"], slice_delta["name"], slice_delta["op"]) == ("tpuSlice", "v6e-16", "update")
-    assert Decimal(str(slice_delta["hourly"])) == one_slice
-    assert Decimal(str(slice_delta["monthly"])) == one_slice * 730
-    assert Decimal(str(payload["cost"]["total"]["monthly"])) == one_slice * 730
+    # A second autoscaled slice that no replica asks for: nothing more as configured, one slice more at most.
+    assert Decimal(str(slice_delta["hourly"])) == 0 and Decimal(str(slice_delta["max"]["hourly"])) == one_slice
+    assert Decimal(str(slice_delta["max"]["monthly"])) == one_slice * 730
+    assert Decimal(str(payload["cost"]["total"]["max"]["monthly"])) == one_slice * 730
     assert gated.stderr.startswith("gate --fail-on-cost-increase (exit 4): staging: the most it can cost per month "
                                    "rises by $")
 
@@ -267,5 +300,5 @@ def test_end_to_end_under_the_amount_passes_and_text_shows_the_cost(repo):
                 == ("tpu", "v6e", "onDemand", "us-east5"))
     done = cli(repo, "--fail-on-cost-increase", "100000")
     assert done.returncode == 0, done.stderr
-    monthly, hourly = pricing.format_usd(16 * rate * 730, sign=True), pricing.format_usd(16 * rate, sign=True)
-    assert f"Cost: {monthly}/month ({hourly}/hour)" in done.stdout
+    most = pricing.format_usd(16 * rate * 730, sign=True)
+    assert "Cost: +$0.00/month (+$0.00/hour)" in done.stdout and f"at most {most}/month" in done.stdout

@@ -14,6 +14,16 @@ from ray_tpu_gke.catalog import prices
 from ray_tpu_gke.render import pricing
 
 
+def cost_lines(stderr: str) -> list[str]:
+    """The stderr lines the cost adds (the plan's own notes and the program's warnings are other tests' concern)."""
+    return [line for line in stderr.splitlines() if line.startswith("warning: ray-tpu-gke:pricing")]
+
+
+def rows(out: str) -> list[list[str]]:
+    """The cells of every table row of a text plan."""
+    return [[cell.strip() for cell in line.split("│")[1:-1]] for line in out.splitlines() if line.startswith("│")]
+
+
 def stack_file(tmp_path, values, name="test"):
     path = tmp_path / f"Pulumi.{name}.yaml"
     path.write_text(yaml.safe_dump({"config": values}))
@@ -27,13 +37,19 @@ def test_the_json_carries_the_cost_object(plan):
     assert cost["currency"] == "USD" and cost["region"] == "us-east5"
     assert [(i["kind"], i["name"]) for i in cost["items"]] == [("tpuSlice", "v6e-16"), ("cpuPool", "system")]
     tpu = cost["items"][0]
-    # 16 chips x the table's v6e onDemand us-east5 chip-hour; autoscaled from zero.
+    # 16 chips x the table's v6e onDemand us-east5 chip-hour; autoscaled from zero, one replica asked for.
     rate = next(r for r in cost["rates"] if (r["kind"], r["name"]) == ("tpu", "v6e"))
     assert tpu["hourly"] == pytest.approx(16 * rate["hourly"]) and tpu["monthly"] == pytest.approx(tpu["hourly"] * 730)
     assert tpu["min"]["hourly"] == 0 and tpu["max"]["hourly"] == tpu["hourly"]
     assert all(r["asOf"] and r["source"].startswith("https://") for r in cost["rates"])
     assert set(cost["total"]) == {"hourly", "monthly", "min", "max"}
-    assert result.stderr == ""
+    # The GKE cluster fee on every basis (#25.4): the total is the items plus $0.10 an hour.
+    assert [(f["kind"], f["name"], f["hourly"]) for f in cost["fees"]] == [("gkeClusterFee", "ray-tpu-staging", 0.1)]
+    for basis in ("min", "max"):
+        items = sum((i.get(basis) or i)["hourly"] for i in cost["items"])
+        assert cost["total"][basis]["hourly"] == pytest.approx(items + 0.1)
+    assert cost["complete"] is True and cost["budgetBasis"] == "max"
+    assert cost_lines(result.stderr) == []
 
 
 def test_the_cost_json_is_deterministic(plan):
@@ -44,8 +60,13 @@ def test_the_text_plan_shows_dollars_per_slice_and_pool_after_the_capacity(plan)
     out = plan("staging").stdout
     assert out.index("TPU capacity") < out.index("Cost estimate (USD, us-east5") < out.index("quota needed")
     assert "$/hour" in out and "$/month" in out
-    assert "│ v6e-16 │ tpuSlice │ onDemand │ 1 slice x 16 chips │ $" in out and "/chip-hour" in out
-    assert "│ total  │" in out
+    table = rows(out)
+    assert ["v6e-16", "tpuSlice", "onDemand", "1 slice x 16 chips"] in [r[:4] for r in table]
+    assert ["ray-tpu-staging", "gkeClusterFee", "standard", "1 cluster", "$0.10/cluster-hour", "$0.10", "$73.00",
+            "fixed"] in table
+    assert "total" in [r[0] for r in table] and "/chip-hour" in out
+    assert "as configured (autoscaled pools at their Ray worker groups' replicas)" in out
+    assert "a zonal Standard cluster: the free tier's $74.40/month credit per billing account may cover it" in out
     assert "Stranded: none" in out
     assert "Rates used:" in out and "price table, as of" in out
 
@@ -57,13 +78,18 @@ def test_missing_rates_leave_the_plan_and_name_what_to_add(plan, tmp_path):
     result = plan("test", "--config-file", str(path), "--json")
     assert result.returncode == 0
     document = json.loads(result.stdout)
-    assert document["steps"] and set(document["cost"]) == {"currency", "region", "missing"}
-    assert "total" not in document["cost"] and "items" not in document["cost"]  # never a zero
+    cost = document["cost"]
+    # What is known is priced (the system pool, the cluster fee); the slice is named, never taken as zero (#22.11).
+    assert document["steps"] and cost["complete"] is False
+    assert [(i["kind"], i["name"]) for i in cost["items"]] == [("cpuPool", "system")]
+    assert [m["neededBy"] for m in cost["missing"]] == [["tpuSlices v6e-4"]]
+    assert cost["total"]["hourly"] == pytest.approx(cost["items"][0]["hourly"] + 0.1)
     line = ("warning: ray-tpu-gke:pricing.rates: no rate for tpu v6e reservation in us-east5 (tpuSlices v6e-4); "
             "add {kind: tpu, name: v6e, capacity: reservation, region: us-east5, hourly: <USD per chip-hour>}")
-    assert result.stderr.splitlines() == [line]
+    assert cost_lines(result.stderr) == [line]
     text = plan("test", "--config-file", str(path))
-    assert text.returncode == 0 and "Cost estimate: not computed, rates are missing" in text.stdout
+    assert text.returncode == 0 and "total (priced items)" in text.stdout
+    assert ["tpuSlices v6e-4", "tpu", "reservation", "", "no rate", "?", "?", "?"] in rows(text.stdout)
     assert line.removeprefix("warning: ") in text.stdout
 
 
@@ -74,7 +100,7 @@ def test_a_stack_rate_completes_the_estimate_and_is_shown_as_the_stacks(plan, tm
         pricing={"rates": [{"kind": "tpu", "name": "v6e", "capacity": "reservation", "hourly": 1.5,
                             "asOf": "2026-07-01", "source": "contract ML-2026-07"}], "monthlyBudget": 10000})
     result = plan("test", "--config-file", str(stack_file(tmp_path, values)), "--json")
-    assert result.returncode == 0 and result.stderr == ""
+    assert result.returncode == 0 and cost_lines(result.stderr) == []
     cost = json.loads(result.stdout)["cost"]
     assert cost["items"][0]["hourly"] == 6 and cost["items"][0]["rate"]["from"] == "stack"
     assert cost["rates"][0] == {"kind": "tpu", "name": "v6e", "capacity": "reservation", "region": None,
@@ -83,6 +109,7 @@ def test_a_stack_rate_completes_the_estimate_and_is_shown_as_the_stacks(plan, tm
     assert cost["monthlyBudget"] == 10000
     text = plan("test", "--config-file", str(stack_file(tmp_path, values))).stdout
     assert "$1.50/chip-hour (stack)" in text and "Monthly budget $10,000.00: at most" in text
+    assert "(the maximum basis)" in text
 
 
 def test_stranded_capacity_is_a_line_with_its_cost(plan, tmp_path):

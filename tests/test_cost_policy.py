@@ -86,14 +86,14 @@ def test_a_fixed_size_pool_outside_prod_quotes_what_a_slice_costs():
 
 
 def test_an_unused_slice_quotes_its_cost_and_reads_without_an_estimate():
-    plan = with_cost("dev")
-    pool = next(s["newState"]["inputs"] for s in plan["steps"] if s["newState"]["name"] == "v6e-4-0")
+    plan = with_cost("staging")
+    pool = next(s["newState"]["inputs"] for s in plan["steps"] if s["newState"]["name"] == "v6e-16-0")
     pool["nodeConfig"]["labels"]["ray-tpu-gke/slice"] = "orphan"
     plan["cost"]["items"][0]["name"] = "orphan"
     (hit,) = violations(plan, "cost-unused-slice")
-    hourly = Decimal(str(plan["cost"]["items"][0]["hourly"]))  # dev's one slice, at its spot rate
+    hourly = Decimal(str(plan["cost"]["items"][0]["perSlice"]["hourly"]))  # staging's one slice, on demand
     assert (f"no Ray worker group selects it, which costs {pricing.format_usd(hourly)}/hour "
-            f"({pricing.format_usd(hourly * 730)}/month) at its spot rate") in hit.message
+            f"({pricing.format_usd(hourly * 730)}/month) at its onDemand rate") in hit.message
     del plan["cost"]
     (bare,) = violations(plan, "cost-unused-slice")
     assert bare.message.endswith("no Ray worker group selects it while its nodes run")

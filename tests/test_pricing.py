@@ -1,5 +1,6 @@
-"""The cost estimate (`ray_tpu_gke.render.pricing`): arithmetic per capacity type, autoscaling ranges, Autopilot, stranded
-capacity, stack rates beating the table, missing rates, and the shipped price table itself.
+"""The cost estimate (`ray_tpu_gke.render.pricing`): arithmetic per capacity type, autoscaling ranges, Autopilot,
+stranded capacity, stack rates beating the table, missing rates, the bases and the GKE cluster fee, and the shipped
+price table itself.
 
 Most tests price against a small table written here, so every expected number is visibly a row (or a stack rate)
 times a count; a few check the shipped table's rows.
@@ -98,10 +99,10 @@ def test_the_system_pool_costs_its_minimum_and_ranges_to_its_maximum():
 def test_totals_add_the_items():
     cfg = config(tpuSlices=slices({"count": 1}), rayClusters=cluster([group()]))
     e = estimate(cfg)
-    # 16 chips x 2.5 + 1 node x 0.25 configured; system pool 1..3 nodes (defaults)
-    assert e.total.hourly == Decimal("40.25")
-    assert e.min.hourly == Decimal("40.25") and e.max.hourly == Decimal("40.75")
-    assert e.total.monthly == Decimal("40.25") * 730
+    # 16 chips x 2.5 + 1 node x 0.25 configured + the GKE cluster fee 0.10; system pool 1..3 nodes (defaults)
+    assert e.total.hourly == Decimal("40.35")
+    assert e.min.hourly == Decimal("40.35") and e.max.hourly == Decimal("40.85")
+    assert e.total.monthly == Decimal("40.35") * 730
 
 
 # --- autoscaling ranges --------------------------------------------------------------------------------------------
@@ -111,8 +112,17 @@ def test_scale_from_zero_ranges_from_nothing_to_every_slice():
     cfg = config(tpuSlices=slices({"count": 3, "autoscaling": {"enabled": True, "minNodes": 0}}),
                  rayClusters=cluster([group(replicas=0, maxReplicas=3)], autoscaling={"enabled": True}))
     item = estimate(cfg).item("tpuSlice", "v6e-16")
-    assert (item.min_quantity, item.quantity, item.max_quantity) == (0, 48, 48)
-    assert item.min.hourly == 0 and item.max.hourly == item.hourly == 48 * Decimal("2.5")
+    # Configured basis: what the Ray worker groups ask for (0 replicas), not the maximum (#25.4).
+    assert (item.min_quantity, item.quantity, item.max_quantity) == (0, 0, 48)
+    assert item.min.hourly == item.hourly == 0 and item.max.hourly == 48 * Decimal("2.5")
+
+
+def test_the_configured_basis_is_the_replicas_the_ray_groups_ask_for_within_the_range():
+    cfg = config(tpuSlices=slices({"count": 3, "autoscaling": {"enabled": True, "minNodes": 0}}),
+                 rayClusters=cluster([group(replicas=2, maxReplicas=3)], autoscaling={"enabled": True}))
+    item = estimate(cfg).item("tpuSlice", "v6e-16")
+    assert (item.min_quantity, item.quantity, item.max_quantity, item.slices) == (0, 32, 48, 2)
+    assert item.size() == "2 slices x 16 chips" and item.hourly == 32 * Decimal("2.5")
 
 
 def test_a_multi_host_minimum_keeps_every_slice():
@@ -145,9 +155,10 @@ def test_autopilot_slices_exist_only_while_pods_run_and_there_is_no_system_pool(
     e = estimate(cfg)
     assert [(i.kind, i.name) for i in e.items] == [("tpuSlice", "v6e-16")]
     item = e.items[0]
-    assert (item.min_quantity, item.quantity, item.max_quantity) == (0, 32, 32)
+    assert (item.min_quantity, item.quantity, item.max_quantity) == (0, 16, 32)  # 1 replica of 2 slices
     assert item.stranded_quantity == 0  # nothing is provisioned that no pod asks for
-    assert e.min.hourly == 0
+    assert e.min.hourly == Decimal("0.10")  # only the cluster fee
+    assert e.fees[0].mode == "autopilot" and e.fees[0].credit_eligible
 
 
 # --- stranded capacity ---------------------------------------------------------------------------------------------
@@ -222,7 +233,7 @@ def test_every_missing_rate_at_once_each_naming_the_entry_to_add():
                          {"name": "more", "capacity": "reservation", "reservation": "r2"}),
         rayClusters=cluster([group(), {"name": "b", "slice": "iron"}, {"name": "c", "slice": "more"}]))
     with pytest.raises(pricing.PricingError) as raised:
-        estimate(cfg)
+        pricing.estimate(cfg, table=TABLE, today=TODAY, strict=True)
     assert isinstance(raised.value, ConfigError)
     assert [str(p) for p in raised.value.problems] == [
         "ray-tpu-gke:pricing.rates: no rate for tpu v6e reservation in us-east5 (tpuSlices v6e-16, tpuSlices more); "
@@ -235,16 +246,32 @@ def test_every_missing_rate_at_once_each_naming_the_entry_to_add():
     assert [(m.kind, m.name, m.capacity, m.region) for m in raised.value.missing] == [
         ("tpu", "v6e", "reservation", "us-east5"), ("tpu", "tpu7x", "onDemand", "us-east5"),
         ("cpu", "n2-standard-8", "onDemand", "us-east5")]
-    incomplete = pricing.incomplete_json(raised.value, cfg)
-    assert set(incomplete) == {"currency", "region", "missing"} and len(incomplete["missing"]) == 3
+    partial = estimate(cfg)  # not strict: the same rates are named, and nothing else is lost
+    assert [m.message for m in partial.missing] == [m.message for m in raised.value.missing]
+    assert partial.items == () and not partial.complete and partial.to_json()["complete"] is False
+
+
+def test_a_missing_rate_prices_what_is_known_and_names_what_is_not():
+    # v4 lives in us-central2, where the catalogue sells no e2 machine: the system pool has no rate (#22.11).
+    cfg = parse_stack_config(minimal_values(**{
+        "gcp:region": "us-central2",
+        "cluster": {"name": "ray-tpu", "location": "us-central2-b", "deletionProtection": False},
+        "tpuSlices": [{"name": "v4-8", "generation": "v4", "topology": "2x2x1"}],
+        "rayClusters": cluster([group("v4-8")])}), "test")
+    e = pricing.estimate(cfg, today=TODAY)
+    assert [(i.kind, i.name) for i in e.items] == [("tpuSlice", "v4-8")]
+    assert e.items[0].hourly == 4 * Decimal("3.22")
+    assert [(m.name, m.needed_by) for m in e.missing] == [("e2-standard-8", ("cluster.systemPool",))]
+    out = e.to_json()
+    assert out["complete"] is False and out["total"]["hourly"] == float(4 * Decimal("3.22") + Decimal("0.10"))
+    assert out["missing"][0]["problem"].startswith("ray-tpu-gke:pricing.rates: no rate for cpu e2-standard-8 "
+                                                   "onDemand in us-central2 (cluster.systemPool); add {")
 
 
 def test_the_suggested_entry_is_a_valid_stack_rate():
     """Adding exactly what the message names (with an amount) makes the estimate complete."""
     cfg = config(tpuSlices=slices({"capacity": "reservation", "reservation": "r1"}), rayClusters=cluster([group()]))
-    with pytest.raises(pricing.PricingError) as raised:
-        estimate(cfg)
-    m = raised.value.missing[0]
+    m = estimate(cfg).missing[0]
     rate = {"kind": m.kind, "name": m.name, "capacity": m.capacity, "region": m.region, "hourly": 1.0}
     cfg = config(tpuSlices=slices({"capacity": "reservation", "reservation": "r1"}), rayClusters=cluster([group()]),
                  pricing={"rates": [rate]})
@@ -274,7 +301,8 @@ def test_gpu_and_cpu_worker_pools_cost_nodes_times_their_vm_hour():
                           max_nodes=3)
     e = estimate(WithPools(base, gpu_pools=(gpu,), cpu_pools=(cpu,)))
     l4 = e.item("gpuPool", "l4")
-    assert (l4.quantity, l4.min_quantity, l4.max_quantity, l4.hourly) == (2, 0, 4, Decimal(2))
+    # No worker group asks for them: the configured basis is their minimum.
+    assert (l4.quantity, l4.min_quantity, l4.max_quantity, l4.max.hourly) == (0, 0, 4, Decimal(4))
     workers = e.item("cpuPool", "cpu-workers")
     assert (workers.quantity, workers.min_quantity, workers.max_quantity) == (1, 1, 3)
     assert workers.hourly == Decimal("0.125") and workers.rate.capacity == "spot"
@@ -289,7 +317,7 @@ def test_a_gpu_pool_without_a_rate_is_named():
     gpu = SimpleNamespace(name="h100", machine_type="a3-highgpu-8g", capacity="spot", count=1, min_nodes=None,
                           max_nodes=None)
     with pytest.raises(pricing.PricingError) as raised:
-        estimate(WithPools(base, gpu_pools=(gpu,)))
+        pricing.estimate(WithPools(base, gpu_pools=(gpu,)), table=TABLE, today=TODAY, strict=True)
     assert str(raised.value.problems[0]) == (
         "ray-tpu-gke:pricing.rates: no rate for gpu a3-highgpu-8g spot in us-east5 (gpuPools h100); add {kind: gpu, "
         "name: a3-highgpu-8g, capacity: spot, region: us-east5, hourly: <USD per VM-hour>}")
@@ -321,8 +349,14 @@ def test_the_json_is_the_contract_shape_and_does_not_depend_on_the_day():
     assert {"kind", "name", "hourly", "monthly", "min", "max"} <= set(item)
     assert (item["kind"], item["name"], item["hourly"], item["monthly"]) == ("tpuSlice", "v6e-16", 40, 29200)
     assert item["min"] == {"quantity": 0, "hourly": 0, "monthly": 0}
-    assert first["total"] == {"hourly": 40.25, "monthly": 29382.5, "min": {"hourly": 0.25, "monthly": 182.5},
-                              "max": {"hourly": 40.75, "monthly": 29747.5}}
+    assert first["total"] == {"hourly": 40.35, "monthly": 29455.5, "min": {"hourly": 0.35, "monthly": 255.5},
+                              "max": {"hourly": 40.85, "monthly": 29820.5}}
+    assert set(first["bases"]) == {"configured", "min", "max", "fees"} and first["budgetBasis"] == "max"
+    assert first["complete"] is True and "missing" not in first
+    (fee,) = first["fees"]
+    assert (fee["kind"], fee["name"], fee["hourly"], fee["monthly"]) == ("gkeClusterFee", "ray-tpu", 0.1, 73)
+    assert fee["freeTierCredit"]["eligible"] is True  # a zonal Standard cluster
+    assert fee["source"] == "https://cloud.google.com/kubernetes-engine/pricing"
     assert first["monthlyBudget"] == 50000 and first["oldestAsOf"] == "2026-11-01"
     assert json.loads(json.dumps(first)) == first
 
@@ -344,15 +378,30 @@ def test_money_formatting():
 
 
 def test_the_shipped_table_is_list_prices_each_dated_placed_and_sourced():
-    rows = yaml.safe_load((ROOT / "components" / "catalog" / "data" / "prices.yaml").read_text())["rates"]
+    document = yaml.load((ROOT / "components" / "catalog" / "data" / "prices.yaml").read_text(),
+                         Loader=yaml.CSafeLoader)
     table = prices.load_table()
-    assert len(table) == len(rows) > 0
-    for row, rate in zip(rows, table):
-        assert set(row) == {"kind", "name", "capacity", "region", "hourly", "asOf", "source", "note"}, row
-        assert rate.capacity in ("onDemand", "spot", "flexStart"), row
-        assert rate.source.startswith("https://") and rate.region and rate.as_of, row
+    assert len(table) == sum(len(r["regions"]) if "regions" in r else 1 for r in document["rates"]) > 1000
+    for row in document["rates"]:
         assert row["note"], row
+    for rate in table:
+        assert rate.capacity in ("onDemand", "spot", "flexStart"), rate
+        assert rate.source.startswith("https://") and rate.region and rate.as_of, rate
+    snapshot = prices.table_snapshot()
+    assert snapshot["source"].startswith("https://github.com/") and snapshot["asOf"] == "2026-05-20"
     assert not [r for r in table if r.name == "tpu7x"]  # Ironwood has no published price: stacks supply it
+
+
+def test_the_shipped_table_prices_every_region_the_catalogue_sells_in():
+    rows = {(r.kind, r.name, r.capacity, r.region) for r in prices.load_table()}
+    # The documented default CPU pool machine, and GPU rows outside us-central1 (#22.11).
+    for region in ("us-central1", "us-east5", "europe-west4", "asia-northeast1"):
+        assert ("cpu", "n2-standard-16", "onDemand", region) in rows
+    assert {("gpu", "a3-highgpu-8g", "onDemand", r) for r in ("us-east4", "europe-west4")} <= rows
+    assert ("gpu", "g2-standard-12", "spot", "europe-west1") in rows
+    assert len({r[3] for r in rows if r[0] == "cpu"}) >= 40
+    # A3 Ultra has no on-demand capacity (components/catalog/gpu.py), so no on-demand row.
+    assert not [r for r in rows if r[1] == "a3-ultragpu-8g" and r[2] == "onDemand"]
 
 
 def test_the_table_rejects_what_is_not_a_sourced_list_price():
@@ -384,4 +433,4 @@ def test_staging_is_its_slice_and_its_system_pool_at_list_price():
     row = {(r.kind, r.name, r.capacity, r.region): r for r in prices.load_table()}
     assert tpu.rate == row[("tpu", "v6e", "onDemand", "us-east5")]
     assert system.rate == row[("cpu", "e2-standard-8", "onDemand", "us-east5")]
-    assert e.total.hourly == 16 * tpu.rate.hourly + 1 * system.rate.hourly
+    assert e.total.hourly == 16 * tpu.rate.hourly + 1 * system.rate.hourly + Decimal("0.10")  # + the cluster fee

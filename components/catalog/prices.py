@@ -78,51 +78,99 @@ def _date(value: Any, where: str) -> Optional[date]:
         raise TableError(f"{where}: asOf {value!r} is not a date (YYYY-MM-DD)") from None
 
 
+_REGION = re.compile(r"[a-z]+-[a-z]+[0-9]+")
+_ROW_FIELDS = {"kind", "name", "capacity", "region", "hourly", "asOf", "source", "note"}
+_GROUP_FIELDS = {"kind", "name", "capacity", "regions", "note", "asOf", "source"}
+
+
+def _snapshot(document: Mapping, where: str) -> tuple[Optional[str], Optional[date]]:
+    """The `snapshot` a generated table was made from (scripts/prices.py): its source URL and date, which its rows
+    without their own `source`/`asOf` carry."""
+    snap = document.get("snapshot")
+    if snap is None:
+        return None, None
+    if not isinstance(snap, Mapping) or not str(snap.get("source", "")).startswith("https://"):
+        raise TableError(f"{where}: snapshot must name its source (an https URL) and asOf")
+    as_of = _date(snap.get("asOf"), f"{where}: snapshot")
+    if as_of is None:
+        raise TableError(f"{where}: snapshot.asOf is required")
+    return str(snap["source"]), as_of
+
+
+def _rate(at: str, kind: Any, name: Any, capacity: Any, region: Any, hourly: Any, source: Any,
+          as_of: Optional[date]) -> Rate:
+    if kind not in KINDS:
+        raise TableError(f"{at}: kind {kind!r}; allowed: {', '.join(KINDS)}")
+    if capacity not in TABLE_CAPACITIES:
+        raise TableError(f"{at}: capacity {capacity!r}; the table holds list prices only: "
+                         f"{', '.join(TABLE_CAPACITIES)} (reservations and committed use come from the stack)")
+    if not isinstance(region, str) or not _REGION.fullmatch(region):
+        raise TableError(f"{at}: region {region!r} is not a region such as us-east5")
+    if isinstance(hourly, bool) or not isinstance(hourly, (int, float)) or not 0 < hourly < 1_000_000:
+        raise TableError(f"{at}: hourly {hourly!r} must be a positive number")
+    if not isinstance(source, str) or not source.startswith("https://"):
+        raise TableError(f"{at}: source {source!r} must be an https URL")
+    if as_of is None:
+        raise TableError(f"{at}: asOf is required")
+    return Rate(kind, str(name), capacity, Decimal(str(hourly)), region, source, as_of, "table")
+
+
 def parse_table(document: Any, where: str = "prices table") -> tuple[Rate, ...]:
-    """The rows of a price table document (`currency`, `rates: [{kind, name, capacity, region, hourly, asOf,
-    source}]`), checked: list prices only, every row dated, placed and sourced, no two rows for the same rate."""
+    """The rows of a price table document, checked: list prices only, every row dated, placed and sourced, no two
+    rows for the same rate.
+
+    A row is one rate (`{kind, name, capacity, region, hourly, asOf, source, note?}`) or, as scripts/prices.py writes
+    them, one rate per region (`{kind, name, capacity, regions: {region: hourly}, note?}`) that takes `source` and
+    `asOf` from the document's `snapshot` unless it names its own."""
     if not isinstance(document, Mapping) or document.get("currency") != CURRENCY:
         raise TableError(f"{where}: must be a mapping with currency: {CURRENCY} and rates: [...]")
     rows = document.get("rates")
     if not isinstance(rows, list):
         raise TableError(f"{where}: rates must be a list")
+    snap_source, snap_as_of = _snapshot(document, where)
     rates, seen = [], set()
-    fields = {"kind", "name", "capacity", "region", "hourly", "asOf", "source", "note"}
     for i, row in enumerate(rows):
         at = f"{where}: rates[{i}]"
-        if not isinstance(row, Mapping) or not fields >= set(row) or not (fields - {"note"}) <= set(row):
+        if isinstance(row, Mapping) and "regions" in row:
+            if not _GROUP_FIELDS >= set(row) or not {"kind", "name", "capacity"} <= set(row) \
+                    or not isinstance(row["regions"], Mapping):
+                raise TableError(f"{at}: a row per region has kind, name, capacity, regions (a mapping of region to "
+                                 f"hourly) and an optional note, asOf, source; given {sorted(row)}")
+            source = row.get("source", snap_source)
+            as_of = _date(row["asOf"], at) if "asOf" in row else snap_as_of
+            found = [_rate(f"{at}.regions.{region}", row["kind"], row["name"], row["capacity"], region, hourly,
+                           source, as_of) for region, hourly in row["regions"].items()]
+        elif isinstance(row, Mapping) and _ROW_FIELDS >= set(row) and (_ROW_FIELDS - {"note"}) <= set(row):
+            found = [_rate(at, row["kind"], row["name"], row["capacity"], row["region"], row["hourly"],
+                           row["source"], _date(row["asOf"], at))]
+        else:
             raise TableError(f"{at}: must have exactly kind, name, capacity, region, hourly, asOf, source (and an "
-                             f"optional note); given {sorted(row) if isinstance(row, Mapping) else row!r}")
-        if row["kind"] not in KINDS:
-            raise TableError(f"{at}: kind {row['kind']!r}; allowed: {', '.join(KINDS)}")
-        if row["capacity"] not in TABLE_CAPACITIES:
-            raise TableError(f"{at}: capacity {row['capacity']!r}; the table holds list prices only: "
-                             f"{', '.join(TABLE_CAPACITIES)} (reservations and committed use come from the stack)")
-        if not isinstance(row["region"], str) or not re.fullmatch(r"[a-z]+-[a-z]+[0-9]+", row["region"]):
-            raise TableError(f"{at}: region {row['region']!r} is not a region such as us-east5")
-        hourly = row["hourly"]
-        if isinstance(hourly, bool) or not isinstance(hourly, (int, float)) or not 0 < hourly < 1_000_000:
-            raise TableError(f"{at}: hourly {hourly!r} must be a positive number")
-        if not isinstance(row["source"], str) or not row["source"].startswith("https://"):
-            raise TableError(f"{at}: source {row['source']!r} must be an https URL")
-        as_of = _date(row["asOf"], at)
-        if as_of is None:
-            raise TableError(f"{at}: asOf is required")
-        key = (row["kind"], row["name"], row["capacity"], row["region"])
-        if key in seen:
-            raise TableError(f"{at}: a second row for {' '.join(key)}")
-        seen.add(key)
-        rates.append(Rate(row["kind"], str(row["name"]), row["capacity"], Decimal(str(hourly)), row["region"],
-                          row["source"], as_of, "table"))
+                             f"optional note), or kind, name, capacity and regions; given "
+                             f"{sorted(row) if isinstance(row, Mapping) else row!r}")
+        for rate in found:
+            key = (rate.kind, rate.name, rate.capacity, rate.region)
+            if key in seen:
+                raise TableError(f"{at}: a second row for {' '.join(key)}")
+            seen.add(key)
+            rates.append(rate)
     return tuple(rates)
+
+
+def table_snapshot(path: Path = TABLE_PATH) -> dict:
+    """The `snapshot` of the shipped table (source, asOf, what the generator dropped), for the plan to name."""
+    return dict(_load_document(path).get("snapshot") or {})
+
+
+@functools.lru_cache(maxsize=4)
+def _load_document(path: Path) -> dict:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml where installed: the table has ~10k prices
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
 
 
 @functools.lru_cache(maxsize=4)
 def load_table(path: Path = TABLE_PATH) -> tuple[Rate, ...]:
     """The price table shipped with the package (components/catalog/data/prices.yaml)."""
-    return parse_table(yaml.safe_load(path.read_text(encoding="utf-8")), str(path.name))
-
-
+    return parse_table(_load_document(path), str(path.name))
 
 
 def find_rate(kind: str, name: str, capacity: str, region: str, overrides: Iterable[Rate],

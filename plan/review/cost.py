@@ -1,18 +1,22 @@
 """What a change does to a stack's cost: the `cost` of its plan at REF against the working tree's, per slice and pool.
 
 Each revision's plan carries its own estimate (`python -m plan STACK --json`, top-level `cost`, from that revision's
-price table and stack rates), so a change of rates shows as well as a change of capacity. A stack that does not exist
-on one side costs nothing there. Where a side has no amounts (rates missing, or a revision older than the estimate)
-the delta is unknown, never taken as zero: `unknown` says why, and the `--fail-on-cost-increase` gate fails on it.
+price table and stack rates), so a change of rates shows as well as a change of capacity. Items are the slices and
+pools and the GKE cluster fee (`cost.fees`); every amount is on the bases the plan states: configured (`hourly`,
+`monthly`), `min` and `max`. An item whose node pool the change replaces says `replace`, not `update`: its capacity
+is torn down and obtained again. A stack that does not exist on one side costs nothing there. Where a side has no
+complete amounts (rates missing, or a revision older than the estimate) the delta is unknown, never taken as zero:
+`unknown` says why, and the `--fail-on-cost-increase` gate fails on it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 if TYPE_CHECKING:
+    from .change import Change
     from .revisions import Side
 
 HOURS_PER_MONTH = 730
@@ -69,10 +73,15 @@ class ItemDelta(_Delta):
     name: str
     before: Optional[dict]  # the item of the plan's `cost` at REF, None where it did not exist
     after: Optional[dict]
+    replaced: bool = False  # the change replaces a node pool of this item
 
     @property
     def op(self) -> str:
-        return "create" if self.before is None else "delete" if self.after is None else "update"
+        if self.before is None:
+            return "create"
+        if self.after is None:
+            return "delete"
+        return "replace" if self.replaced else "update"
 
     def to_json(self) -> dict:
         out = {"kind": self.kind, "name": self.name, "op": self.op, **self.change(),
@@ -130,28 +139,50 @@ def _cost_of(side: Side, where: str) -> tuple[Optional[dict], Optional[str]]:
     cost = (side.plan or {}).get("cost")
     if not isinstance(cost, dict):
         return None, f"the plan {where} has no cost estimate (a revision older than it)"
-    if cost.get("missing") or "total" not in cost:
+    if cost.get("missing") or cost.get("complete") is False or "total" not in cost:
         missing = "; ".join(m.get("problem", "") for m in cost.get("missing", [])) or "no amounts"
         return None, f"the estimate {where} is incomplete: {missing}"
     return cost, None
 
 
-def delta(old: Side, new: Side, ref: str) -> Optional[CostDelta]:
-    """The cost change of one stack, None where a side could not be planned (the diff reports that itself)."""
+def replaced_items(changes: Iterable[Change]) -> set[str]:
+    """Names of the cost items whose node pools a change replaces: a TPU pool's slice entry (its PoolSize), a GPU or
+    CPU pool by its node pool's name, the system pool (`<cluster>-system`) as `system`."""
+    names: set[str] = set()
+    for change in changes:
+        if change.op != "replace" or not change.type.startswith("gcp:container/nodePool:"):
+            continue
+        names.add(change.name)
+        names.update(size.slice for size in (change.before, change.after) if size is not None)
+        if change.name.endswith("-system"):
+            names.add("system")
+    return names
+
+
+def _items(cost: dict) -> dict[tuple[str, str], dict]:
+    """The priced items and the cluster fees of a `cost`, by (kind, name)."""
+    return {(i["kind"], i["name"]): i for i in list(cost.get("items", [])) + list(cost.get("fees", []))}
+
+
+def delta(old: Side, new: Side, ref: str, changes: Iterable[Change] = ()) -> Optional[CostDelta]:
+    """The cost change of one stack, None where a side could not be planned (the diff reports that itself).
+    `changes`: the stack's resource changes, so an item whose pool is replaced says so."""
     if not (old.ok and new.ok):
         return None
     before, why_before = _cost_of(old, f"at {ref}")
     after, why_after = _cost_of(new, "in the working tree")
     if why_before or why_after:
         return CostDelta(unknown="; ".join(w for w in (why_before, why_after) if w))
-    olds = {(i["kind"], i["name"]): i for i in before.get("items", [])}
-    news = {(i["kind"], i["name"]): i for i in after.get("items", [])}
+    olds, news = _items(before), _items(after)
+    replaced = replaced_items(changes)
     items = []
     for key in list(olds) + [k for k in news if k not in olds]:
         b, a = olds.get(key), news.get(key)
-        if b is not None and a is not None and _summary(b) == _summary(a) and b.get("rate") == a.get("rate"):
+        again = key[1] in replaced and key[0] != "gkeClusterFee"
+        if b is not None and a is not None and _summary(b) == _summary(a) and b.get("rate") == a.get("rate") \
+                and not again:
             continue
-        items.append(ItemDelta(key[0], key[1], b, a))
+        items.append(ItemDelta(key[0], key[1], b, a, replaced=again))
     return CostDelta(currency=after.get("currency") or before.get("currency") or "USD",
                      before=before.get("total"), after=after.get("total"), items=items)
 
