@@ -149,6 +149,28 @@ def test_event_lines_are_found_behind_rays_prefix():
         results.event_line("stepped")
 
 
+def _probe(platform, error=None, jax_platforms="cuda", plugins=()):
+    return {"platform": platform, "deviceKind": platform, "devices": 1, "localDevices": 1, "error": error,
+            "jaxPlatforms": jax_platforms, "plugins": {"gpu": list(plugins), "tpu": []}}
+
+
+def test_the_platform_check_names_the_missing_backend_or_passes():
+    from workloads import backend
+
+    assert backend.expected_platform("gpu", simulate=False) == "gpu"
+    assert backend.expected_platform("tpu", simulate=True) == "cpu"
+    assert backend.check("gpu", "--gpus 8", "gpu", _probe("gpu", plugins=["jax_plugins.xla_cuda12"]), 0) is None
+    # A platform list that allows the CPU: JAX falls back to it, and the job must not train there.
+    line = backend.check("gpu", "--gpus 8", "gpu", _probe("cpu", jax_platforms="cuda,cpu"), 3)
+    assert line.startswith("workloads.train: --gpus 8 needs JAX's CUDA backend (platform gpu), but rank 3 has no "
+                           "CUDA backend: JAX runs on cpu instead; JAX_PLATFORMS=cuda,cpu; jax-cuda12-plugin")
+    line = backend.check("gpu", "--gpus 1", "gpu", _probe(None, "RuntimeError: no GPU", plugins=["x"]), 0)
+    assert "JAX started no backend (RuntimeError: no GPU)" in line and "x installed" in line
+    assert "--simulate runs on the CPU, but rank 0's JAX runs on gpu" in backend.check(
+        "gpu", "--gpus 1", "cpu", _probe("gpu"), 0)
+    assert "\n" not in line  # one line
+
+
 def _record(attempts=1):
     steps = [{"attempt": 0, "step": k, "stepS": 0.1 * k, "loss": 1.0 / k, "time": 100.0 + k, "compiled": k == 1}
              for k in (1, 2, 3)]
