@@ -16,7 +16,7 @@ from .change import Change
 from .changes import Report, StackDiff, summary_line
 from .cost import describe as describe_cost
 from .cost import usd
-from .paths import show
+from .paths import show_pair
 from .replacement import NODE_POOL
 from .revisions import stack_file_at
 from .tpu import slice_of_pool
@@ -31,7 +31,7 @@ def _md_change_block(change: Change, limit: int) -> list[str]:
     lines = [f"{_MD_SYMBOL[change.op]:<3} {change.op:<7} {change.type} {change.name}"
              + (f" ({change.summary})" if change.summary else "") + ("  <-- RISKY" if change.risky else "")]
     for d in change.details[:limit]:
-        lines.append(f"!       {d.path}: {show(d.old, 80)} => {show(d.new, 80)}"
+        lines.append(f"!       {d.path}: {' => '.join(show_pair(d.old, d.new, 80))}"
                      + ("  (forces replacement)" if d.replaces else ""))
     if len(change.details) > limit:
         lines.append(f"!       ... {len(change.details) - limit} more")
@@ -176,7 +176,7 @@ def markdown(report: Report, root: Path = ROOT, detail_limit: int = 25, diagrams
         for change in ordered:
             block += _md_change_block(change, detail_limit)
         for o in d.outputs:
-            block.append(f"!  output {o.path}: {show(o.old, 80)} => {show(o.new, 80)}")
+            block.append(f"!  output {o.path}: {' => '.join(show_pair(o.old, o.new, 80))}")
         block += ["```", ""]
         if diagrams:
             chart = _diagram(d, root)

@@ -7,7 +7,7 @@ from .capacity import describe
 from .changes import Report, StackDiff, summary_line
 from .cost import describe as describe_cost
 from .cost import describe_item
-from .paths import show
+from .paths import show_pair
 
 _SYMBOL = {"create": "+", "update": "~", "replace": "+-", "delete": "-"}
 _STYLE = {"create": "green", "update": "yellow", "replace": "magenta", "delete": "red"}
@@ -54,10 +54,11 @@ def print_text(report: Report, console) -> None:
             console.print(line)
             for d in change.details:
                 mark = " [magenta](forces replacement)[/]" if d.replaces else ""
-                console.print(f"             {escape(d.path)}: {escape(show(d.old))} [dim]=>[/] "
-                              f"{escape(show(d.new))}{mark}")
+                old, new = show_pair(d.old, d.new)
+                console.print(f"             {escape(d.path)}: {escape(old)} [dim]=>[/] {escape(new)}{mark}")
         for d in diff.outputs:
-            console.print(f"  [cyan]output[/] {escape(d.path)}: {escape(show(d.old))} [dim]=>[/] {escape(show(d.new))}")
+            old, new = show_pair(d.old, d.new)
+            console.print(f"  [cyan]output[/] {escape(d.path)}: {escape(old)} [dim]=>[/] {escape(new)}")
         console.print(f"  [bold]Resources:[/] {summary_line(diff)}")
         capacity = diff.capacity
         if capacity:
