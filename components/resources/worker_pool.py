@@ -52,7 +52,8 @@ def validate_worker_pool_args(args: WorkerPoolArgs, name: str) -> GpuPoolConfig 
             warnings: list[str] = []
             problems += checks.check_worker_pools(ClusterContext("standard", location), lists,
                                                   _PoolPaths("args", root), warnings)
-            for warning in warnings:
+            # A pool handed over already validated (RayTpuPlatform) had its warnings told with its stack key.
+            for warning in warnings if not isinstance(args[key], model) else ():
                 pulumi.log.warn(warning)
     if problems:
         raise ConfigError(problems)
