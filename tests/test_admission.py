@@ -302,8 +302,11 @@ def test_ray_255_autoscaling_of_an_ironwood_group_is_refused_and_256_allowed():
                                           "workerGroups": [{"name": "tpu", "slice": "iw"}]}])
     (problem,) = problems(values)
     assert problem.startswith("ray-tpu-gke:rayClusters[0].autoscaling.enabled: true, but Ray 2.55.0's autoscaler")
-    values["ray-tpu-gke:rayClusters"][0]["rayVersion"] = "2.56.0"
+    values["ray-tpu-gke:rayClusters"][0].update(rayVersion="2.56.0", image="rayproject/ray:2.56.0-py311")
     parse_stack_config(values, "test")
+    # A Ray version refused for another reason is not replaced by the default to judge the autoscaler on.
+    values["ray-tpu-gke:rayClusters"][0]["image"] = "rayproject/ray:2.55.0-py311"
+    assert [p.split(": ", 1)[0] for p in problems(values)] == ["ray-tpu-gke:rayClusters[0].rayVersion"]
 
 
 # 10. Ironwood ---------------------------------------------------------------------------------------------------------

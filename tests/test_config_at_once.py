@@ -73,3 +73,10 @@ def test_a_bad_mode_does_not_turn_on_the_rules_of_another_mode():
 def test_a_job_whose_cluster_key_failed_is_not_judged_on_its_workers():
     values = minimal_values(rayJobs=[{"name": "job", "entrypoint": "python x.py", "cluster": "Train"}])
     assert paths(problems(values)) == ["ray-tpu-gke:rayJobs[0].cluster"]
+
+
+def test_an_entry_that_failed_on_a_key_other_rules_hinge_on_is_not_judged_on_its_default():
+    values = minimal_values(tpuSlices=[{"name": "v6e-4", "generation": "v6e", "topology": "2x2",
+                                        "capacity": "reserved", "reservation": "my-res"}])
+    # capacity's default onDemand would make the reservation "only allowed with capacity reservation"
+    assert paths(problems(values)) == ["ray-tpu-gke:tpuSlices[0].capacity"]

@@ -10,6 +10,12 @@ from pydantic import ValidationError
 
 from .models import Model, validate_as
 
+# Keys whose default would change what other rules conclude (a capacity's reservation rules, a Ray version's
+# autoscaler and multislice rules, a machine's GPUs, the cluster's mode): an entry that failed on one of them is not
+# checked across sections at all, rather than judged on a value the user did not give.
+PIVOTAL = frozenset({"capacity", "ray_version", "rayVersion", "autoscaling", "mode", "machine_type", "machineType",
+                     "accelerator", "generation", "topology"})
+
 
 def validate_partial(model: type[Model], value: Any, style: str, error: ValidationError) -> Optional[Model]:
     """What of `value` validates once every key that failed is left out (so its default applies), for the rules
@@ -22,7 +28,7 @@ def validate_partial(model: type[Model], value: Any, style: str, error: Validati
     for _ in range(3):  # a default may meet a rule across fields of the model that the given value met
         for item in error.errors(include_url=False):
             loc = tuple(item["loc"])
-            if item["type"] == "missing" or not _drop(data, loc):
+            if item["type"] == "missing" or (loc and loc[0] in PIVOTAL) or not _drop(data, loc):
                 return None
             dropped.add(loc)
         try:
