@@ -149,6 +149,23 @@ def test_event_lines_are_found_behind_rays_prefix():
         results.event_line("stepped")
 
 
+def test_preemptions_get_their_own_budget_only_where_rays_failure_config_has_one():
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Ray255FailureConfig:  # the fields of Ray 2.55's ray.train.FailureConfig
+        max_failures: int = 0
+        controller_failure_limit: int = -1
+
+    @dataclasses.dataclass
+    class Ray258FailureConfig(Ray255FailureConfig):  # ray-project/ray#64360 added max_preemption_failures
+        max_preemption_failures: int = -1
+
+    assert train.failure_config(Ray255FailureConfig, 2) == Ray255FailureConfig(max_failures=2)
+    assert train.failure_config(Ray258FailureConfig, 2) == Ray258FailureConfig(max_failures=2,
+                                                                               max_preemption_failures=-1)
+
+
 def _probe(platform, error=None, jax_platforms="cuda", plugins=()):
     return {"platform": platform, "deviceKind": platform, "devices": 1, "localDevices": 1, "error": error,
             "jaxPlatforms": jax_platforms, "plugins": {"gpu": list(plugins), "tpu": []}}

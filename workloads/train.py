@@ -234,6 +234,9 @@ def write_result(doc: dict, result_dir: str) -> Optional[Path]:
 def main(argv: Optional[list[str]] = None) -> int:
     spec, args = parse_args(argv)
     import ray
+    # Ray Train imported before ray.init starts Ray's background threads: an import racing one of them can find
+    # ray.autoscaler half-initialised (seen as "cannot import name 'DictCount' ... circular import").
+    import ray.train.v2.jax  # noqa: F401
 
     from workloads import result
     from workloads.ledger import start_ledger
