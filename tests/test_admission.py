@@ -316,7 +316,8 @@ def test_standard_multi_host_ironwood_ignores_the_topology_gke_reads_back():
     (pool,) = [s for s in steps_of_type(plan_of("prod"), "gcp:container/nodePool:NodePool")
                if s["newState"]["name"] == "ironwood-64-0"]
     state = pool["newState"]
-    assert "tpuTopology" not in state["inputs"]["placementPolicy"] and "policyName" in state["inputs"]["placementPolicy"]
+    placement = state["inputs"]["placementPolicy"]
+    assert "tpuTopology" not in placement and "policyName" in placement
     assert "placementPolicy.tpuTopology" in state["options"]["ignoreChanges"]
 
 
