@@ -16,6 +16,7 @@ from .change import OPS, Change, Detail
 from .cost import CostDelta
 from .cost import delta as cost_delta
 from .revisions import Side
+from .stranded import Stranded, of_sides
 
 
 @dataclass
@@ -55,10 +56,18 @@ class StackDiff:
         """What the change does to the stack's cost, per slice and pool (None: a side could not be planned)."""
         return cost_delta(self.old, self.new, self.ref)
 
+    @property
+    def stranded(self) -> list[Stranded]:
+        """What the working tree provisions that no Ray worker group uses (the plan's `cost.items[].stranded`)."""
+        return of_sides(self.old, self.new)
+
     def to_json(self) -> dict:
         out = {"stack": self.stack, "changes": [c.to_json() for c in self.changes], "against": self.ref,
                "commit": self.commit, "summary": {**self.counts, "same": self.unchanged},
                "risky": len(self.risky), "capacity": self.capacity.to_json()}
+        stranded = self.stranded
+        if stranded:
+            out["stranded"] = [s.to_json() for s in stranded]
         cost = self.cost
         if cost is not None:
             out["cost"] = cost.to_json()

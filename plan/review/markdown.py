@@ -78,6 +78,18 @@ def _gates(report: Report) -> list[str]:
     return out
 
 
+def _stranded(report: Report) -> list[str]:
+    """Capacity the new revision provisions and no Ray worker group uses, what the change strands marked new."""
+    rows = [(d, s) for d in report.stacks if not d.error for s in d.stranded]
+    if not rows:
+        return []
+    fresh = sum(s.new for _, s in rows)
+    out = ["> [!WARNING]", f"> **Stranded capacity** after this change ({fresh} newly stranded): always provisioned, "
+           "paid for, and used by no Ray worker group.", ">"]
+    out += [f"> - **{d.stack}** · {s.line()}" for d, s in rows]
+    return out + [""]
+
+
 def _capacity(report: Report) -> list[str]:
     """The TPU chips and hosts the change adds and removes, in all and per slice; nothing where it changes none."""
     rows = [(d, s) for d in report.stacks for s in d.capacity.slices]
@@ -143,7 +155,7 @@ def markdown(report: Report, root: Path = ROOT, detail_limit: int = 25, diagrams
             for reason in c.reasons:
                 out.append(f"> - **{d.stack}** · {c.op} · `{c.type}` **{c.name}**: {reason}")
         out.append("")
-    out += _gates(report) + _cost(report) + _capacity(report)
+    out += _gates(report) + _stranded(report) + _cost(report) + _capacity(report)
     if errors:
         for d in errors:
             first, _, rest = d.error.partition("\n")

@@ -35,6 +35,7 @@ def print_text(report: Report, console) -> None:
         if not diff.changes:
             console.print(f"  [green]No changes.[/] The {diff.unchanged} resources plan the same at both revisions.")
             _print_cost(diff, console)
+            _print_stranded(diff, console)
             console.print()
             continue
         for change in diff.risky:
@@ -66,7 +67,17 @@ def print_text(report: Report, console) -> None:
             for s in capacity.slices:
                 console.print(f"             {escape(s.slice)} ({escape(s.pools_text())}): {describe(s.counts())}")
         _print_cost(diff, console)
+        _print_stranded(diff, console)
         console.print()
+
+
+def _print_stranded(diff: StackDiff, console) -> None:
+    """`Stranded:` one line per slice or pool the working tree provisions and no Ray worker group uses."""
+    from rich.markup import escape
+
+    for s in diff.stranded:
+        style = "bold yellow" if s.new else "yellow"
+        console.print(f"  [{style}]Stranded:[/] {escape(s.line())}", soft_wrap=True)
 
 
 def _print_cost(diff: StackDiff, console) -> None:

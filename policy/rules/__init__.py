@@ -7,10 +7,11 @@ from . import gpu  # isort:skip
 from . import security  # isort:skip
 from . import production  # isort:skip
 from . import cost  # isort:skip
+from . import capacity  # isort:skip
 from . import monitoring  # isort:skip
 from .base import ADVISORY, MANDATORY, RULES, Rule  # isort:skip
 
-GROUPS = (tpu, gpu, security, production, cost, monitoring)
+GROUPS = (tpu, gpu, security, production, cost, capacity, monitoring)
 
 __all__ = ["ADVISORY", "GROUPS", "MANDATORY", "RULES", "Rule", "by_id"]
 
