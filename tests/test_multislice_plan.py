@@ -292,3 +292,11 @@ def test_multislice_blockers_are_found():
                                                           "denies": [{"protocol": "all"}]})
     policy = ("kubernetes:networking.k8s.io/v1:NetworkPolicy", "default-deny", {"spec": {"podSelector": {}}})
     assert len(multislice.cross_slice_blockers([deny, policy])) == 2
+
+
+def test_multislice_objects_say_so_in_the_plan_json():
+    config = parse_stack_config(two_slice_job(), "test")
+    annotations = manifest_of(config)["metadata"]["annotations"]
+    assert annotations[multislice.ANNOTATION] == "tpu: 2 slices of v6e-16 x 16 chips = 32 chips"
+    single = parse_stack_config(two_slice_job(replicas=1), "test")
+    assert multislice.ANNOTATION not in manifest_of(single)["metadata"]["annotations"]

@@ -325,6 +325,9 @@ def ray_manifest(obj: RayObjectConfig, targets: Mapping[str, Mapping], ctx: Rend
         metadata["annotations"] = {"pulumi.com/waitFor": _READY[kind]}
     else:
         metadata["annotations"] = {"pulumi.com/skipAwait": "true"}
+    multislice_note = multislice.annotation(obj, targets.get("slice", {}))
+    if multislice_note:
+        metadata["annotations"][multislice.ANNOTATION] = multislice_note
     return {"apiVersion": "ray.io/v1", "kind": kind, "metadata": metadata, "spec": spec}
 
 

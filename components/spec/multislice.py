@@ -49,6 +49,20 @@ def is_multislice(obj: RayObjectConfig, group: WorkerGroupConfig) -> bool:
     return group.slice is not None and slices(obj, group) > 1 and not isinstance(obj, RayServiceConfig)
 
 
+# On a Ray object that runs multislice, what for (in the plan JSON, `--manifests` and `kubectl get -o yaml`).
+ANNOTATION = "ray-tpu-gke/multislice"
+
+
+def annotation(obj: RayObjectConfig, entries: Mapping[str, TpuSliceConfig]) -> Optional[str]:
+    """`<group>: <N> slices of <entry> x <chips> chips = <total> chips` per multislice group, or None."""
+    parts = []
+    for group in tpu_groups(obj):
+        if group.slice in entries and is_multislice(obj, group):
+            n, chips = slices(obj, group), entries[group.slice].shape.chips
+            parts.append(f"{group.name}: {n} slices of {group.slice} x {chips} chips = {n * chips} chips")
+    return "; ".join(parts) or None
+
+
 def slice_env(tpu_slice: TpuSliceConfig, slices: int) -> list[dict]:
     shape = tpu_slice.shape
     values = {"generation": tpu_slice.generation, "topology": shape.topology, "hosts": shape.hosts,
