@@ -23,7 +23,10 @@ def validate_partial(model: type[Model], value: Any, style: str, error: Validati
     validated configuration: the failures themselves are reported."""
     if not isinstance(value, dict):
         return None
-    data = copy.deepcopy(value)
+    try:
+        data = copy.deepcopy(value)
+    except RecursionError:  # a hostile nesting: its own problems are reported, nothing is checked across
+        return None
     dropped: set[tuple] = set()
     for _ in range(3):  # a default may meet a rule across fields of the model that the given value met
         for item in error.errors(include_url=False):
