@@ -113,5 +113,5 @@ def check_node_pool_count(context: ClusterContext, lists: dict, paths: Paths) ->
     section = "tpu_slices" if slices else ("gpu_pools" if gpus else "cpu_pools")
     return [Problem(paths(section), f"{total} node pools in one cluster (system 1, {paths.key('tpu_slices')} "
                                     f"{slices}, {paths.key('gpu_pools')} {gpus}, {paths.key('cpu_pools')} {cpus}); "
-                                    f"allowed: at most {admission.MAX_NODE_POOLS} "
-                                    f"({admission.NODE_POOLS_PER_CLUSTER.source})")]
+                                    f"allowed: at most {admission.MAX_NODE_POOLS} (GKE quotas: node pools per "
+                                    "cluster)")]
