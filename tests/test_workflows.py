@@ -186,3 +186,75 @@ def test_every_variable_and_secret_is_documented():
                      "PULUMI_BACKEND_URL"}
     for name in names:
         assert f"`{name}`" in review, f"{name} is not documented in docs/review.md"
+
+
+def _step(job: dict, name: str) -> dict:
+    return next(s for s in steps(job) if s.get("name") == name or s.get("id") == name)
+
+
+def _stub(folder: Path, name: str, body: str) -> None:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/bash\n" + body)
+    path.chmod(0o755)
+
+
+@pytest.mark.parametrize("risk, cost, expected", [
+    ("", "", []),
+    ("true", "", ["--fail-on-risk"]),
+    ("", "500", ["--fail-on-cost-increase", "500"]),
+    ("true", "1250.50", ["--fail-on-risk", "--fail-on-cost-increase", "1250.50"]),
+])
+def test_pull_request_gates_follow_their_repository_variables(tmp_path, risk, cost, expected):
+    """Run the diff step's own script with a stand-in for the venv's python: each variable adds its gate."""
+    step = _step(load("pr.yml")["jobs"]["offline-diff"], "diff")
+    assert step["env"]["FAIL_ON_COST_INCREASE"] == "${{ vars.DIFF_FAIL_ON_COST_INCREASE }}"
+    _stub(tmp_path, ".venv/bin/python", 'printf "%s\\n" "$@" > "$ARGS_FILE"\nexit 4\n')
+    env = dict(os.environ, BASE_REF="main", FAIL_ON_RISK=risk, FAIL_ON_COST_INCREASE=cost,
+               GITHUB_OUTPUT=str(tmp_path / "output"), GITHUB_STEP_SUMMARY=str(tmp_path / "summary"),
+               ARGS_FILE=str(tmp_path / "args"))
+    subprocess.run(["bash", "-e", "-o", "pipefail", "-c", step["run"]], cwd=tmp_path, env=env, check=True)
+    args = (tmp_path / "args").read_text().split()
+    assert args[:7] == ["-m", "plan", "--all-stacks", "--diff-against", "origin/main", "--format", "markdown"]
+    assert args[7:] == expected
+    assert (tmp_path / "output").read_text() == "status=4\n"  # the comment is posted; the next step fails the job
+    last = load("pr.yml")["jobs"]["offline-diff"]["steps"][-1]["run"]
+    assert 'elif [ "$STATUS" = 4 ]' in last and "DIFF_FAIL_ON_COST_INCREASE" in last
+
+
+def test_post_deploy_check_runs_behind_its_switch_on_a_runner_inside_the_networks():
+    jobs = load("deploy.yml")["jobs"]
+    for name, after, environment in (("verify", ["stacks", "up"], "${{ matrix.stack }}"),
+                                     ("verify-prod", "up-prod", "production")):
+        job = jobs[name]
+        assert job["needs"] == after and job["environment"] == environment
+        assert "vars.POST_DEPLOY_CHECK == 'true'" in job["if"]
+        assert job["runs-on"] == "${{ vars.POST_DEPLOY_RUNNER || 'self-hosted' }}"
+        (auth,) = uses(job, "google-github-actions/auth")
+        assert auth["with"]["service_account"] == "${{ vars.GCP_SERVICE_ACCOUNT }}"
+        assert "kubectl" in uses(job, "google-github-actions/setup-gcloud")[0]["with"]["install_components"]
+        assert "python -m plan.verify \"$STACK\" --context" in runs(job)
+    assert jobs["verify"]["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.stacks.outputs.nonprod) }}"
+    assert _step(jobs["verify-prod"], "Post-deploy check")["env"]["STACK"] == "prod"
+
+
+def test_post_deploy_check_script_reaches_the_stacks_cluster(tmp_path):
+    """The step's own script with stand-ins for gcloud and kubectl: credentials for the cluster the stack file names,
+    then plan.verify on that context (which, with no real cluster, reports that it cannot read it)."""
+    from helpers import config_of
+
+    step = _step(load("deploy.yml")["jobs"]["verify"], "Post-deploy check")
+    bin_ = tmp_path / "bin"
+    _stub(bin_, "gcloud", 'printf "%s\\n" "$@" > "$GCLOUD_ARGS"\n')
+    _stub(bin_, "kubectl", '[ "$1 $2" = "config current-context" ] && { echo gke_ctx; exit 0; }\n'
+                           'echo "the server could not be reached" >&2; exit 1\n')
+    env = dict(os.environ, STACK="staging", PATH=f"{bin_}:{os.environ['PATH']}",
+               GCLOUD_ARGS=str(tmp_path / "gcloud"))
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", step["run"]], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    config = config_of("staging")
+    assert (tmp_path / "gcloud").read_text().split() == [
+        "container", "clusters", "get-credentials", config.cluster.name, "--location", config.cluster.location,
+        "--project", config.project]
+    assert done.returncode == 1 and "error: cannot read the cluster" in done.stderr, done.stderr[-2000:]
