@@ -300,3 +300,16 @@ def test_multislice_objects_say_so_in_the_plan_json():
     assert annotations[multislice.ANNOTATION] == "tpu: 2 slices of v6e-16 x 16 chips = 32 chips"
     single = parse_stack_config(two_slice_job(replicas=1), "test")
     assert multislice.ANNOTATION not in manifest_of(single)["metadata"]["annotations"]
+
+
+def test_every_ray_pod_of_a_ray_that_drains_gets_the_longer_grace_period():
+    values = minimal_values(cpuPools=[{"name": "prep", "zone": "us-east5-b"}], rayClusters=[
+        {"name": "train", "rayVersion": "2.57.0",
+         "workerGroups": [{"name": "tpu", "slice": "v6e-4"}, {"name": "prep", "cpuPool": "prep"}]}])
+    spec = manifest_of(parse_stack_config(values, "test"), "ray_clusters")["spec"]
+    pods = [spec["headGroupSpec"]] + spec["workerGroupSpecs"]
+    assert [p["template"]["spec"]["terminationGracePeriodSeconds"] for p in pods] == [60, 60, 60]
+    values["ray-tpu-gke:rayClusters"][0]["rayVersion"] = "2.56.0"  # no drain: CPU pods keep Kubernetes' default
+    spec = manifest_of(parse_stack_config(values, "test"), "ray_clusters")["spec"]
+    pods = [spec["headGroupSpec"]] + spec["workerGroupSpecs"]
+    assert [p["template"]["spec"].get("terminationGracePeriodSeconds") for p in pods] == [None, 60, None]

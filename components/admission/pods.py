@@ -59,7 +59,8 @@ RAY_AUTOSCALER_ACCELERATORS: dict[str, tuple[str, ...]] = {
 RAY_DRAIN_GRACE = rule(
     "ray-drain-grace-period", "From Ray 2.57.0 a Ray pod drains its node for RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S "
     "(30 s) on SIGTERM, and Kubernetes kills it after terminationGracePeriodSeconds (30 s unless set): TPU worker "
-    "pods get 60 s unless the stack says otherwise, and a grace period not longer than the drain is a warning.",
+    "pods, and from 2.57.0 every Ray pod, get 60 s unless the stack says otherwise, and a grace period not longer "
+    "than the drain is a warning.",
     "ray python/ray/_private/ray_constants.py and node.py _drain_node_before_shutdown (Ray 2.57.0, "
     "ray-project/ray#64454); https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/#lifecycle")
 RAY_TRAIN_START_TIMEOUT = rule(

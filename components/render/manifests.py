@@ -146,6 +146,8 @@ def _head_group(obj: RayObjectConfig, ctx: RenderContext, slices: Mapping[str, T
         spec["nodeSelector"] = {"cloud.google.com/gke-nodepool": ctx.head_pool}
     if volumes:
         spec["volumes"] = volumes
+    if multislice.grace_period(obj) is not None:  # Ray 2.57+ drains the head too (admission.RAY_DRAIN_GRACE)
+        spec["terminationGracePeriodSeconds"] = multislice.grace_period(obj)
     template = {"spec": spec}
     if annotations:
         template["metadata"] = {"annotations": annotations}
@@ -238,7 +240,7 @@ def _worker_group(group, targets: Mapping[str, Mapping], obj: RayObjectConfig, c
     spec["containers"] = [container]
     if volumes:
         spec["volumes"] = volumes
-    grace = multislice.grace_period(group)  # longer than Ray's drain on SIGTERM (admission.RAY_DRAIN_GRACE)
+    grace = multislice.grace_period(obj, group)  # longer than Ray's drain on SIGTERM (admission.RAY_DRAIN_GRACE)
     if grace is not None:
         spec["terminationGracePeriodSeconds"] = grace
     template = {"spec": spec}

@@ -97,11 +97,14 @@ def start_timeout(obj: RayObjectConfig) -> Optional[int]:
     return DEFAULT_START_TIMEOUT_S
 
 
-def grace_period(group: WorkerGroupConfig) -> Optional[int]:
-    """terminationGracePeriodSeconds of the group's pods: the group's own, else 60 s on TPU slices."""
-    if group.termination_grace_period_seconds is not None:
+def grace_period(obj: RayObjectConfig, group: Optional[WorkerGroupConfig] = None) -> Optional[int]:
+    """terminationGracePeriodSeconds of a group's pods (the head's without a group): the group's own, else 60 s on
+    TPU slices, and 60 s on every Ray pod of a Ray that drains on SIGTERM (2.57+); else Kubernetes' default."""
+    if group is not None and group.termination_grace_period_seconds is not None:
         return group.termination_grace_period_seconds
-    return DEFAULT_TPU_GRACE_PERIOD_S if group.slice is not None else None
+    if (group is not None and group.slice is not None) or ray_versions.ray_has(obj.ray_version, "drain-on-sigterm"):
+        return DEFAULT_TPU_GRACE_PERIOD_S
+    return None
 
 
 # --- plan-time rules -----------------------------------------------------------------------------------------------
@@ -177,7 +180,7 @@ def check(context: ClusterContext, lists: dict, paths: Paths, warnings: list[str
 
 
 def _grace(use: _Use, gpath: str, paths: Paths, warnings: list[str]) -> None:
-    grace = grace_period(use.group)
+    grace = grace_period(use.obj, use.group)
     if grace is not None and grace <= ray_versions.DRAIN_TIMEOUT_S and \
             ray_versions.ray_has(use.obj.ray_version, "drain-on-sigterm"):
         warnings.append(f"{gpath}.{paths.key('termination_grace_period_seconds')}: {grace} s is not longer than Ray "
