@@ -137,7 +137,8 @@ def test_standard_mode_demand_must_fit_the_provisioned_slices():
     values["ray-tpu-gke:tpuSlices"][0]["count"] = 2
     parse_stack_config(values, "test")
     values["ray-tpu-gke:tpuSlices"][0]["count"] = 1
-    values["ray-tpu-gke:cluster"].update(mode="autopilot", location="us-east5")  # Autopilot provisions on demand: no pool count to exceed
+    # Autopilot provisions on demand: no pool count to exceed
+    values["ray-tpu-gke:cluster"].update(mode="autopilot", location="us-east5")
     parse_stack_config(values, "test")
 
 
