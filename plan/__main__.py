@@ -84,8 +84,9 @@ def main(argv=None, prog: str = "python -m plan") -> int:
     except ConfigError as error:  # a rule the program checks on what it renders
         return stackfile.report(error)
     except PreflightError as error:  # a deploy-time check, against the offline plan's answers (plan/mocks.py)
-        given = f"quotas from {args.quotas}" if args.quotas else "no project quotas given"
-        print(f"error: deploy-time check failed: {error} ({mocks.VERSIONS_NOTE}; {given})", file=sys.stderr)
+        quota = args.quotas and str(error).startswith("quota ")
+        answered = f"quotas from {args.quotas}" if quota else mocks.VERSIONS_NOTE
+        print(f"error: deploy-time check failed: {error} ({answered})", file=sys.stderr)
         return stackfile.EXIT_ERROR
     if stack_files:
         cost_result = None if args.manifests else cost.attach(plan, config)  # the plan JSON's `cost` (plan/cost.py)
