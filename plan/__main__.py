@@ -10,6 +10,7 @@ configuration (every problem on stderr, one per line), 1 anything else (a mandat
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -100,8 +101,13 @@ def main(argv=None, prog: str = "python -m plan") -> int:
         if not args.manifests:
             cost_result = inventory.cost(found)
             plan.cost = cost_result.json
+    if stack_files:  # the version set (plan/versions.py): warnings, the JSON's `versions`, the table
+        from . import versions
+
+        plan.warnings.extend(versions.warnings(config))
     if args.json:
-        sys.stdout.write(plan.dumps())
+        sys.stdout.write(json.dumps(versions.attach(plan, config), indent=2, sort_keys=True) + "\n" if stack_files
+                         else plan.dumps())
     elif args.manifests:
         sys.stdout.write(render.manifests_yaml(plan))
     else:

@@ -178,6 +178,11 @@ def print_plan(plan: Plan, config: StackConfig, console: Console, cost=None) -> 
         print_cost(cost, console)
         console.print()
     console.print(quota_table(config))
+    if isinstance(config, StackConfig):
+        from . import versions
+
+        console.print()
+        console.print(versions.table(versions.versions(plan, config)))
     for warning in plan.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
 

@@ -122,3 +122,13 @@ def test_the_quotas_option_reads_gcloud_json_and_refuses_what_is_not(tmp_path, c
     bad.write_text(json.dumps([{"quotaId": "X", "dimensionsInfos": [{"dimensions": {}, "details": {"value": "a"}}]}]))
     assert plan_main.main(["staging", "--quotas", str(bad)]) == 2
     assert "[0].dimensionsInfos[0] must have dimensions (a map) and details.value" in capsys.readouterr().err
+
+
+def test_the_quotas_option_checks_the_offline_plan(tmp_path, capsys):
+    listed = tmp_path / "quotas.json"
+    listed.write_text(json.dumps(INFOS))  # staging needs 16 CT6E chips in us-east5, which has the family default 8
+    assert plan_main.main(["staging", "--quotas", str(listed), "--json"]) == 1
+    err = capsys.readouterr().err
+    assert "error: deploy-time check failed: quota TPUS-PER-TPU-FAMILY-per-project-region, tpu_family=CT6E in " \
+           "us-east5: the project has 8 TPU chips, the stack needs 16" in err
+    assert err.rstrip().endswith(f"(quotas from {listed})")

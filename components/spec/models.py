@@ -20,13 +20,14 @@ from pydantic import (
     PrivateAttr,
     StrictBool,
     StrictInt,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
 
 from .. import admission, catalog
-from .operations import MaintenanceConfig, SliceHealthConfig, UpgradeConfig
+from .operations import MaintenanceConfig, SliceHealthConfig, UpgradeConfig, check_ray_version_of_image
 
 DEFAULT_RAY_VERSION = "2.55.0"
 # The Ray project's own image of this Ray version, as KubeRay's TPU samples use; TPU access comes from the GKE TPU
@@ -387,6 +388,13 @@ class RayObjectConfig(Model):
     wait_for_ready: StrictBool = False
     # Ray Train's, on the head (admission.RAY_TRAIN_START_TIMEOUT); unset: 900 s with TPU groups (spec/multislice.py).
     worker_group_start_timeout_seconds: Optional[Annotated[StrictInt, Field(ge=1, le=86400)]] = None
+
+    @field_validator("ray_version")
+    @classmethod
+    def _ray_of_image(cls, value: str, info: ValidationInfo) -> str:
+        if isinstance(info.data.get("image"), str):  # the image validated (fields validate in order)
+            check_ray_version_of_image(value, info.data["image"])
+        return value
 
 
 class RayClusterConfig(RayObjectConfig):

@@ -134,7 +134,34 @@ def compare(old: Side, new: Side, stack: str, ref: str = "", commit: str = "") -
     old_outputs = old.plan.get("outputs", {}) if old.plan else {}
     new_outputs = new.plan.get("outputs", {}) if new.plan else {}
     result.outputs = [Detail(format_path(p), a, b) for p, a, b in leaf_diffs(old_outputs, new_outputs)]
+    result.changes += version_changes(old.plan or {}, new.plan or {})
     return result
+
+
+VERSIONS_TYPE = "ray-tpu-gke:versions"
+
+
+def version_changes(old_plan: dict, new_plan: dict) -> list[Change]:
+    """Each changed element of the version set (the plans' `versions`, plan/versions.py) as one change of one line; a
+    GKE or Ray version change is risky for running slices: a node upgrade recreates a multi-host slice and a new Ray
+    image restarts every pod of its Ray cluster (docs/operations.md, "Upgrading the version set")."""
+    from .. import versions
+
+    if "versions" not in old_plan or "versions" not in new_plan:
+        return []  # a side from before the version set: nothing to compare
+    a, b = versions.flat(old_plan["versions"]), versions.flat(new_plan["versions"])
+    out = []
+    for path in sorted(set(a) | set(b)):
+        before, after = a.get(path, ABSENT), b.get(path, ABSENT)
+        if before == after:
+            continue
+        change = Change("update", f"versions:{path}", VERSIONS_TYPE, path, details=[Detail(path, before, after)])
+        if versions.risky(path):
+            change.risky = True
+            change.reasons.append(f"changes {path}: a GKE or Ray version change stops running slices; upgrade the set "
+                                  "as docs/operations.md \"Upgrading the version set\" says")
+        out.append(change)
+    return out
 
 
 def _compare_pair(o: dict, n: dict, tpu_pool: bool) -> Change | None:
