@@ -15,10 +15,13 @@ import functools
 import json
 import os
 import sys
+import tempfile
 from collections import defaultdict
+from pathlib import Path
 
 import kuberay_schema
 import pytest
+import yaml
 from helpers import ROOT
 
 from plan import harness, stackfile
@@ -56,8 +59,11 @@ def make_node(name: str, labels: dict, chips: int) -> dict:
     return node
 
 
-def make_pod(namespace: str, cluster: str, group: expected.GroupPlan, replica: int, worker: int, node: str) -> dict:
+def make_pod(namespace: str, cluster: str, group: expected.GroupPlan, replica: int, worker: int, node: str,
+             image: str = "") -> dict:
     pod = template("pod.json")
+    if image:
+        pod["spec"]["containers"][0]["image"] = image
     spec, name = group.spec, group.group
     pod["metadata"].update(name=f"{cluster}-{name}-worker-{replica}{worker}", namespace=namespace)
     pod["metadata"]["labels"].update({"ray.io/cluster": cluster, "ray.io/group": name,
@@ -112,8 +118,35 @@ def _generation(accelerator: str) -> str:
     return next(g.name for g in catalog.GENERATIONS.values() if g.accelerator == accelerator)
 
 
+@functools.lru_cache(maxsize=None)
+def crd_files() -> dict:
+    """The KubeRay v1.7.0 CRDs (tests/data/kuberay) as JSON files, named as the stand-in kubectl reads them."""
+    folder = Path(tempfile.mkdtemp(prefix="verify-crds-"))
+    out = {}
+    for kind in kuberay_schema.KINDS:
+        crd = yaml.load(kuberay_schema.crd_path("v1.7.0", kind).read_text(), Loader=kuberay_schema._Loader)
+        path = folder / f"{crd['metadata']['name']}.json"
+        path.write_text(json.dumps(crd))
+        out[crd["metadata"]["name"]] = str(path)
+    return out
+
+
+# A MutatingWebhookConfiguration as the TPU webhook's own deployment writes it (ai-on-gke kuberay-tpu-webhook
+# deployments/: pods CREATE, objectSelector app.kubernetes.io/name=kuberay); the add-on's object names are its own.
+WEBHOOK = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+           "metadata": {"name": "kuberay-tpu-mutating-webhook-cfg"},
+           "webhooks": [{"name": "kuberay-tpu-webhook.ray-system.svc", "sideEffects": "NoneOnDryRun",
+                         "clientConfig": {"service": {"name": "kuberay-tpu-webhook", "namespace": "ray-system",
+                                                      "path": "/mutate"}},
+                         "objectSelector": {"matchLabels": {"app.kubernetes.io/name": "kuberay"}},
+                         "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                                    "resources": ["pods"]}]}]}
+
+
 def healthy(stack: str) -> dict:
     plan = planned(stack)
+    _, _, config = stackfile.load_checked(stack)
+    images = {(o.namespace, o.name): o.image for o in config.ray_objects}
     pools = defaultdict(list)
     for pool in plan.pools:
         pools[pool.slice].append(pool)
@@ -147,7 +180,8 @@ def healthy(stack: str) -> dict:
                         nodes.append(make_node(name, {**group.selector, labels.NODE_POOL_LABEL: f"nap-{hosts[0]}",
                                                       labels.INSTANCE_TYPE_LABEL: shape.machine_type.name},
                                                spec.chips_per_host))
-                pods += [make_pod(obj.namespace, cluster, group, replica, w, hosts[w]) for w in range(spec.hosts)]
+                pods += [make_pod(obj.namespace, cluster, group, replica, w, hosts[w], images[obj.namespace, obj.name])
+                         for w in range(spec.hosts)]
             slices = max(1, group.min_replicas if group.autoscaling else group.replicas)
             logs[group.group] = smoke_log(spec, group.group, slices, labels_only=obj.kind == "RayService")
     for pool in plan.pools:
@@ -158,7 +192,8 @@ def healthy(stack: str) -> dict:
                     labels.NODE_POOL_LABEL: pool.name, catalog.ACCELERATOR_LABEL: pool.accelerator,
                     catalog.TOPOLOGY_LABEL: pool.topology, manifests.SLICE_LABEL: pool.slice,
                     labels.INSTANCE_TYPE_LABEL: pool.machine_type}, shape.chips_per_host))
-    return {"context": CONTEXT, "nodes": nodes, "pods": pods, "objects": objects,
+    return {"context": CONTEXT, "nodes": nodes, "pods": pods, "objects": objects, "crds": crd_files(),
+            "webhooks": [WEBHOOK],
             "smoke": {"status": {"jobDeploymentStatus": "Complete", "jobStatus": "SUCCEEDED"}, "logs": logs}}
 
 
@@ -357,7 +392,8 @@ def test_missing_webhook_environment_fails_and_names_the_pod(run):
     container["env"] = [e for e in container["env"] if e["name"] != "TPU_WORKER_HOSTNAMES"]
     code, checks, _, _ = run("staging", state, "--skip-smoke")
     assert code == 1
-    assert failures(checks) == {(GROUP, "webhook env"): f"{pod['metadata']['name']} lacks TPU_WORKER_HOSTNAMES"}
+    assert failures(checks) == {(GROUP, "webhook env"): f"{pod['metadata']['name']} lacks TPU_WORKER_HOSTNAMES",
+                                ("TPU webhook", "serving"): f"worker pods without its environment: {GROUP}"}
     assert checks[(GROUP, "slices")]["status"] == "skip"
 
 

@@ -201,3 +201,46 @@ class UpgradeConfig(_Model):
         if self.max_surge == 0 and self.max_unavailable == 0:
             raise ValueError("maxSurge and maxUnavailable are both 0: at least one must be above 0")
         return self
+
+
+# --- the version set: what an image's tag says ------------------------------------------------------------------------
+
+# Ray's own images are tagged <ray version>[-<python or variant>] (Docker Hub rayproject/ray, e.g. 2.55.0-py311), and
+# the repository's workloads images <ray version> (docs/workloads.md, workloads/cloudbuild.yaml).
+RAY_IMAGES = ("rayproject/ray", "docker.io/rayproject/ray", "rayproject/ray-ml", "docker.io/rayproject/ray-ml")
+WORKLOADS_REPOSITORIES = ("/ray-tpu-gke/workloads-tpu", "/ray-tpu-gke/workloads-gpu")
+
+
+def _split_image(image: str) -> tuple[str, str]:
+    name = image.split("@", 1)[0]
+    repository, _, tag = name.rpartition(":") if ":" in name.rsplit("/", 1)[-1] else (name, "", "")
+    return repository, tag
+
+
+def is_workloads_image(image: str) -> bool:
+    """The repository's workloads image (workloads/Dockerfile), which has JAX, libtpu and the workloads package."""
+    return _split_image(image)[0].endswith(WORKLOADS_REPOSITORIES)
+
+
+def image_ray_version(image: str) -> Optional[str]:
+    """The Ray version an image's tag names, for Ray's own images and the workloads images; None for any other."""
+    repository, tag = _split_image(image)
+    if repository not in RAY_IMAGES and not repository.endswith(WORKLOADS_REPOSITORIES):
+        return None
+    match = re.match(r"(\d+\.\d+\.\d+)(?:-|$)", tag)
+    return match.group(1) if match else None
+
+
+def check_ray_version_of_image(ray_version: str, image: str) -> None:
+    """A rayVersion the image's tag contradicts is refused: KubeRay and the autoscaler act on rayVersion while the
+    pods run the image's Ray (KubeRay RayClusterSpec.rayVersion: "the version of Ray you are using")."""
+    tagged = image_ray_version(image)
+    if tagged is not None and tagged != ray_version:
+        raise ValueError(f"{ray_version} contradicts the image {image}, which is Ray {tagged}: set rayVersion to "
+                         f"{tagged} or use the image of Ray {ray_version}")
+
+
+def lacks_jax(image: str) -> bool:
+    """Ray's own images hold Ray and its dependencies, no JAX: the workloads image installs jax[tpu] on top of
+    rayproject/ray (workloads/Dockerfile)."""
+    return _split_image(image)[0] in RAY_IMAGES

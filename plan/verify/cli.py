@@ -26,6 +26,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
+from typing import Optional
 
 from ray_tpu_gke.resources.preflight import PreflightError
 from ray_tpu_gke.spec.problems import ConfigError
@@ -35,12 +36,16 @@ from .checks import FAIL, PASS, SKIP, Check, _labels, _name, group_checks, objec
 from .labels import CLUSTER_LABEL, GROUP_LABEL, NODE_TYPE_LABEL
 from .expected import StackPlan, stack_plan
 from .kubectl import Kubectl, KubectlError
+from . import versions
 from .smoke import SmokeTarget, _finished, run_smoke
 
 
 def verify(stack: StackPlan, kubectl: Kubectl, skip_smoke: bool = False, timeout: int = 1200, poll: float = 10.0,
-           keep_jobs: bool = False) -> list[Check]:
+           keep_jobs: bool = False, version_set: Optional[dict] = None) -> list[Check]:
+    """Every live check of the stack; with `version_set` (plan/versions.py) also the version set's."""
     checks: list[Check] = []
+    images = {(o["namespace"], key.rsplit("/", 1)[-1]): o["image"]
+              for key, o in ((version_set or {}).get("rayObjects") or {}).items()}
     node_list = kubectl.items("nodes")
     nodes = {_name(n): n for n in node_list}
     for pool in stack.pools:
@@ -50,6 +55,11 @@ def verify(stack: StackPlan, kubectl: Kubectl, skip_smoke: bool = False, timeout
         live = kubectl.get(obj.kind, obj.name, obj.namespace)
         own, cluster = object_checks(obj, live)
         checks += own
+        # A RayJob on an existing RayCluster (clusterSelector) runs on that cluster's pods, in that cluster's image.
+        if version_set is not None and cluster is not None and (obj.namespace, obj.name) in images \
+                and not obj.cluster_selector:
+            pods = kubectl.items("pods", "-n", obj.namespace, "-l", f"{CLUSTER_LABEL}={cluster}")
+            checks.append(versions.image_check(obj.subject, images[(obj.namespace, obj.name)], pods))
         if not obj.groups:
             continue
         reason = None
@@ -76,6 +86,9 @@ def verify(stack: StackPlan, kubectl: Kubectl, skip_smoke: bool = False, timeout
             else:
                 targets.append(SmokeTarget(obj.subject, obj.namespace, cluster, group,
                                            labels_only=obj.kind == "RayService"))
+    if version_set is not None:
+        checks += versions.crd_checks(kubectl, version_set["kuberay"]["fields"])
+        checks += versions.webhook_checks(kubectl, checks, sum(len(o.groups) for o in stack.objects))
     if targets:
         checks += run_smoke(kubectl, targets, timeout, poll, keep_jobs)
     return checks
@@ -124,8 +137,10 @@ def main(argv=None) -> int:
         return stackfile.EXIT_ERROR
     kubectl = Kubectl(args.context, args.kubeconfig)
     try:
+        from .. import versions as version_set
+
         checks = verify(stack_plan(plan, config), kubectl, skip_smoke=args.skip_smoke, timeout=args.timeout,
-                        poll=args.poll, keep_jobs=args.keep_jobs)
+                        poll=args.poll, keep_jobs=args.keep_jobs, version_set=version_set.versions(plan, config))
     except KubectlError as error:
         print(f"error: cannot read the cluster: {error}", file=sys.stderr)
         return stackfile.EXIT_ERROR

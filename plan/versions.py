@@ -1,0 +1,165 @@
+"""The version set of a stack: what must stay together (#24.3), for the plan's table and its JSON's top-level
+`versions` object, and for `plan.verify`'s live checks of it.
+
+- `gke`: the release channel and pin, and the newest minimum GKE version the stack needs and why;
+- `rayOperatorAddon`: GKE's Ray Operator add-on, which serves the KubeRay CRDs and runs the operator and the TPU
+  webhook (its version comes with the cluster's GKE version: it has none of its own to pin);
+- `kuberay`: the API version and every KubeRay field the stack's objects set, per kind (what an installed CRD must
+  have: `plan.verify` reads them from its schema);
+- `rayObjects`: per Ray object (by name) its kind, namespace, Ray version and image (with what the image tag says);
+- `workloadsImage`: what the repository's workloads image pins (workloads/Dockerfile): its base, JAX and libtpu.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+from rich.table import Table
+
+from ray_tpu_gke.spec.config import StackConfig
+from ray_tpu_gke.spec.operations import image_ray_version, is_workloads_image, lacks_jax
+
+from .harness import Plan
+
+DOCKERFILE = Path(__file__).resolve().parent.parent / "workloads" / "Dockerfile"
+RAY_KIND_PREFIX = "kubernetes:ray.io/v1:"
+# Fields below which the KubeRay CRDs take another API's schema or free-form values: the pod template (core/v1
+# PodTemplateSpec), rayStartParams (a map of strings) and metadata (labels, annotations).
+OPAQUE = {"template", "rayStartParams", "metadata"}
+
+
+def _field_paths(value: Any, prefix: str = "") -> Iterable[str]:
+    """Every field path set in `value` ("spec.workerGroupSpecs[].numOfHosts"), list items as [], not below OPAQUE."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            path = f"{prefix}.{key}" if prefix else key
+            yield path
+            if key not in OPAQUE:
+                yield from _field_paths(item, path)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _field_paths(item, f"{prefix}[]")
+
+
+def kuberay_fields(plan: Plan) -> dict[str, list[str]]:
+    """Per KubeRay kind, every field its objects in the plan set (under `spec`)."""
+    fields: dict[str, set[str]] = {}
+    for step in plan.steps:
+        if step.type.startswith(RAY_KIND_PREFIX):
+            kind = step.type[len(RAY_KIND_PREFIX):]
+            fields.setdefault(kind, set()).update(_field_paths(step.inputs.get("spec") or {}, "spec"))
+    return {kind: sorted(paths) for kind, paths in sorted(fields.items())}
+
+
+def dockerfile_pins(path: Path = DOCKERFILE) -> Optional[dict[str, str]]:
+    """The workloads image's base and pins, read from its Dockerfile (None where the file is not there: a project
+    that uses the library without this repository)."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    base = re.search(r"^FROM\s+(\S+)", text, re.M)
+    pins = {name: m.group(1) for name in ("jax", "jaxlib", "libtpu")
+            if (m := re.search(rf'"{name}(?:\[[a-z]+\])?==([^"]+)"', text))}
+    return {"dockerfile": "workloads/Dockerfile", "base": base.group(1) if base else "", **pins}
+
+
+def versions(plan: Plan, config: StackConfig) -> dict:
+    need = config.gke_version_need
+    c = config.cluster
+    objects: dict[str, dict] = {}
+    names = [o.name for o in config.ray_objects]
+    for obj in config.ray_objects:
+        key = obj.name if names.count(obj.name) == 1 else f"{obj.namespace}/{obj.name}"
+        kind = type(obj).__name__.removesuffix("Config")
+        entry = {"kind": kind, "namespace": obj.namespace, "rayVersion": obj.ray_version, "image": obj.image,
+                 "imageRayVersion": image_ray_version(obj.image), "workloadsImage": is_workloads_image(obj.image)}
+        objects[key] = entry
+    out = {
+        "gke": {"releaseChannel": c.release_channel, "pin": c.min_master_version,
+                "minimum": {"version": need.version, "reason": need.reason}},
+        "rayOperatorAddon": {"enabled": True, "version": "the cluster's GKE version",
+                             "provides": "KubeRay CRDs (ray.io/v1), the KubeRay operator, the TPU webhook"},
+        "kuberay": {"apiVersion": "ray.io/v1", "fields": kuberay_fields(plan)},
+        "rayObjects": objects,
+    }
+    pins = dockerfile_pins()
+    if pins is not None:
+        out["workloadsImage"] = pins
+    return out
+
+
+SECTIONS = (("rayClusters", "ray_clusters"), ("rayServices", "ray_services"), ("rayJobs", "ray_jobs"))
+
+
+def warnings(config: StackConfig) -> list[str]:
+    """A TPU worker group on an image without JAX (Ray's own) cannot run a JAX program on its chips: one warning per
+    Ray object, naming the repository's image of its Ray version in the stack's Artifact Registry (docs/workloads.md:
+    <region>-docker.pkg.dev/<project>/ray-tpu-gke/workloads-tpu:<ray version>)."""
+    registry = f"{config.region}-docker.pkg.dev/{config.project}"
+    out = []
+    for key, attribute in SECTIONS:
+        for index, obj in enumerate(getattr(config, attribute)):
+            groups = [g.name for g in obj.worker_groups if g.slice]
+            if groups and lacks_jax(obj.image):
+                out.append(f"ray-tpu-gke:{key}[{index}].image: {obj.image} has no JAX, which the TPU worker groups "
+                           f"{', '.join(groups)} need; use the repository's image "
+                           f"{registry}/ray-tpu-gke/workloads-tpu:{obj.ray_version} (docs/workloads.md)")
+    return out
+
+
+def attach(plan: Plan, config: StackConfig) -> dict:
+    """The plan JSON with its top-level `versions` (plan/__main__.py prints it)."""
+    data = plan.to_json()
+    data["versions"] = versions(plan, config)
+    return data
+
+
+def table(v: dict) -> Table:
+    """The version set as one table: element, value, why."""
+    t = Table(title="Version set (what must stay together)", title_justify="left")
+    for column in ("element", "version", "notes"):
+        t.add_column(column)
+    gke = v["gke"]
+    t.add_row("GKE release channel", gke["releaseChannel"], "GKE upgrades within it (cluster.maintenance)")
+    t.add_row("GKE pin", gke["pin"] or "none", "minMasterVersion" if gke["pin"] else "the channel's default")
+    t.add_row("GKE minimum needed", gke["minimum"]["version"], gke["minimum"]["reason"])
+    addon = v["rayOperatorAddon"]
+    t.add_row("Ray Operator add-on", addon["version"], addon["provides"])
+    fields = v["kuberay"]["fields"]
+    t.add_row("KubeRay API", v["kuberay"]["apiVersion"],
+              "; ".join(f"{kind}: {len(paths)} fields" for kind, paths in fields.items()) or "no Ray objects")
+    for name, obj in v["rayObjects"].items():
+        note = f"{obj['kind']} {obj['namespace']}/{name}; image {obj['image']}"
+        if obj["imageRayVersion"] and obj["imageRayVersion"] != obj["rayVersion"]:
+            note += f" (tag says Ray {obj['imageRayVersion']})"
+        t.add_row(f"Ray of {name}", obj["rayVersion"], note)
+    image = v.get("workloadsImage")
+    if image:
+        pins = ", ".join(f"{k} {image[k]}" for k in ("jax", "jaxlib", "libtpu") if k in image)
+        t.add_row("workloads image", image["base"], f"{pins} ({image['dockerfile']})")
+    return t
+
+
+def flat(v: dict) -> dict[str, Any]:
+    """Each element of the set as one `path: value` (what the diff compares, one line per changed element)."""
+    out: dict[str, Any] = {}
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, dict) and not (path.startswith("kuberay.fields.") and path.count(".") == 2):
+            for key, item in value.items():
+                walk(item, f"{path}.{key}" if path else key)
+        else:
+            out[path] = value
+
+    walk(v, "")
+    return out
+
+
+RISKY = ("gke.", "rayObjects.")  # a GKE or Ray version change stops running slices (docs/operations.md)
+
+
+def risky(path: str) -> bool:
+    return path.startswith(RISKY) and path.rsplit(".", 1)[-1] in ("releaseChannel", "pin", "rayVersion", "image")
