@@ -27,8 +27,6 @@ SLICE_ENV = {"generation": "SLICE_GENERATION", "topology": "SLICE_TOPOLOGY", "ho
 # Read by Ray Train in the driver and handed to its controller (Ray 2.55 ray/train/v2/_internal/constants.py
 # WORKER_GROUP_START_TIMEOUT_S_ENV_VAR, in ENV_VARS_TO_PROPAGATE), so it goes on the head, where the driver runs.
 START_TIMEOUT_ENV = "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"
-# Kubernetes' default terminationGracePeriodSeconds (Pod v1 API reference, "Defaults to 30 seconds").
-K8S_DEFAULT_GRACE_PERIOD_S = 30
 # Twice Ray's 30 s drain (ray_versions.DRAIN_TIMEOUT_S): the drain, then Ray's teardown of its processes, then exit.
 DEFAULT_TPU_GRACE_PERIOD_S = 2 * ray_versions.DRAIN_TIMEOUT_S
 # A cold multi-host slice: node provisioning, image pull and Ray start on every host; GKE's TPU node start-up alone
@@ -137,7 +135,7 @@ def _shaped(entry: TpuSliceConfig) -> bool:
 
 def _uses(lists: dict) -> Iterator[_Use]:
     """Every worker group on a valid slice entry, of objects whose fields these rules read were all valid."""
-    slices = {s.name: (index, s) for index, s in enumerate(lists["tpu_slices"])
+    entries = {s.name: (index, s) for index, s in enumerate(lists["tpu_slices"])
               if s is not None and _whole(s, "name", "generation", "topology", "count", "capacity", "autoscaling")
               and _shaped(s)}
     for kind in ("ray_clusters", "ray_services", "ray_jobs"):
@@ -146,9 +144,9 @@ def _uses(lists: dict) -> Iterator[_Use]:
                                          "worker_group_start_timeout_seconds"):
                 continue
             for j, group in enumerate(obj.worker_groups):
-                if group.slice in slices and sum(x is not None for x in (group.slice, group.gpu_pool,
+                if group.slice in entries and sum(x is not None for x in (group.slice, group.gpu_pool,
                                                                           group.cpu_pool)) == 1:
-                    yield _Use(kind, i, j, obj, group, slices[group.slice][1], slices[group.slice][0])
+                    yield _Use(kind, i, j, obj, group, entries[group.slice][1], entries[group.slice][0])
 
 
 def _at_once(use: _Use) -> int:
