@@ -147,3 +147,11 @@ def test_a_zero_value_omitted_from_details_is_zero():
     info = copy.deepcopy(PREEMPTIBLE_V6E)
     info["dimensionsInfos"][0]["details"] = {}
     assert admission.quota_value(info, "us-east1") == 0
+
+
+def test_a_region_entry_wins_over_a_family_default_whatever_the_order():
+    info = {"quotaId": "TPUS-PER-TPU-FAMILY-per-project-region", "dimensionsInfos": [
+        {"dimensions": {"tpu_family": "CT6E"}, "details": {"value": "8"}, "applicableLocations": ["us-east5"]},
+        {"dimensions": {"region": "us-east5"}, "details": {"value": "96"}, "applicableLocations": ["us-east5"]},
+    ]}
+    assert admission.quota_value(info, "us-east5", (("tpu_family", "CT6E"),)) == 96

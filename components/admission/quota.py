@@ -100,11 +100,13 @@ def quota_value(info: Any, region: str, dimensions: Iterable[tuple[str, str]] = 
     all the dimension values except for those that have another DimensionsInfo instance configured for the specific
     value"; `applicable_locations` lists the regions it applies to (["global"] for quotas not per region). So the
     entry without `region` is the default of every region it lists, and an entry naming the region overrides it: the
-    most specific matching entry wins (the API orders them "from more specific ones to less specific ones"). No
-    matching entry: the region has none (0). -1: unlimited.
+    most specific matching entry wins (the API orders them "from more specific ones to less specific ones"; between
+    one naming only the region and one naming only the family, the region's wins: "Dimension precedence",
+    https://cloud.google.com/docs/quotas/configure-dimensions). No matching entry: the region has none (0). -1:
+    unlimited.
     """
     wanted = {"region": region, **dict(dimensions)}
-    best, best_keys = None, -1
+    best, best_rank = None, (-1, False)
     for entry in _get(info, "dimensions_infos") or []:
         dims = dict(_get(entry, "dimensions") or {})
         if any(wanted.get(key) != value for key, value in dims.items()):
@@ -112,8 +114,9 @@ def quota_value(info: Any, region: str, dimensions: Iterable[tuple[str, str]] = 
         locations = list(_get(entry, "applicable_locations") or [])
         if locations and region not in locations and "global" not in locations:
             continue
-        if len(dims) > best_keys:  # first of the most specific, as the API orders them
-            best, best_keys = entry, len(dims)
+        rank = (len(dims), "region" in dims)
+        if rank > best_rank:  # the first of the most specific, as the API orders them
+            best, best_rank = entry, rank
     return 0.0 if best is None else _details_value(_get(best, "details"))
 
 
