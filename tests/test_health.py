@@ -139,3 +139,29 @@ def test_autopilot_ironwood_monitoring_selects_the_workload_policy_of_the_cluste
     iw = TpuSliceConfig(name="iw-16", generation="tpu7x", topology="2x2x4")
     target = _slice_target(iw, None, [], "autopilot", "ray-tpu")
     assert ("cloud.google.com/placement-policy-name", "ray-tpu-iw-16") in target.node_labels
+
+
+def test_autopilot_ironwood_pods_policy_and_filters_share_one_workload_policy_name():
+    values = minimal_values(
+        cluster={"name": "ray-ap", "mode": "autopilot", "location": "us-central1", "deletionProtection": False},
+        tpuSlices=[{"name": "iw-64", "generation": "tpu7x", "topology": "4x4x4", "zone": "us-central1-c"}],
+        rayClusters=[{"name": "train", "image": "us-central1-docker.pkg.dev/acme-ml-test/ray-tpu-gke/"
+                                                 "workloads-tpu:2.56.0", "rayVersion": "2.56.0",
+                      "workerGroups": [{"name": "iw", "slice": "iw-64"}]}])
+    values["gcp:region"] = "us-central1"
+    plan = run(values)
+    (policy,) = inputs(plan, "gcp:compute/resourcePolicy:ResourcePolicy")
+    assert policy["name"] == "ray-ap-iw-64" and policy["workloadPolicy"]["type"] == "HIGH_THROUGHPUT"
+    (ray,) = inputs(plan, "kubernetes:ray.io/v1:RayCluster")
+    selector = ray["spec"]["workerGroupSpecs"][0]["template"]["spec"]["nodeSelector"]
+    assert selector["cloud.google.com/placement-policy-name"] == "ray-ap-iw-64"
+    dashboard = inputs(plan, "gcp:monitoring/dashboard:Dashboard")[0]["dashboardJson"]
+    assert 'metadata.user_labels.\\"cloud.google.com/placement-policy-name\\"=\\"ray-ap-iw-64\\"' in dashboard
+
+
+def test_the_workload_policy_helper_refuses_what_needs_none():
+    from ray_tpu_gke.resources.workload_policy import ironwood_workload_policy
+
+    with pytest.raises(ValueError, match="not a multi-host Ironwood slice"):
+        ironwood_workload_policy("ray-tpu", {"name": "v6e-16", "generation": "v6e", "topology": "4x4"},
+                                 "acme-ml-test", "us-east5")

@@ -2,7 +2,6 @@
 
 
 import pulumi
-import pulumi_gcp as gcp
 
 from ..render import manifests
 from ..render.health import runs as health_runs
@@ -16,6 +15,7 @@ from .ray import RayWorkload, custom_resource
 from .slice_pool import TpuSlicePools
 from .storage import Storage
 from .worker_pool import WorkerPool
+from .workload_policy import ironwood_workload_policy
 
 
 class RayTpuPlatform(pulumi.ComponentResource):
@@ -89,15 +89,7 @@ class RayTpuPlatform(pulumi.ComponentResource):
                 if manifests.needs_workload_policy(tpu_slice.shape):
                     # Autopilot places a multi-host Ironwood slice by the workload policy its pods name
                     # (manifests.PLACEMENT_POLICY_LABEL); the policy must exist in the cluster's region first.
-                    needs.append(gcp.compute.ResourcePolicy(
-                        f"{tpu_slice.name}-workload",
-                        name=manifests.workload_policy_name(c.name, tpu_slice),
-                        project=config.project,
-                        region=config.region,
-                        workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(
-                            type="HIGH_THROUGHPUT", accelerator_topology=tpu_slice.shape.topology),
-                        opts=child,
-                    ))
+                    needs.append(ironwood_workload_policy(c.name, tpu_slice, config.project, config.region, child))
 
         ctx = manifests.render_context(config, RAY_KSA)
         self.workloads = []
