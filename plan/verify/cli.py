@@ -11,6 +11,9 @@ The stack is planned in-process, offline, by the same program and mocks as `pyth
   whole slices (replicas within the plan's bounds), run, request the plan's chips, carry the TPU webhook's
   environment (TPU_WORKER_ID, TPU_NAME, and TPU_WORKER_HOSTNAMES on multi-host slices) with worker ids 0..hosts-1 per
   slice, and sit on nodes whose labels match the group's node selector, one node pool per slice;
+- the version set (plan/verify/versions.py): each KubeRay CRD the stack uses is installed and its v1 schema has
+  every field the stack's objects set, the TPU webhook is installed (a mutating webhook of KubeRay pods' creation)
+  and serving (its environment on the worker pods), and every Ray pod runs the image its object declares;
 - unless --skip-smoke: for each TPU worker group of a RayCluster or a RayService's active cluster, a RayJob running
   `python -m workloads.tpu_smoke` on that cluster (labels, slice reservation, cross-host psum; labels only on a
   RayService's slices, whose chips the Serve replicas hold); its JSON result.
