@@ -4,13 +4,13 @@ Ray and JAX live in their own virtualenv (.venv-workloads, requirements-workload
 sets $WORKLOADS_PYTHON to its interpreter), so this module works in two halves:
 
 - run by that interpreter as a script (`python tests/test_workloads_ray.py OUT.json`), it starts a Ray cluster with
-  `ray.cluster_utils.Cluster`: a head and two 4-chip hosts of one v6e 2x4 slice (the ct6e-standard-4t layout). Each
-  host's raylet starts with the environment GKE and the TPU webhook give a TPU worker pod (TPU_NAME, TPU_WORKER_ID,
-  TPU_ACCELERATOR_TYPE, TPU_TOPOLOGY), so Ray 2.55 derives the node labels and the slice head resource itself, as on
-  GKE. JAX runs on CPU with 4 devices per host (XLA_FLAGS), one process per host, joined by jax.distributed. It runs
-  the smoke test on the whole slice, then breaks the slice (a busy host, a missing host, a duplicate worker id, a wrong
-  topology, a host without a slice name) and runs it again each time, trains a few steps with JaxTrainer and resumes,
-  and serves the model with Ray Serve; it writes what it saw to OUT.json;
+  workloads.local_cluster (over `ray.cluster_utils.Cluster`): a head and two 4-chip hosts of one v6e 2x4 slice (the
+  ct6e-standard-4t layout). Each host's raylet starts with the environment GKE and the TPU webhook give a TPU worker
+  pod (TPU_NAME, TPU_WORKER_ID, TPU_ACCELERATOR_TYPE, TPU_TOPOLOGY), so Ray 2.55 derives the node labels and the slice
+  head resource itself, as on GKE. JAX runs on CPU with 4 devices per host (XLA_FLAGS), one process per host, joined
+  by jax.distributed. It runs the smoke test on the whole slice, then breaks the slice (a busy host, a missing host, a
+  duplicate worker id, a wrong topology, a host without a slice name) and runs it again each time, trains a few steps
+  with JaxTrainer and resumes, and serves the model with Ray Serve; it writes what it saw to OUT.json;
 - collected by pytest in the project's virtualenv, the tests below run that script once (about a minute) and assert on
   what it saw. They are skipped, saying so, only when there is no workloads interpreter: neither $WORKLOADS_PYTHON nor
   .venv-workloads/bin/python.
@@ -38,7 +38,6 @@ if __name__ != "__main__":  # pytest exists only in the project's virtualenv, no
 # --------------------------------------------------------------------------------------------------------------------
 
 def _simulate(out: Path) -> None:
-    import contextlib
     import socket
     import tempfile
     import urllib.error
@@ -46,47 +45,29 @@ def _simulate(out: Path) -> None:
 
     os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"  # 4 CPU devices per host, as 4 TPU chips
     os.environ["JAX_PLATFORMS"] = "cpu"
-    os.environ["PYTHONPATH"] = str(ROOT)  # every raylet's workers import workloads
     sys.path.insert(0, str(ROOT))
 
     import ray
     from ray._private.accelerators.tpu import infer_tpu_pod_type_from_topology
-    from ray.cluster_utils import Cluster
 
     from workloads import model, serve as serve_module, tpu_smoke, train
+    from workloads.local_cluster import LocalCluster
     from workloads.slice import SliceSpec
 
     spec = SliceSpec("v6e", "2x4", hosts=2, chips_per_host=4)
     seen: dict = {"timings": {}}
     started = time.monotonic()
 
-    @contextlib.contextmanager
-    def environment(**values):
-        """Environment of the raylet add_node starts (and, read in this process, of the labels Ray derives)."""
-        old = {k: os.environ.get(k) for k in values}
-        os.environ.update(values)
-        try:
-            yield
-        finally:
-            for key, value in old.items():
-                os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
-
     def tpu_host(cluster, worker_id: int, name: str = "tpu-0", topology: str = "2x4", **extra):
-        # What GKE (TPU_ACCELERATOR_TYPE, TPU_TOPOLOGY) and the TPU webhook (TPU_NAME = <group>-<replica>,
-        # TPU_WORKER_ID) put in a worker pod of a v6e 2x4 slice; Ray reads them (ray/_private/accelerators/tpu.py).
-        env = {"TPU_ACCELERATOR_TYPE": spec.pod_type, "TPU_TOPOLOGY": topology, "TPU_WORKER_ID": str(worker_id),
-               **({"TPU_NAME": name} if name else {}), **extra}
-        with environment(**env):
-            node = cluster.add_node(num_cpus=1, resources={"TPU": spec.chips_per_host})
-        cluster.wait_for_nodes()
-        return node
+        # A raylet with what GKE and the TPU webhook put in a worker pod of a v6e 2x4 slice (workloads.local_cluster).
+        return cluster.tpu_host(spec, name, worker_id, topology=topology, **extra)
 
     def smoke(name: str, **options):
         began = time.monotonic()
         seen[name] = tpu_smoke.smoke(spec, group="tpu", platform=options.pop("platform", "cpu"), poll=0.2, **options)
         seen["timings"][name] = round(time.monotonic() - began, 1)
 
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    cluster = LocalCluster()
     try:
         hosts = [tpu_host(cluster, 0), tpu_host(cluster, 1)]
         ray.init(address=cluster.address, log_to_driver=False)
@@ -156,14 +137,14 @@ def _simulate(out: Path) -> None:
         seen["timings"]["serve"] = round(time.monotonic() - began, 1)
 
         # Break the slice, one way at a time.
-        cluster.remove_node(hosts[1])
+        cluster.remove(hosts[1])
         smoke("missing", timeout=3)
         duplicate = tpu_host(cluster, 0)
         smoke("duplicate", timeout=3)
-        cluster.remove_node(duplicate)
+        cluster.remove(duplicate)
         wrong = tpu_host(cluster, 1, topology="4x4")
         smoke("topology", timeout=3)
-        cluster.remove_node(wrong)
+        cluster.remove(wrong)
         tpu_host(cluster, 1, name="", RAY_NODE_TYPE_NAME="tpu")  # no TPU_NAME: KubeRay's group label only
         smoke("unnamed", timeout=3)
     finally:
