@@ -369,3 +369,73 @@ def test_library_doc_links_resolve():
 
 def test_changelog_has_the_package_version():
     assert f"\n## {VERSION}\n" in (ROOT / "CHANGELOG.md").read_text()
+
+
+# --- secure by default on the library path ---------------------------------------------------------------------------
+
+SECURE = textwrap.dedent('''
+    import pulumi
+    import pulumi_kubernetes as k8s
+
+    from ray_tpu_gke import (CpuPoolArgs, RayCluster, RayClusterArgs, RayObjectArgs, TpuSliceArgs, TpuSlicePools,
+                             TpuSlicePoolsArgs, WorkerGroupArgs, WorkerPool, WorkerPoolArgs)
+
+    config = pulumi.Config()
+    tpu = TpuSliceArgs(name="v6e-8", generation="v6e", topology="2x4")
+    pools = TpuSlicePools("v6e-8", TpuSlicePoolsArgs(project="acme-ml", cluster="projects/acme-ml/locations/"
+                                                     "us-east5-b/clusters/shared", location="us-east5-b", slice=tpu))
+    cpu = CpuPoolArgs(name="prep", machine_type="n2-standard-16", count=2)
+    WorkerPool("prep", WorkerPoolArgs(project="acme-ml", cluster="shared", location="us-east5-b", cpu=cpu))
+    spec = RayObjectArgs(name="train", worker_groups=[WorkerGroupArgs(name="tpu", slice="v6e-8", replicas=1)])
+    args = RayClusterArgs(kubernetes_provider=k8s.Provider("shared", kubeconfig="{}"), spec=spec, tpu_slices=[tpu])
+    if config.get("rayServiceAccount"):
+        args["service_account"] = config.get("rayServiceAccount")
+    RayCluster("train", args, opts=pulumi.ResourceOptions(depends_on=[pools]))
+''')
+
+
+def test_library_pools_get_a_least_privilege_node_account_and_the_same_protection(monkeypatch, tmp_path):
+    from ray_tpu_gke.resources.identity import NODE_ROLES
+
+    program = tmp_path / "secure"
+    program.mkdir()
+    (program / "__main__.py").write_text(SECURE)
+    (program / "Pulumi.yaml").write_text("name: secure\nruntime: python\n")
+    plan = run_example(monkeypatch, program, "dev", {"gcp:project": "acme-ml"})
+    accounts = {s.name: s for s in steps(plan, "gcp:serviceaccount/account:Account")}
+    assert set(accounts) == {"v6e-8-nodes", "prep-nodes"}
+    # IDs from the cluster's name (not its id) and the component's, valid and distinct across clusters.
+    assert accounts["v6e-8-nodes"].inputs["accountId"] == ray_tpu_gke.admission.service_account_id(
+        "shared-v6e-8", "nodes")
+    members = steps(plan, "gcp:projects/iAMMember:IAMMember")
+    for name in accounts:
+        assert sorted(m.inputs["role"] for m in members if m.name.startswith(f"{name}-")) == sorted(NODE_ROLES)
+    pools = {s.name: s for s in steps(plan, NODE_POOL)}
+    for pool, account in (("v6e-8-0", "shared-v6e-8-nodes"), ("prep", "shared-prep-nodes")):
+        assert pools[pool].inputs["nodeConfig"]["serviceAccount"] == f"{account}@acme-ml.iam.gserviceaccount.com"
+    assert pools["v6e-8-0"].protect is True and pools["prep"].protect is True  # one default for every pool kind
+    # A RayCluster without a Kubernetes service account says plainly that it has no Workload Identity.
+    (warning,) = [w for w in plan.warnings if w.startswith("RayCluster(train)")]
+    assert "`default` of namespace ray, with no Workload Identity" in warning
+    assert steps(plan, RAY_CLUSTER)[0].inputs["spec"]["workerGroupSpecs"][0]["template"]["spec"].get(
+        "serviceAccountName", "default") == "default"
+
+    secure = run_example(monkeypatch, program, "dev", {"gcp:project": "acme-ml", "rayServiceAccount": "ray"})
+    assert not [w for w in secure.warnings if w.startswith("RayCluster(train)")]
+    (ray,) = steps(secure, RAY_CLUSTER)
+    assert ray.inputs["spec"]["workerGroupSpecs"][0]["template"]["spec"]["serviceAccountName"] == "ray"
+
+
+def test_existing_cluster_example_is_least_privilege(monkeypatch):
+    plan = run_example(monkeypatch, EXISTING, "dev", EXISTING_VALUES)
+    (ksa,) = steps(plan, "kubernetes:core/v1:ServiceAccount")
+    (gsa,) = [s for s in steps(plan, "gcp:serviceaccount/account:Account") if s.name == "ray"]
+    email = f"{gsa.inputs['accountId']}@acme-ml.iam.gserviceaccount.com"
+    assert ksa.inputs["metadata"]["annotations"] == {"iam.gke.io/gcp-service-account": email}
+    (binding,) = steps(plan, "gcp:serviceaccount/iAMMember:IAMMember")
+    assert binding.inputs["role"] == "roles/iam.workloadIdentityUser"
+    assert binding.inputs["member"] == "serviceAccount:acme-ml.svc.id.goog[ray/ray]"
+    (ray,) = steps(plan, RAY_CLUSTER)
+    assert ray.inputs["spec"]["workerGroupSpecs"][0]["template"]["spec"]["serviceAccountName"] == "ray"
+    pools = {s.name: s.inputs["nodeConfig"]["serviceAccount"] for s in steps(plan, NODE_POOL)}
+    assert pools["v6e-16-0"] == pools["system"] == "ml-shared-v6e-16-nodes@acme-ml.iam.gserviceaccount.com"

@@ -71,6 +71,11 @@ def _validate(kind: str, model: type[RayObjectConfig], args, name: str):
                      for p in checks.check_ray_objects(ClusterContext(mode), raw, lists, paths, [])]
     if problems:
         raise ConfigError(problems)
+    if not args.get("service_account"):
+        pulumi.log.warn(f"{kind}({name}): its pods run as the Kubernetes service account `default` of namespace "
+                        f"{obj.namespace}, with no Workload Identity: they act as no Google service account; set "
+                        "`service_account` to one annotated iam.gke.io/gcp-service-account and bound by "
+                        "roles/iam.workloadIdentityUser (RayTpuPlatform's namespaces have one, `ray`)")
     ctx = manifests.RenderContext(standard=mode == "standard", service_account=args.get("service_account", "default"),
                                   bucket=args.get("bucket"), labels=dict(args.get("labels") or {}),
                                   head_pool=args.get("head_pool") or manifests.SYSTEM_POOL)

@@ -12,6 +12,7 @@ from ..spec.models import TpuSliceConfig, validate_as
 from ..spec.paths import ClusterContext, Paths
 from ..spec.problems import ConfigError, component_args, location_arg
 from .cluster import node_hardening
+from .identity import NODE_ROLES
 
 # A TPU host runs one Ray worker pod plus system pods; a small per-node pod range saves the pods' IP space.
 TPU_MAX_PODS_PER_NODE = 16
@@ -51,6 +52,26 @@ def placement(shape: catalog.SliceShape, workload_policy: gcp.compute.ResourcePo
     if workload_policy is not None:
         return gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", policy_name=workload_policy.name)
     return gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", tpu_topology=shape.topology)
+
+
+def node_service_account(name: str, args, parent: pulumi.Resource) -> pulumi.Input[str]:
+    """The nodes' service account: `node_service_account` when given, else a new one of this component with only
+    what nodes need (identity.NODE_ROLES), never the Compute Engine default account GKE would otherwise use."""
+    if args.get("node_service_account"):
+        return args["node_service_account"]
+    child = pulumi.ResourceOptions(parent=parent)
+    cluster = pulumi.Output.from_input(args["cluster"]).apply(lambda c: c.rsplit("/", 1)[-1])  # a name or an id
+    account = gcp.serviceaccount.Account(
+        f"{name}-nodes",
+        account_id=cluster.apply(lambda c: admission.service_account_id(f"{c}-{name}", "nodes")),
+        display_name=cluster.apply(lambda c: f"GKE nodes of {name} in {c}"),
+        project=args["project"],
+        opts=child,
+    )
+    for role in NODE_ROLES:
+        gcp.projects.IAMMember(f"{name}-nodes-{role.split('/')[-1]}", project=args["project"], role=role,
+                               member=account.email.apply(lambda email: f"serviceAccount:{email}"), opts=child)
+    return account.email
 
 
 class _SlicePaths(Paths):
@@ -129,7 +150,9 @@ class TpuSlicePools(pulumi.ComponentResource):
             # GKE reads the slice's topology back from the policy; the program never sends it (the policy replaces
             # it), so without this every later `pulumi up` would replace the slice (placementPolicy is ForceNew).
             ignore.append("placementPolicy.tpuTopology")
-        hardening = node_hardening(args.get("node_service_account"))
+        hardening = node_hardening(node_service_account(name, args, self))
+        # The nodes' account (given or created here), for the program's other pools; not a provider output.
+        self.node_service_account = pulumi.Output.from_input(hardening["service_account"])
         self.pools = []
         for index in range(tpu_slice.count):
             self.pools.append(gcp.container.NodePool(

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from .. import admission
 from ..render import manifests
-from .slice_pool import _upgrade_settings
+from .slice_pool import _upgrade_settings, node_service_account
 from ..spec import checks
 from ..spec.args import WorkerPoolArgs
 from ..spec.models import CpuPoolConfig, GpuPoolConfig, validate_as
@@ -100,7 +100,7 @@ class WorkerPool(pulumi.ComponentResource):
         flex = gpu and pool.capacity == "flexStart"
         labels = {manifests.POOL_LABEL: pool.name}
         node_config = dict(
-            **node_hardening(args.get("node_service_account")),
+            **node_hardening(node_service_account(name, args, self)),
             machine_type=pool.machine_type,
             spot=True if pool.capacity == "spot" else None,
             reservation_affinity=_reservation_affinity(pool),
@@ -135,7 +135,8 @@ class WorkerPool(pulumi.ComponentResource):
             management=gcp.container.NodePoolManagementArgs(auto_repair=not flex, auto_upgrade=True),
             upgrade_settings=_upgrade_settings(pool) if isinstance(pool, GpuPoolConfig) else None,
             node_config=gcp.container.NodePoolNodeConfigArgs(**node_config),
-            opts=pulumi.ResourceOptions(parent=self, protect=bool(args.get("deletion_protection", False)),
+            # Protected by default, as TPU pools are: a deleted pool takes its Ray workers' nodes with it.
+            opts=pulumi.ResourceOptions(parent=self, protect=bool(args.get("deletion_protection", True)),
                                         ignore_changes=ignore),
         )
         self.pool_name = self.pool.name

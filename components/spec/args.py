@@ -358,7 +358,9 @@ class TpuSlicePoolsArgs(TypedDict, total=False):
     slice: Required[TpuSliceArgs]
     """The slice shape, count and capacity."""
     node_service_account: pulumi.Input[str]
-    """Email of the nodes' service account (least privilege; default: the project's Compute Engine default)."""
+    """Email of the nodes' service account. Default: a new one with only roles/container.defaultNodeServiceAccount
+    and roles/artifactregistry.reader (never the Compute Engine default account; the deployer then needs
+    roles/iam.serviceAccountAdmin and roles/resourcemanager.projectIamAdmin)."""
     labels: dict[str, str]
     """Resource labels of the nodes' VMs."""
     environment: str
@@ -381,11 +383,11 @@ class WorkerPoolArgs(TypedDict, total=False):
     cpu: CpuPoolArgs
     """The CPU pool (exactly one of gpu and cpu)."""
     node_service_account: pulumi.Input[str]
-    """Email of the nodes' service account."""
+    """Email of the nodes' service account. Default: a new least-privilege one, as for TpuSlicePools."""
     labels: dict[str, str]
     """Resource labels of the nodes' VMs."""
     deletion_protection: bool
-    """Protect the pool from `pulumi destroy` (default false)."""
+    """Protect the pool from `pulumi destroy` (default true, as for TPU pools)."""
 
 
 class RayClusterArgs(TypedDict, total=False):
@@ -404,7 +406,8 @@ class RayClusterArgs(TypedDict, total=False):
     mode: str
     """standard (default) or autopilot: how worker pods select their nodes."""
     service_account: str
-    """Kubernetes service account of the Ray pods (default: default)."""
+    """Kubernetes service account of the Ray pods, bound to a Google service account by Workload Identity. Unset:
+    the namespace's `default`, which acts as no Google service account, and the component warns so."""
     head_pool: str
     """Standard mode: the node pool the head runs on (default system)."""
     bucket: str
