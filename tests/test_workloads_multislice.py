@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from workloads.result import parse_events, parse_result, validate  # noqa: E402  (no Ray, no JAX)
+from workloads.result import parse_events, parse_result, validate  # (no Ray, no JAX)
 
 if __name__ != "__main__":
     import pytest

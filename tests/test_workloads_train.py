@@ -21,9 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from workloads import result as results  # noqa: E402  (no Ray, no JAX)
-from workloads import train  # noqa: E402
-from workloads.slice import SliceSpec  # noqa: E402
+from workloads import result as results  # (no Ray, no JAX)
+from workloads import train
+from workloads.slice import SliceSpec
 
 if __name__ != "__main__":
     import pytest
@@ -106,6 +106,19 @@ def test_a_missing_shape_and_a_bad_environment_are_usage_errors(capsys):
     assert "$SLICE_HOSTS='four' is not a whole number" in _usage_error([], {**SHAPE_ENV, "SLICE_HOSTS": "four"},
                                                                         capsys)
     assert "--slices describe TPU slices" in _usage_error(["--gpus", "8", "--slices", "2"], {}, capsys)
+
+
+def test_each_worker_checks_the_jobs_shape_against_its_pods():
+    from workloads.train_loop import shape_problems
+
+    shape = {"generation": "v6e", "topology": "4x4", "hosts": 4, "chips_per_host": 4, "slices": 2}
+    assert shape_problems(shape, SHAPE_ENV) == [] and shape_problems(shape, {}) == []
+    assert shape_problems({**shape, "hosts": 2, "slices": 3}, SHAPE_ENV) == [
+        "the job's hosts is 2 but this pod declares $SLICE_HOSTS=4",
+        "the job's slices is 3 but this pod declares $SLICE_COUNT=2"]
+    assert shape_problems(None, SHAPE_ENV) == ["the job asked for GPUs but this pod declares a TPU slice "
+                                               "($SLICE_GENERATION=v6e)"]
+    assert shape_problems(None, {}) == []
 
 
 def test_the_run_and_side_default_from_the_name():

@@ -236,7 +236,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     import ray
     # Ray Train imported before ray.init starts Ray's background threads: an import racing one of them can find
     # ray.autoscaler half-initialised (seen as "cannot import name 'DictCount' ... circular import").
-    import ray.train.v2.jax  # noqa: F401
+    import ray.train.v2.jax
 
     from workloads import result
     from workloads.ledger import start_ledger

@@ -87,8 +87,10 @@ def shape_problems(shape: dict | None, environ=os.environ) -> list[str]:
     """The job's shape against the one this worker's pod declares ($SLICE_*), each difference named with both."""
     declared = {name: environ.get(variable) for name, variable in {**ENV, "slices": COUNT_ENV}.items()}
     if shape is None:  # a GPU job: its pods belong to a GPU pool, which declares no slice
-        return [f"the job asked for GPUs but this pod declares a TPU slice (${ENV['generation']}="
-                f"{declared['generation']})"] if declared["generation"] else []
+        if not declared["generation"]:
+            return []
+        generation = declared["generation"]
+        return [f"the job asked for GPUs but this pod declares a TPU slice (${ENV['generation']}={generation})"]
     return [f"the job's {name.replace('_', ' ')} is {shape[name]} but this pod declares ${variable}={declared[name]}"
             for name, variable in {**ENV, "slices": COUNT_ENV}.items()
             if declared[name] is not None and str(shape[name]) != declared[name].strip()]
