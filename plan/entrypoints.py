@@ -1,15 +1,19 @@
-"""The RayJobs that run this repository's training workload, checked against the worker group they run on.
+"""The RayJobs that run this repository's training workload or TPU smoke test, checked against the worker group
+they run on.
 
 `python -m workloads.train` learns its slice from its pod's environment ($SLICE_*, which every Ray pod of a TPU
 group gets: ray_tpu_gke.spec.multislice); arguments it is given that contradict the group (`--hosts 2
 --chips-per-host 8 --slices 3` on two 4x4 slices) would fail the job after its slices were paid for. The library
 cannot import workloads/, so the check runs here, where the repository's tooling reads a stack: the workload's own
-parser says what an entrypoint declares (`workloads.train.declared`, no Ray import).
+parser says what an entrypoint declares (`workloads.train.declared`, `workloads.tpu_smoke.parse_args`; neither
+imports Ray).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import io
 import shlex
 from typing import Callable, Optional
 
@@ -20,26 +24,51 @@ from ray_tpu_gke.spec.paths import Paths
 from ray_tpu_gke.spec.problems import Problem, show
 
 TRAIN_MODULE = "workloads.train"
+SMOKE_MODULE = "workloads.tpu_smoke"
 
 
-def _declarer() -> Optional[Callable[[list[str]], dict]]:
-    """The workload's `declared(argv)`, or None where this checkout has no workloads (another project's plan)."""
+def _smoke_declared(module):
+    """What a smoke test's arguments declare, from its own parser (no environment: the entrypoint's own words)."""
+    def declared(argv: list[str]) -> dict:
+        stderr = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(stderr):
+                spec, args = module.parse_args(argv, environ={})
+        except SystemExit:
+            raise ValueError(stderr.getvalue().strip().splitlines()[-1] if stderr.getvalue().strip() else
+                             "refused") from None
+        return {"generation": spec.generation, "topology": spec.topology, "hosts": spec.hosts,
+                "chipsPerHost": spec.chips_per_host, "slices": args.slices, "group": args.group}
+    return declared
+
+
+def _declarers() -> dict[str, Callable[[list[str]], dict]]:
+    """module -> what its arguments declare; none where this checkout has no workloads (another project's plan)."""
+    found = {}
     try:
-        return importlib.import_module(TRAIN_MODULE).declared
+        found[TRAIN_MODULE] = importlib.import_module(TRAIN_MODULE).declared
+        found[SMOKE_MODULE] = _smoke_declared(importlib.import_module(SMOKE_MODULE))
     except (ImportError, AttributeError):
-        return None
+        pass
+    return found
 
 
-def train_arguments(entrypoint: str) -> Optional[list[str]]:
-    """The arguments after `python -m workloads.train` in an entrypoint, or None if it runs something else."""
+def workload_arguments(entrypoint: str, modules=(TRAIN_MODULE, SMOKE_MODULE)) -> Optional[tuple[str, list[str]]]:
+    """(module, the arguments after `python -m <module>`) of an entrypoint running one of `modules`, else None."""
     try:
         argv = shlex.split(entrypoint)
     except ValueError:
         return None
     for k in range(len(argv) - 2):
-        if argv[k].rsplit("/", 1)[-1].startswith("python") and argv[k + 1] == "-m" and argv[k + 2] == TRAIN_MODULE:
-            return argv[k + 3:]
+        if argv[k].rsplit("/", 1)[-1].startswith("python") and argv[k + 1] == "-m" and argv[k + 2] in modules:
+            return argv[k + 2], argv[k + 3:]
     return None
+
+
+def train_arguments(entrypoint: str) -> Optional[list[str]]:
+    """The arguments after `python -m workloads.train` in an entrypoint, or None if it runs something else."""
+    found = workload_arguments(entrypoint, (TRAIN_MODULE,))
+    return None if found is None else found[1]
 
 
 def _runs_on(job: RayJobConfig, config: StackConfig) -> RayObjectConfig:
@@ -50,19 +79,18 @@ def _runs_on(job: RayJobConfig, config: StackConfig) -> RayObjectConfig:
 
 
 def problems(config: StackConfig, paths: Paths = Paths("stack")) -> list[Problem]:
-    declared = _declarer()
-    if declared is None:
-        return []
+    declarers = _declarers()
     found = []
     for i, job in enumerate(config.ray_jobs):
-        argv = train_arguments(job.entrypoint)
-        if argv is None:
+        runs = workload_arguments(job.entrypoint, tuple(declarers))
+        if runs is None:
             continue
+        module, argv = runs
         path = paths("ray_jobs", i, "entrypoint")
         try:
-            given = declared(argv)
+            given = declarers[module](argv)
         except (ValueError, SystemExit) as error:
-            found.append(Problem(path, f"{show(job.entrypoint)}: {TRAIN_MODULE} refuses its arguments: {error}"))
+            found.append(Problem(path, f"{show(job.entrypoint)}: {module} refuses its arguments: {error}"))
             continue
         found += _against_groups(given, job, _runs_on(job, config), config, path)
     return found
@@ -71,6 +99,13 @@ def problems(config: StackConfig, paths: Paths = Paths("stack")) -> list[Problem
 def _against_groups(given: dict, job: RayJobConfig, runs_on: RayObjectConfig, config: StackConfig,
                     path: str) -> list[Problem]:
     tpu = [g for g in runs_on.worker_groups if g.slice in config.slices_by_name]
+    if given.get("group") is not None:  # the smoke test names the group it checks
+        named = [g for g in tpu if g.name == given["group"]]
+        if not named:
+            allowed = ", ".join(g.name for g in tpu) or "none"
+            return [Problem(path, f"--group {given['group']} is not a TPU worker group of {runs_on.name}; allowed: "
+                                  f"{allowed}")]
+        tpu = named
     if given.get("gpus") is not None:
         if tpu and not any(g.gpu_pool for g in runs_on.worker_groups):
             return [Problem(path, f"--gpus {given['gpus']} trains on a GPU node, but {runs_on.name} has only TPU "

@@ -28,9 +28,15 @@ def two_slice_job(ray_version="2.56.0", count=2, replicas=2, capacity="onDemand"
         tpuSlices=[{"name": "v6e-16", "generation": "v6e", "topology": "4x4", "count": count, "capacity": capacity,
                     "zone": "us-east5-b"}],
         rayClusters=[],
-        rayJobs=[{"name": "pretrain", "rayVersion": ray_version,
+        rayJobs=[{"name": "pretrain", "rayVersion": ray_version, "image": f"rayproject/ray:{ray_version}-py311",
                   "entrypoint": "python -m workloads.train --slices 2 --steps 100",
                   "workerGroups": [{"name": "tpu", "slice": "v6e-16", "replicas": replicas}], **job}])
+
+
+def on_ray(obj: dict, version: str) -> dict:
+    """A Ray object of this Ray version, in the Ray project's image of it (the rayVersion must match the image)."""
+    obj.update(rayVersion=version, image=f"rayproject/ray:{version}-py311")
+    return obj
 
 
 def refusals(values) -> list[str]:
@@ -141,10 +147,10 @@ def test_multislice_reservation_wait_of_ray_2_55_warns_on_slices_created_on_dema
     values["ray-tpu-gke:tpuSlices"][0]["autoscaling"] = True
     found = parse_stack_config(values, "test").warnings
     assert any("waits at most 100 s for each 4-host slice" in w for w in found), found
-    values["ray-tpu-gke:rayJobs"][0]["rayVersion"] = "2.56.0"
+    on_ray(values["ray-tpu-gke:rayJobs"][0], "2.56.0")
     assert not any("100 s" in w for w in parse_stack_config(values, "test").warnings)
     fixed = copy.deepcopy(values)
-    fixed["ray-tpu-gke:rayJobs"][0]["rayVersion"] = "2.55.0"
+    on_ray(fixed["ray-tpu-gke:rayJobs"][0], "2.55.0")
     del fixed["ray-tpu-gke:tpuSlices"][0]["autoscaling"]  # fixed-size pools keep their nodes
     assert not any("100 s" in w for w in parse_stack_config(fixed, "test").warnings)
 
@@ -156,7 +162,7 @@ def test_v5e_autoscaling_before_ray_2_56_warns_of_the_head_resource_name():
     found = parse_stack_config(values, "test").warnings
     assert any(w.startswith("ray-tpu-gke:rayClusters[0].autoscaling.enabled: Ray 2.55.0's autoscaler") and
                "TPU-v5litepod-N-head" in w for w in found), found
-    values["ray-tpu-gke:rayClusters"][0]["rayVersion"] = "2.56.0"
+    on_ray(values["ray-tpu-gke:rayClusters"][0], "2.56.0")
     assert not any("v5litepod" in w for w in parse_stack_config(values, "test").warnings)
 
 
@@ -180,7 +186,7 @@ def test_grace_period_is_configurable_validated_and_a_short_one_warns_from_ray_2
     found = parse_stack_config(values, "test").warnings
     assert any(w.startswith("ray-tpu-gke:rayJobs[0].workerGroups[0].terminationGracePeriodSeconds: 30 s is not "
                             "longer than Ray 2.57.0's 30 s drain") for w in found), found
-    values["ray-tpu-gke:rayJobs"][0]["rayVersion"] = "2.56.0"  # no drain before 2.57
+    on_ray(values["ray-tpu-gke:rayJobs"][0], "2.56.0")  # no drain before 2.57
     assert not any("drain" in w for w in parse_stack_config(values, "test").warnings)
     values["ray-tpu-gke:rayJobs"][0]["workerGroups"][0]["terminationGracePeriodSeconds"] = -1
     assert any(p.startswith("ray-tpu-gke:rayJobs[0].workerGroups[0].terminationGracePeriodSeconds")
@@ -304,12 +310,29 @@ def test_multislice_objects_say_so_in_the_plan_json():
 
 def test_every_ray_pod_of_a_ray_that_drains_gets_the_longer_grace_period():
     values = minimal_values(cpuPools=[{"name": "prep", "zone": "us-east5-b"}], rayClusters=[
-        {"name": "train", "rayVersion": "2.57.0",
+        {"name": "train", "rayVersion": "2.57.0", "image": "rayproject/ray:2.57.0-py311",
          "workerGroups": [{"name": "tpu", "slice": "v6e-4"}, {"name": "prep", "cpuPool": "prep"}]}])
     spec = manifest_of(parse_stack_config(values, "test"), "ray_clusters")["spec"]
     pods = [spec["headGroupSpec"]] + spec["workerGroupSpecs"]
     assert [p["template"]["spec"]["terminationGracePeriodSeconds"] for p in pods] == [60, 60, 60]
-    values["ray-tpu-gke:rayClusters"][0]["rayVersion"] = "2.56.0"  # no drain: CPU pods keep Kubernetes' default
+    on_ray(values["ray-tpu-gke:rayClusters"][0], "2.56.0")  # no drain: CPU pods keep Kubernetes' default
     spec = manifest_of(parse_stack_config(values, "test"), "ray_clusters")["spec"]
     pods = [spec["headGroupSpec"]] + spec["workerGroupSpecs"]
     assert [p["template"]["spec"].get("terminationGracePeriodSeconds") for p in pods] == [None, 60, None]
+
+
+def test_multislice_smoke_test_entrypoints_are_checked_against_the_group_they_name(tmp_path):
+    smoke = "python -m workloads.tpu_smoke --generation v6e --topology {} --hosts {} --chips-per-host 4 --group {} " \
+            "--slices 2"
+    values = two_slice_job(entrypoint=smoke.format("4x4", 4, "tpu"))
+    assert entrypoints.problems(parse_stack_config(values, "test")) == []
+    values["ray-tpu-gke:rayJobs"][0]["entrypoint"] = smoke.format("4x4", 4, "gpu")
+    (found,) = _load(tmp_path, values)
+    assert found == "ray-tpu-gke:rayJobs[0].entrypoint: --group gpu is not a TPU worker group of pretrain; allowed: tpu"
+    values["ray-tpu-gke:rayJobs"][0]["entrypoint"] = smoke.format("2x4", 2, "tpu")
+    found = _load(tmp_path, values)
+    assert len(found) == 2 and "--topology 2x4 contradicts group tpu on v6e-16" in found[0]
+    assert "--hosts 2 contradicts group tpu on v6e-16" in found[1]
+    values["ray-tpu-gke:rayJobs"][0]["entrypoint"] = "python -m workloads.tpu_smoke --generation v6e --slices 1"
+    (found,) = _load(tmp_path, values)
+    assert "workloads.tpu_smoke refuses its arguments: " in found and "missing" in found
