@@ -84,7 +84,11 @@ def run_side(cluster, side: dict, spec: dict) -> dict:
         for worker in range(side["hosts"]):
             nodes.add(replica, worker)
     seen["nodesReadyAt"] = max(s["readyAt"] for s in nodes.spans)
-    env = {**os.environ, "RAY_ADDRESS": cluster.address, "PYTHONPATH": spec["root"], "JAX_PLATFORMS": "cpu"}
+    env = {**os.environ, "RAY_ADDRESS": cluster.address, "PYTHONPATH": spec["root"], "JAX_PLATFORMS": "cpu",
+           # A busy machine may start the workers slower than Ray Train's 60 s default (Ray 2.55
+           # ray/train/v2/_internal/constants.py DEFAULT_WORKER_GROUP_START_TIMEOUT_S; propagated from the driver to
+           # the controller, ENV_VARS_TO_PROPAGATE): wait as long as the plan lets a TPU training head wait.
+           "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S": "900"}
     command = [sys.executable if i == 0 and word == "python" else word for i, word in enumerate(side["command"])]
     progress(f"{side['name']}: {' '.join(side['command'])}")
     driver = subprocess.Popen(command, cwd=spec["root"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -1,0 +1,116 @@
+"""The comparison's sides from the compare stack's own plan (plan/compare/sides.py): which RayJobs they are, what they
+stand for, their price from the plan's cost, and the entrypoint and RayJob a run gets."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import shlex
+
+import pytest
+
+import kuberay_schema
+from plan.compare import __main__ as compare_cli
+from plan.compare import local, sides
+from workloads import train
+
+RUN = "compare-20270115080000"
+
+
+@functools.lru_cache(maxsize=None)
+def _planned():
+    return compare_cli.load_plan("compare")
+
+
+def planned():
+    return copy.deepcopy(_planned())
+
+
+def item(plan: dict, name: str) -> dict:
+    return next(i for i in plan["cost"]["items"] if i["name"] == name)
+
+
+def test_the_sides_are_the_rayjobs_on_a_tpu_slice_and_a_gpu_pool():
+    plan, values = planned()
+    tpu, gpu = sides.sides(plan, values)
+    assert (tpu.name, tpu.kind, tpu.item, tpu.group, tpu.namespace) == ("bench-tpu", "tpu", "v6e-8", "tpu", "compare")
+    assert (gpu.name, gpu.kind, gpu.item, gpu.group) == ("bench-gpu", "gpu", "l4-8", "gpu")
+    assert tpu.accelerator == "v6e 2x4, 8 chips" and (tpu.hosts, tpu.units_per_node) == (1, 8)
+    assert gpu.accelerator == "8 x nvidia-l4 on g2-standard-96"
+    # The price of the side's hardware is the plan's, for its slice or pool and capacity: never a constant here.
+    assert tpu.hourly == pytest.approx(item(plan, "v6e-8")["hourly"])
+    assert gpu.hourly == pytest.approx(item(plan, "l4-8")["hourly"])
+    assert tpu.capacity == item(plan, "v6e-8")["capacity"]
+    assert tpu.entrypoint.startswith("python -m workloads.train")
+
+
+def test_a_plan_without_the_sides_rate_has_no_price_and_says_why():
+    plan, values = planned()
+    plan["cost"]["items"] = [i for i in plan["cost"]["items"] if i["name"] != "l4-8"]
+    _, gpu = sides.sides(plan, values)
+    assert gpu.node_hourly is None and gpu.hourly is None
+    assert gpu.price_problem == "the plan's cost has no item for l4-8"
+
+
+def test_a_runs_rayjob_is_fresh_valid_and_released_a_minute_after_the_job():
+    plan, values = planned()
+    for side in sides.sides(plan, values):
+        job = sides.run_manifest(side, RUN, seed=7)
+        for release in kuberay_schema.RELEASES:
+            assert kuberay_schema.errors(job, release) == [], release
+        assert job["metadata"]["name"] == f"{side.name}-{RUN[-14:]}"
+        assert "annotations" not in job["metadata"]  # not a Pulumi-managed object
+        assert job["spec"]["shutdownAfterJobFinishes"] is True
+        assert job["spec"]["ttlSecondsAfterFinished"] == sides.TTL_AFTER_FINISHED_S == 60
+        # The job's own parser reads what the run adds: its run, side, result folder and seed, and a checkpoint
+        # folder of the side's own (the two sides share the run id).
+        words = shlex.split(job["spec"]["entrypoint"])
+        assert words[:3] == ["python", "-m", "workloads.train"]
+        _, args = train.parse_args(words[3:], environ={})
+        assert (args.run, args.side, args.result_dir, args.seed) == (RUN, side.name, "/gcs/compare", 7)
+        assert args.storage_path == f"/gcs/ray-train/{side.name}" and args.simulate is False
+        assert args.steps == train.parse_args(shlex.split(side.entrypoint)[3:], environ={})[1].steps
+
+
+def test_the_local_job_is_simulated_short_and_checkpoints_locally(tmp_path):
+    plan, values = planned()
+    tpu, gpu = sides.sides(plan, values)
+    spec = local.side_spec(tpu, RUN, steps=30, report_every=5, inject_step=12, seed=0, result_dir=tmp_path / "r",
+                           storage=tmp_path / "c")
+    assert (spec["generation"], spec["topology"], spec["hosts"], spec["unitsPerNode"]) == ("v6e", "2x4", 1, 8)
+    _, args = train.parse_args(spec["command"][3:], environ={})
+    assert args.simulate is True and (args.steps, args.report_every) == (30, 5)
+    assert args.storage_path == str(tmp_path / "c" / "bench-tpu") and args.result_dir == str(tmp_path / "r")
+    assert args.throttle_s == local.THROTTLE_S
+    gpu_spec = local.side_spec(gpu, RUN, steps=30, report_every=5, inject_step=12, seed=0, result_dir=tmp_path,
+                               storage=tmp_path)
+    assert train.parse_args(gpu_spec["command"][3:], environ={})[1].gpus == 8
+
+
+@pytest.mark.parametrize("command,flags,expected", [
+    ("python -m x --steps 300 --name a", {"--steps": 60}, "python -m x --name a --steps 60"),
+    ("python -m x --steps=300", {"--steps": 60}, "python -m x --steps 60"),
+    ("python -m x --simulate --steps 3", {"--simulate": True}, "python -m x --steps 3 --simulate"),
+    ("python -m x --simulate --steps 3", {"--simulate": None}, "python -m x --steps 3"),
+    ("python -m x --note 'two words'", {"--run": "r1"}, "python -m x --note 'two words' --run r1"),
+])
+def test_set_flags(command, flags, expected):
+    assert sides.set_flags(command, flags) == expected
+
+
+def test_a_stack_without_comparison_jobs_is_refused(capsys, monkeypatch):
+    plan, values = planned()
+    plan["steps"] = [s for s in plan["steps"] if s["newState"]["type"] != sides.RAYJOB_TYPE]
+    monkeypatch.setattr(compare_cli, "load_plan", lambda stack, config_file=None: (plan, values))
+    assert compare_cli.main(["compare", "--local"]) == 2
+    assert capsys.readouterr().err == ("error: stack compare has no RayJob whose worker group runs on a TPU slice or a "
+                                       "GPU pool: nothing to compare\n")
+
+
+def test_live_only_options_are_refused_locally_and_the_other_way_round(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        compare_cli.parse_args(["compare", "--context", "x", "--steps", "10"])
+    assert exit_info.value.code == 2
+    assert "--steps and --report-every are for --local" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        compare_cli.parse_args(["compare"])  # neither --context nor --local
