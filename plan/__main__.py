@@ -26,8 +26,17 @@ from .review import gates
 POLICY_PACK = Path(__file__).resolve().parent.parent / "policy"  # this repository's; the wheel ships it inside
 
 
+DESCRIPTION = ("What `pulumi up` would create, offline, with no cloud credentials: the project's program under Pulumi "
+               "mocks, printed as a resource tree with the TPU capacity, GPU and CPU pools, cost and accelerator quota "
+               "(--json: the plan as JSON; --manifests: the Kubernetes objects), or what a change does "
+               "(--diff-against REF).")
+EPILOG = ("exit status: 0 planned; 2 the configuration is invalid (every problem on stderr, one line each); 1 anything "
+          "else (a failed deploy-time check, a mandatory policy violation, a revision that cannot be planned); with "
+          "--diff-against, 3 a risky change under --fail-on-risk, 4 a cost increase above --fail-on-cost-increase.")
+
+
 def parse_args(argv, prog: str = "python -m plan"):
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("stack", nargs="?", help="stack name: Pulumi.<stack>.yaml in the project's stackConfigDir "
                                                  "(this repository: stacks/)")
     parser.add_argument("--config-file", type=Path, help="read this stack config file instead of the stack's own")
@@ -42,8 +51,8 @@ def parse_args(argv, prog: str = "python -m plan"):
                         help="with --diff-against: output format")
     gates.add_arguments(parser)  # --fail-on-risk: each gate's option (plan/review/gates.py)
     parser.add_argument("--policy-pack", type=Path, metavar="DIR", nargs="?", const=POLICY_PACK,
-                        help="run the policy pack's rules over the plan (the pack this package ships; DIR is "
-                             "accepted for `python -m plan STACK --policy-pack policy`, and must be that pack)")
+                        help="run the policy pack's rules over the plan: the pack this package ships (DIR, as "
+                             "in `--policy-pack policy`, names that same pack)")
     parser.add_argument("--quotas", type=Path, metavar="FILE",
                         help="check the accelerator quota against this JSON of `gcloud beta quotas info list "
                              "--service=compute.googleapis.com --project=P --format=json` (offline it is otherwise "

@@ -105,3 +105,80 @@ def test_a_failed_deploy_time_check_is_one_line(plan, tmp_path):
     assert result.stderr.strip().splitlines() == [
         "error: deploy-time check failed: GKE no longer offers 1.31.2-gke.1115000 in us-east5-b; pin a minor such as "
         "1.31 or leave minMasterVersion unset"]
+
+
+# --- the console script's project discovery and help (plan/project.py, plan/cli.py) ---------------------------------
+
+def project_folder(tmp_path, pulumi_yaml: str, program: str = "import pulumi\npulumi.export('ok', 1)\n",
+                   where: str = "."):
+    (tmp_path / "Pulumi.yaml").write_text(pulumi_yaml)
+    folder = tmp_path / where
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "__main__.py").write_text(program)
+    return tmp_path
+
+
+def test_project_is_read_as_the_pulumi_cli_reads_it(tmp_path):
+    from plan import project
+
+    root = project_folder(tmp_path, "name: team-infra\nruntime: {name: python}\nmain: infra/\n"
+                                    "stackConfigDir: envs\n", where="infra")
+    (root / "envs").mkdir()
+    (root / "envs" / "Pulumi.dev.yaml").write_text("config: {}\n")
+    found = project.find(root / "envs")  # from a subfolder, as the Pulumi CLI finds its project
+    assert (found.name, found.program, found.stack_file("dev")) == (
+        "team-infra", root / "infra" / "__main__.py", root / "envs" / "Pulumi.dev.yaml")
+    assert found.stacks() == ["dev"] and not found.reads_stack_files
+    assert project.load(project.REPOSITORY).reads_stack_files
+
+
+@pytest.mark.parametrize("pulumi_yaml, message", [
+    ("runtime: python\n", "name: required"),
+    ("name: p\nruntime: nodejs\n", "'nodejs' is not python"),
+    ("name: p\nruntime: python\nmain: nowhere/\n", "no Python program at"),
+])
+def test_a_project_file_that_cannot_be_planned_is_named(tmp_path, pulumi_yaml, message):
+    from plan import project
+    from ray_tpu_gke.spec.problems import ConfigError
+
+    project_folder(tmp_path, pulumi_yaml)
+    with pytest.raises(ConfigError) as raised:
+        project.load(tmp_path)
+    assert message in str(raised.value)
+
+
+def test_console_script_plans_a_minimal_program_and_its_config(tmp_path, capsys, monkeypatch):
+    from plan import cli
+
+    program = ("import pulumi\nconfig = pulumi.Config()\n"
+               "pulumi.export('greeting', f\"{pulumi.get_project()}: {config.require('word')} {config.get('x')}\")\n")
+    root = project_folder(tmp_path, "name: team\nruntime: python\nconfig:\n  x: {type: string, default: dflt}\n",
+                          program)
+    (root / "Pulumi.dev.yaml").write_text("config:\n  team:word: hello\n")
+    monkeypatch.chdir(root)
+    assert cli.main(["plan", "dev", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["project"] == "team" and plan["outputs"] == {"greeting": "team: hello dflt"}
+    assert plan["cost"]["items"] == []
+    assert cli.main(["plan", "qa"]) == 1
+    assert capsys.readouterr().err.strip() == f"error: no stack config {root / 'Pulumi.qa.yaml'}; stacks here: dev"
+    assert cli.main(["diagram", "dev"]) == 1  # a stack-file command, for a project of its own schema only
+    assert "`ray-tpu-gke plan` serves it" in capsys.readouterr().err
+    assert cli.main(["nonsense"]) == 2
+
+
+def test_help_texts_are_whole(capsys):
+    from plan import cli
+
+    assert cli.main(["--help"]) == 0
+    usage = capsys.readouterr().out
+    assert all(f"  {command} " in usage for command in cli.COMMANDS)
+    with pytest.raises(SystemExit):
+        cli.main(["plan", "--help"])
+    text = capsys.readouterr().out
+    assert text.startswith("usage: ray-tpu-gke plan ")
+    assert "What `pulumi up` would create, offline" in text
+    assert " ".join(text.split()).endswith("4 a cost increase above --fail-on-cost-increase.")  # wrapped lines
+    for option in ("--config-file", "--json", "--manifests", "--diff-against", "--all-stacks", "--format",
+                   "--fail-on-risk", "--fail-on-cost-increase", "--policy-pack"):
+        assert option in text
