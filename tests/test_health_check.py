@@ -251,3 +251,37 @@ def test_the_shared_constants_are_the_librarys():
     assert (slice_health.SLICE_HEALTHY, slice_health.RAY_OBJECT_READY) == (metrics.SLICE_HEALTHY,
                                                                           metrics.RAY_OBJECT_READY)
     assert slice_health.RESOURCE_TYPE in metrics.metric_list().resources
+
+
+def test_the_check_runs_in_the_workloads_interpreter_as_the_cronjob_runs_it(tmp_path):
+    """The CronJob's command (`python -m workloads.slice_health --config ...`) in the workloads virtualenv (Ray 2.55,
+    the image's Python), against a stand-in of staging: it writes the same healthy series."""
+    import os
+    import subprocess
+    import sys
+
+    from helpers import ROOT
+
+    python = os.environ.get("WORKLOADS_PYTHON") or str(ROOT / ".venv-workloads" / "bin" / "python")
+    if not os.access(python, os.X_OK):
+        pytest.skip("no workloads virtualenv: set WORKLOADS_PYTHON (make test builds .venv-workloads)")
+    config = checker_config("staging")
+    stand_in = StandIn(healthy("staging"), config)
+    try:
+        (tmp_path / "config.json").write_text(json.dumps(config))
+        (tmp_path / "token").write_text(TOKEN)
+        (cron,) = [s["newState"]["inputs"] for s in steps_of_type(plan_of("staging"), "kubernetes:batch/v1:CronJob")]
+        command = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["command"]
+        assert command[:3] == ["python", "-m", "workloads.slice_health"]
+        done = subprocess.run(
+            [python, *command[1:4], str(tmp_path / "config.json"), "--api-server", f"{stand_in.url}/k8s",
+             "--service-account-dir", str(tmp_path), "--ray-url", f"{stand_in.url}/ray/{{namespace}}/{{cluster}}",
+             "--monitoring-url", f"{stand_in.url}/v3", "--metadata-url", f"{stand_in.url}/token"],
+            cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert done.returncode == 0, done.stderr
+        (written,) = [body for _, body in stand_in.written]
+        slices = [ts for ts in written["timeSeries"] if ts["metric"]["type"] == metrics.SLICE_HEALTHY]
+        assert [ts["metric"]["labels"]["problem"] for ts in slices] == ["none"]
+        assert sys.executable != python
+    finally:
+        stand_in.server.shutdown()
