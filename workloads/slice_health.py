@@ -64,7 +64,8 @@ class ReadError(RuntimeError):
 
 @dataclass
 class Http:
-    """GET and POST JSON with a bearer token; `opener` is urllib's (tests point it at local servers)."""
+    """GET and POST JSON (with a bearer token where one is given), each request bounded by `timeout` seconds;
+    `context` verifies the server (the cluster's CA for the Kubernetes API, the system's roots elsewhere)."""
 
     timeout: float = 20.0
     context: Optional[ssl.SSLContext] = None
