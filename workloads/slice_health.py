@@ -50,7 +50,8 @@ SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 # Ray's dashboard listens on 8265 (KubeRay's head service port "dashboard"); KubeRay names a Ray cluster's head
 # service <cluster>-head-svc (ray-operator/controllers/ray/utils/util.go GenerateHeadServiceName).
 RAY_URL = "http://{cluster}-head-svc.{namespace}.svc:8265"
-# GET /api/v0/nodes of the state API, alive nodes only (Ray 2.55 ray/dashboard/state_api_utils.py options_from_req).
+# GET /api/v0/nodes of the state API, alive nodes only (Ray 2.55 ray/dashboard/state_api_utils.py options_from_req:
+# limit at most RAY_MAX_LIMIT_FROM_API_SERVER, 10000 by default in ray/util/state/common.py; timeout in seconds).
 RAY_NODES_PATH = "/api/v0/nodes?limit=10000&timeout=20&filter_keys=state&filter_predicates=%3D&filter_values=ALIVE"
 PLURAL = {"RayCluster": "rayclusters", "RayService": "rayservices", "RayJob": "rayjobs"}  # KubeRay CRD plural names
 

@@ -212,6 +212,9 @@ def cron_job(plan: HealthPlan, labels: Mapping[str, str]) -> dict:
     }
     if plan.standard:
         pod["nodeSelector"] = {"cloud.google.com/gke-nodepool": plan.head_pool}  # the system pool, never a TPU host
+    # Kubernetes batch/v1 CronJobSpec and JobSpec ("CronJob", "Jobs"): timeZone (GA in 1.27) makes the schedule UTC
+    # whatever the control plane's zone; a run that cannot start within startingDeadlineSeconds is skipped, not
+    # queued; backoffLimit 0 retries nothing; ttlSecondsAfterFinished removes finished Jobs and their pods.
     return {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": _meta(NAME, labels, NAMESPACE), "spec": {
         "schedule": plan.schedule,
         "timeZone": "Etc/UTC",
