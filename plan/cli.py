@@ -59,6 +59,9 @@ def _split(argv: list[str]) -> tuple[Path | None, str | None, list[str]]:
     return project_dir, (rest.pop(0) if rest else None), rest
 
 
+PATH_OPTIONS = ("--config-file", "--kubeconfig", "--out", "--quotas")  # every command's options that take a file
+
+
 def _absolute_paths(args: list[str]) -> list[str]:
     """Path options resolved against the caller's folder, before the program's folder becomes the current one."""
     out, after = [], None
@@ -66,10 +69,10 @@ def _absolute_paths(args: list[str]) -> list[str]:
         if after is not None:
             out.append(str(Path(arg).resolve()))
             after = None
-        elif arg in ("--config-file", "--kubeconfig", "--out"):
+        elif arg in PATH_OPTIONS:
             out.append(arg)
             after = arg
-        elif arg.split("=", 1)[0] in ("--config-file", "--kubeconfig", "--out") and "=" in arg:
+        elif arg.split("=", 1)[0] in PATH_OPTIONS and "=" in arg:
             key, value = arg.split("=", 1)
             out.append(f"{key}={Path(value).resolve()}")
         else:

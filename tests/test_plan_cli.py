@@ -182,3 +182,11 @@ def test_help_texts_are_whole(capsys):
     for option in ("--config-file", "--json", "--manifests", "--diff-against", "--all-stacks", "--format",
                    "--fail-on-risk", "--fail-on-cost-increase", "--policy-pack"):
         assert option in text
+
+
+def test_path_options_are_the_callers_not_the_programs(tmp_path, monkeypatch):
+    from plan import cli
+
+    monkeypatch.chdir(tmp_path)
+    assert cli._absolute_paths(["dev", "--config-file", "a.yaml", "--quotas=q.json", "--json"]) == [
+        "dev", "--config-file", str(tmp_path / "a.yaml"), f"--quotas={tmp_path / 'q.json'}", "--json"]
