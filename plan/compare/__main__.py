@@ -19,7 +19,7 @@ from typing import Callable
 from ray_tpu_gke import ConfigError
 
 from .. import cost, harness, stackfile
-from . import output, report, sides
+from . import local, output, report, sides
 
 DEFAULT_OUT = Path("compare-report")  # in the current folder: `make compare` runs at the repository's root
 LIVE_TIMEOUT_S = 3600.0
@@ -35,7 +35,7 @@ def parse_args(argv):
     parser.add_argument("--config-file", type=Path, help="read this stack config file instead of the stack's own")
     parser.add_argument("--inject-failure", type=int, metavar="STEP",
                         help="delete one worker pod (locally: remove a node) of each side when it reports this step, "
-                             f"and measure the recovery (default: none live, {_local_default('inject')} locally; "
+                             f"and measure the recovery (default: none live, {local.DEFAULT_INJECT_STEP} locally; "
                              "0: none)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder of the report (default ./compare-report)")
     parser.add_argument("--timeout", type=float,
@@ -51,9 +51,9 @@ def parse_args(argv):
     parser.add_argument("--tolerance", type=float, default=report.DEFAULT_TOLERANCE,
                         help=f"largest relative difference at which the sides agree (default {report.DEFAULT_TOLERANCE})")
     parser.add_argument("--steps", type=int, help=f"--local: training steps per side (default "
-                                                  f"{_local_default('steps')}; live runs use the stack's own)")
+                                                  f"{local.DEFAULT_STEPS}; live runs use the stack's own)")
     parser.add_argument("--report-every", type=int, help=f"--local: checkpoint cadence (default "
-                                                         f"{_local_default('report_every')})")
+                                                         f"{local.DEFAULT_REPORT_EVERY})")
     args = parser.parse_args(argv)
     if not args.local and (args.steps is not None or args.report_every is not None):
         parser.error("--steps and --report-every are for --local; a live run uses the stack's own entrypoint")
@@ -62,13 +62,6 @@ def parse_args(argv):
     if min(args.steps or 1, args.report_every or 1) < 1 or (args.inject_failure or 0) < 0:
         parser.error("--steps and --report-every must be at least 1, --inject-failure not negative")
     return args
-
-
-def _local_default(name: str):
-    from . import local
-
-    return {"inject": local.DEFAULT_INJECT_STEP, "steps": local.DEFAULT_STEPS,
-            "report_every": local.DEFAULT_REPORT_EVERY}[name]
 
 
 def load_plan(stack: str, config_file=None) -> tuple[dict, dict]:
@@ -105,12 +98,11 @@ def main(argv=None, clock: Callable[[], float] = time.time, sleep: Callable[[flo
               "to compare", file=sys.stderr)
         return stackfile.EXIT_INVALID
     run_id = args.run or default_run(args.stack, clock())
+    facts = None
     if args.local:
-        from . import local
-
         inject = local.DEFAULT_INJECT_STEP if args.inject_failure is None else (args.inject_failure or None)
         try:
-            runs, collected, _facts = local.run(
+            runs, collected, facts = local.run(
                 found, run_id, steps=args.steps or local.DEFAULT_STEPS,
                 report_every=args.report_every or local.DEFAULT_REPORT_EVERY, inject_step=inject, seed=args.seed,
                 side_timeout=args.timeout or local.SIDE_TIMEOUT_S)
@@ -133,6 +125,8 @@ def main(argv=None, clock: Callable[[], float] = time.time, sleep: Callable[[flo
         context = args.context
     document = report.build(args.stack, "local" if args.local else "live", run_id, runs, collected,
                             tolerance=args.tolerance, context=context, prices=_prices(plan))
+    if facts is not None:
+        document["localRun"] = facts  # how long the local Ray cluster itself took to start
     output.write(document, args.out)
     return output.say(document, args.out)
 

@@ -81,11 +81,10 @@ def _finished(status: dict) -> bool:
 class Collector:
     def __init__(self, kubectl: Kubectl, sides: list[SidePlan], run: str, seed: int = 0,
                  inject_step: Optional[int] = None, clock: Callable[[], float] = time.time,
-                 sleep: Callable[[float], None] = time.sleep, result_dir: Optional[str] = None):
+                 sleep: Callable[[float], None] = time.sleep):
         self.kubectl, self.run_id, self.inject_step = kubectl, run, inject_step
         self.clock, self.sleep = clock, sleep
-        extra = {} if result_dir is None else {"result_dir": result_dir}
-        self.followed = [Followed(s, run_manifest(s, run, seed=seed, **extra)) for s in sides]
+        self.followed = [Followed(s, run_manifest(s, run, seed=seed)) for s in sides]
 
     # --- one poll ------------------------------------------------------------------------------------------------
 

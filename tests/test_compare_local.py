@@ -1,0 +1,91 @@
+"""The local comparison end to end (`make compare`, shortened): both sides of the compare stack on a real local Ray
+cluster in .venv-workloads, CPU standing in for the TPU slice and the GPU pool, one node of each side removed when the
+job reports step 12 and a replacement added, the report written. One run for the module (its tests share it, so they
+run on one pytest-xdist worker, like the other Ray tests' shared clusters); skipped, saying so, only when there is no
+workloads interpreter ($WORKLOADS_PYTHON or .venv-workloads/bin/python)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from helpers import ROOT
+from plan.compare import __main__ as compare_cli
+from plan.compare import sides
+
+STEPS, INJECT, EVERY = 30, 12, 10
+
+
+def workloads_python() -> str | None:
+    configured = os.environ.get("WORKLOADS_PYTHON")
+    if configured:
+        return configured
+    path = ROOT / ".venv-workloads" / "bin" / "python"
+    return str(path) if os.access(path, os.X_OK) else None
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory):
+    python = workloads_python()
+    if python is None:
+        pytest.skip("no workloads virtualenv: set WORKLOADS_PYTHON or run `make compare`, which builds .venv-workloads")
+    out = tmp_path_factory.mktemp("compare") / "report"
+    done = subprocess.run([sys.executable, "-m", "plan.compare", "compare", "--local", "--out", str(out), "--steps",
+                           str(STEPS), "--report-every", str(EVERY), "--inject-failure", str(INJECT)],
+                          cwd=ROOT, env={**os.environ, "WORKLOADS_PYTHON": python}, capture_output=True, text=True,
+                          timeout=900)
+    written = out / "report.json"
+    if not written.exists():
+        pytest.fail(f"no report (exit {done.returncode}):\n{done.stderr[-6000:]}")
+    return done, json.loads(written.read_text()), out
+
+
+def by_name(document: dict) -> dict:
+    return {s["name"]: s for s in document["sides"]}
+
+
+def test_make_compare_locally_writes_a_complete_simulated_report(compared):
+    done, document, out = compared
+    assert document["problems"] == [] and done.returncode == 0, done.stderr[-4000:]
+    assert document["mode"] == "local" and document["simulated"] is True
+    assert sorted(p.name for p in out.iterdir()) == ["cost.png", "report.json", "report.md", "step-times.png",
+                                                     "time.png"]
+    for side in document["sides"]:
+        assert (side["platform"], side["simulated"], side["steps"]) == ("cpu", True, STEPS)
+        assert set(side["startup"]) == {"capacityWaitS", "rayStartS", "firstStepS"}
+        assert all(value > 0 for value in side["startup"].values())
+        assert 0 < side["stepTimeS"]["p50"] <= side["stepTimeS"]["p95"]
+        assert side["compileS"] > 0 and side["compileEvents"] > 0
+    assert document["agreement"]["agree"] is True
+    assert "(local, simulated)" in (out / "report.md").read_text().splitlines()[0]
+
+
+def test_each_side_recovered_from_its_checkpoint_on_a_replacement_node(compared):
+    _, document, _ = compared
+    for side in document["sides"]:
+        recovery = side["recovery"]
+        assert recovery["injectedAtStep"] >= INJECT and recovery["recoveryS"] > 0
+        # Resumed from the last checkpoint before the failure, and the steps after it done again.
+        assert recovery["fromStep"] % EVERY == 0 and recovery["fromStep"] <= recovery["injectedAtStep"]
+        assert recovery["stepsRedone"] >= recovery["injectedAtStep"] - recovery["fromStep"]
+        assert len(side["stepTimesS"]) == STEPS + recovery["stepsRedone"]
+        assert len(side["compiledSteps"]) == 2  # each attempt compiles its first step
+        lost, replacement = side["billing"]["nodes"]
+        assert lost["until"] == replacement["until"] == "removed"
+        assert lost["to"] <= recovery["injectedAt"] + 60 and replacement["from"] >= recovery["injectedAt"]
+
+
+def test_local_costs_are_the_plans_prices_for_the_real_hardware(compared):
+    _, document, _ = compared
+    plan, values = compare_cli.load_plan("compare")
+    for planned in sides.sides(plan, values):
+        side = by_name(document)[planned.name]
+        assert side["hourlyUsd"] == pytest.approx(planned.hourly)
+        billed = sum(node["seconds"] for node in side["billing"]["nodes"])
+        assert side["costPerJobUsd"] == pytest.approx(billed / 3600 * planned.node_hourly)
+        assert side["costPer1kStepsUsd"] == pytest.approx(side["costPerJobUsd"] / STEPS * 1000)
+
