@@ -80,9 +80,12 @@ plan: $(STAMP) $(ON_PATH)
 # The tools the tests run beside the project's venv (Checkov, Ray and JAX); the tests that need them name this target.
 test-tools: $(CHECKOV_STAMP) $(WORKLOADS_STAMP)
 
-# pytest-xdist: one worker per CPU; --dist loadgroup keeps the tests that share a module's set-up (one local Ray
-# cluster, one Checkov run) on one worker (tests/conftest.py). PYTEST_ARGS="-n 0" runs them in one process.
-PYTEST_ARGS ?= -n auto --dist loadgroup
+# pytest-xdist: one worker per CPU; --dist loadfile sends each test module to one worker, in its order, so the tests
+# that share a module-scoped set-up (one local Ray cluster, one Checkov run, one git repository) get it once.
+# Not loadgroup: pytest-xdist 3.8.0 groups by a suffix it writes to item._nodeid (xdist/remote.py), which pytest 9.2
+# no longer reads (Node.nodeid is str(self._id), _pytest/nodes.py), so its groups are silently ignored.
+# PYTEST_ARGS="-n 0" runs the suite in one process.
+PYTEST_ARGS ?= -n auto --dist loadfile
 test: $(STAMP) $(ON_PATH) $(CHECKOV_STAMP) $(WORKLOADS_STAMP)
 	CHECKOV=$(abspath $(CHECKOV_VENV))/bin/checkov WORKLOADS_PYTHON=$(abspath $(WORKLOADS_VENV))/bin/python $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
