@@ -95,9 +95,11 @@ def test_a_changed_element_is_one_risky_line_in_the_diff():
     new["versions"]["gke"]["pin"] = "1.34"
     changes = {c.name: c for c in classify.version_changes(old, new)}
     assert set(changes) == {"rayObjects.train.rayVersion", "rayObjects.train.image", "gke.pin"}
-    for change in changes.values():
-        assert change.type == classify.VERSIONS_TYPE and len(change.details) == 1 and change.risky
-    assert (changes["gke.pin"].details[0].old, changes["gke.pin"].details[0].new) == (None, "1.34")
+    for change in changes.values():  # one line each: the element and its values before and after
+        assert change.type == classify.VERSIONS_TYPE and change.details == [] and change.risky
+    assert changes["gke.pin"].summary == 'null → "1.34"'
+    assert changes["rayObjects.train.rayVersion"].summary == '"2.55.0" → "2.56.0"'
+    assert '"2.55.0" → "2.56.0"' in changes["rayObjects.train.rayVersion"].reasons[0]
     new["versions"]["kuberay"]["fields"]["RayJob"] = ["spec.entrypoint"]
     (fields,) = [c for c in classify.version_changes(old, new) if c.name.startswith("kuberay.")]
     assert fields.name == "kuberay.fields.RayJob" and not fields.risky

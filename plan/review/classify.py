@@ -9,6 +9,7 @@ come back.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable
 
 from . import tpu
@@ -155,11 +156,13 @@ def version_changes(old_plan: dict, new_plan: dict) -> list[Change]:
         before, after = a.get(path, ABSENT), b.get(path, ABSENT)
         if before == after:
             continue
-        change = Change("update", f"versions:{path}", VERSIONS_TYPE, path, details=[Detail(path, before, after)])
+        # One line in the text and markdown diffs: the element, and its value before and after as the summary.
+        shown = " → ".join(json.dumps(v, sort_keys=True) if v is not ABSENT else "(none)" for v in (before, after))
+        change = Change("update", f"versions:{path}", VERSIONS_TYPE, path, summary=shown)
         if versions.risky(path):
             change.risky = True
-            change.reasons.append(f"changes {path}: a GKE or Ray version change stops running slices; upgrade the set "
-                                  "as docs/operations.md \"Upgrading the version set\" says")
+            change.reasons.append(f"changes {path} ({shown}): a GKE or Ray version change stops running slices; "
+                                  "upgrade the set as docs/operations.md \"Upgrading the version set\" says")
         out.append(change)
     return out
 
