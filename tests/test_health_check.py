@@ -285,3 +285,35 @@ def test_the_check_runs_in_the_workloads_interpreter_as_the_cronjob_runs_it(tmp_
         assert sys.executable != python
     finally:
         stand_in.server.shutdown()
+
+
+def _autopilot_slice(state: dict) -> str:
+    """Scale sandbox's v6e-16-flex group (4 hosts) up to one slice, as Autopilot would: four nodes in a pool GKE
+    names, four worker pods with the webhook's environment on them; returns the pool's name."""
+    from test_verify import make_node, make_pod
+
+    config = checker_config("sandbox")
+    (obj,) = config["objects"]
+    group = next(slice_checks.GroupPlan.from_json(g) for g in obj["groups"] if g["group"] == "v6e-16")
+    pool = "nap-ct6e-standard-4t-a1b2"
+    for w in range(group.spec.hosts):
+        state["nodes"].append(make_node(f"gk3-v6e-16-0-{w}", {**group.selector, "cloud.google.com/gke-nodepool": pool,
+                                                             "node.kubernetes.io/instance-type": "ct6e-standard-4t"},
+                                        group.spec.chips_per_host))
+        state["pods"].append(make_pod(obj["namespace"], obj["name"], group, 0, w, f"gk3-v6e-16-0-{w}"))
+    return pool
+
+
+def test_autopilot_slices_are_named_by_the_pools_gke_made_and_checked_through_their_pods(check):
+    pools = []
+    slices, _, _, _ = check("sandbox", lambda state: pools.append(_autopilot_slice(state)))
+    assert verdicts(slices) == {pools[0]: (True, "none")}  # GKE's own pool: the stack names none in Autopilot
+
+    def breaks(state):
+        pools.append(_autopilot_slice(state))
+        node = next(n for n in state["nodes"] if n["metadata"]["name"] == "gk3-v6e-16-0-1")
+        del node["metadata"]["labels"][catalog.TOPOLOGY_LABEL]
+
+    slices, _, _, out = check("sandbox", breaks)
+    assert verdicts(slices) == {pools[1]: (False, "host-labels")}
+    assert "nodes without the group's node labels: gk3-v6e-16-0-1" in out

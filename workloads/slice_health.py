@@ -209,6 +209,20 @@ def _attribute(group: sc.GroupPlan, pods: list[dict], nodes: dict, ray_problems:
     for name, members in sorted(by_name.items()):
         key = ",".join(sorted(sc.pools_of(members, nodes))) or name
         s = state(group.slice, key)
+        # The hosts as the slice's own pods see them (all Autopilot has: its pools are GKE's, not the stack's).
+        if len(members) < group.spec.hosts:
+            s.problems.append("missing-host")
+            s.details.append(f"{name}: {len(members)} worker pods of {group.spec.hosts} hosts")
+        down = [sc._name(p) for p in members if p.get("status", {}).get("phase") != "Running" or not sc._ready(p)]
+        if down:
+            s.problems.append("host-not-ready")
+            s.details.append(f"{name}: not running and Ready: {', '.join(down)}")
+        unlabelled = sorted({p["spec"]["nodeName"] for p in members if p.get("spec", {}).get("nodeName") in nodes
+                             and any(sc._labels(nodes[p["spec"]["nodeName"]]).get(k) != v
+                                     for k, v in group.selector.items())})
+        if unlabelled:
+            s.problems.append("host-labels")
+            s.details.append(f"{name}: nodes without the group's node labels: {', '.join(unlabelled)}")
         if pod_problems.get(name):
             s.problems.append("worker-ids")
             s.details += pod_problems[name]
