@@ -186,7 +186,7 @@ def render_table(report: dict) -> str:
              f"{r['ratio']:.2f}", f"{r['ms_per_resource']:.2f}", f"{r['floor_ms_per_resource']:.2f}",
              f"{r['monitor_seconds']:.3f}", f"{r['validate_seconds']:.3f}", f"{r['peak_rss_mib']:.0f}",
              f"{r['floor_peak_rss_mib']:.0f}") for r in report["results"] if "resources" in r]
-    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
+    widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(head)]
     line = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths))  # noqa: E731
     m = report["machine"]
     out = [f"Machine: {m['cpu']}, {m['cpus']} CPUs, {m['memory_gib']} GiB, Python {m['python']}, "

@@ -71,6 +71,8 @@ def ray_object(k: int, slices: list[dict[str, Any]]) -> tuple[str, dict[str, Any
         # Ray 2.56 is the first whose autoscaler knows Ironwood (tpu7x) worker groups.
         obj["autoscaling"] = {"enabled": True, "idleTimeoutSeconds": 900}
         obj["rayVersion"] = "2.56.0"
+        # The image's tag names its Ray; a rayVersion that contradicts it is refused (components/spec/operations.py).
+        obj["image"] = "rayproject/ray:2.56.0-py311"
     return key, obj
 
 
