@@ -4,7 +4,9 @@ Public API (everything else is internal):
 
 - Components, each taking `(name, args, opts)` with typed args: `RayTpuPlatform` (the whole environment),
   `GkeCluster`, `TpuSlicePools` (one node pool per TPU slice), `WorkerPool` (a GPU or CPU pool), `RayCluster`,
-  `RayService`, `RayJob`, `SliceMonitoring` (a dashboard and alert policies of the slices and GPU pools).
+  `RayService`, `RayJob`, `SliceMonitoring` (a dashboard and alert policies of the slices and GPU pools),
+  `SliceHealth` (the in-cluster slice check); `ironwood_workload_policy` creates the workload policy an Autopilot
+  multi-host Ironwood slice is placed by.
 - Their arguments: `RayTpuPlatformArgs`, `GkeClusterArgs`, `TpuSlicePoolsArgs`, `TpuSliceArgs`, `RayClusterArgs`,
   `RayServiceArgs`, `RayJobArgs` and the nested `*Args`.
 - The catalogue: `slice_shape(generation, topology, machine_type=None)` -> `SliceShape` (chips, hosts, machine
@@ -21,11 +23,13 @@ from importlib.metadata import PackageNotFoundError, version
 from . import admission, catalog
 from .catalog import CatalogError, SliceShape, slice_shape
 from .resources.cluster import GkeCluster
+from .resources.health import SliceHealth
 from .resources.monitoring import SliceMonitoring, SliceMonitoringArgs
 from .resources.platform import RayTpuPlatform
 from .resources.ray import RayCluster, RayJob, RayService
 from .resources.slice_pool import TpuSlicePools
 from .resources.worker_pool import WorkerPool
+from .resources.workload_policy import ironwood_workload_policy
 from .spec.args import (
     ClusterSpecArgs,
     CpuPoolArgs,
@@ -57,7 +61,8 @@ except PackageNotFoundError:  # imported from a checkout that is not installed
 
 __all__ = [
     "admission", "catalog", "CatalogError", "SliceShape", "slice_shape", "ConfigError", "StackConfig",
-    "load_stack_config", "SliceMonitoring", "SliceMonitoringArgs", "GkeCluster", "TpuSlicePools", "WorkerPool",
+    "load_stack_config", "SliceMonitoring", "SliceMonitoringArgs", "SliceHealth", "ironwood_workload_policy",
+    "GkeCluster", "TpuSlicePools", "WorkerPool",
     "RayCluster", "RayService", "RayJob",
     "RayTpuPlatform", "ClusterSpecArgs", "CpuPoolArgs", "GkeClusterArgs", "GpuPoolArgs", "PoolAutoscalingArgs",
     "WorkerPoolArgs", "RayClusterArgs", "RayJobArgs", "RayJobSpecArgs", "RayObjectArgs",

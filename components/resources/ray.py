@@ -76,10 +76,18 @@ def _validate(kind: str, model: type[RayObjectConfig], args, name: str):
                         f"{obj.namespace}, with no Workload Identity: they act as no Google service account; set "
                         "`service_account` to one annotated iam.gke.io/gcp-service-account and bound by "
                         "roles/iam.workloadIdentityUser (RayTpuPlatform's namespaces have one, `ray`)")
+    targets = {key: {e.name: e for e in lists[section] if e is not None} for section, key, _ in _TARGET_MODELS}
+    cluster_name = args.get("cluster_name") or ""
+    if mode == "autopilot" and not cluster_name:
+        ironwood = sorted({g.slice for g in obj.worker_groups if g.slice in targets["slice"]
+                           and manifests.needs_workload_policy(targets["slice"][g.slice].shape)})
+        if ironwood:
+            raise ConfigError([Problem(f"{root}.cluster_name", "required in Autopilot mode for the multi-host Ironwood "
+                                       f"slices {', '.join(ironwood)}: their pods select the workload policy "
+                                       "<cluster>-<slice> (ironwood_workload_policy creates it)")])
     ctx = manifests.RenderContext(standard=mode == "standard", service_account=args.get("service_account", "default"),
                                   bucket=args.get("bucket"), labels=dict(args.get("labels") or {}),
-                                  head_pool=args.get("head_pool") or manifests.SYSTEM_POOL)
-    targets = {key: {e.name: e for e in lists[section] if e is not None} for section, key, _ in _TARGET_MODELS}
+                                  head_pool=args.get("head_pool") or manifests.SYSTEM_POOL, cluster_name=cluster_name)
     return obj, targets, ctx
 
 

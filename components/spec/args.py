@@ -405,6 +405,9 @@ class RayClusterArgs(TypedDict, total=False):
     """The CPU pools CPU groups run on."""
     mode: str
     """standard (default) or autopilot: how worker pods select their nodes."""
+    cluster_name: str
+    """Name of the GKE cluster. Required in Autopilot mode for a TPU group on a multi-host Ironwood slice: its pods
+    select the workload policy `<cluster>-<slice>` (create it with `ironwood_workload_policy`)."""
     service_account: str
     """Kubernetes service account of the Ray pods, bound to a Google service account by Workload Identity. Unset:
     the namespace's `default`, which acts as no Google service account, and the component warns so."""
