@@ -4,8 +4,7 @@ Public API (everything else is internal):
 
 - Components, each taking `(name, args, opts)` with typed args: `RayTpuPlatform` (the whole environment),
   `GkeCluster`, `TpuSlicePools` (one node pool per TPU slice), `WorkerPool` (a GPU or CPU pool), `RayCluster`,
-  `RayService`, `RayJob`, `SliceMonitoring` (a dashboard and alert policies of the slices and GPU pools),
-  `SliceHealth` (the in-cluster slice check); `ironwood_workload_policy` creates the workload policy an Autopilot
+  `RayService`, `RayJob`, `SliceMonitoring` (a dashboard and alert policies of the slices and GPU pools); `ironwood_workload_policy` creates the workload policy an Autopilot
   multi-host Ironwood slice is placed by.
 - Their arguments: `RayTpuPlatformArgs`, `GkeClusterArgs`, `TpuSlicePoolsArgs`, `TpuSliceArgs`, `RayClusterArgs`,
   `RayServiceArgs`, `RayJobArgs` and the nested `*Args`.
@@ -23,7 +22,6 @@ from importlib.metadata import PackageNotFoundError, version
 from . import admission, catalog
 from .catalog import CatalogError, SliceShape, slice_shape
 from .resources.cluster import GkeCluster
-from .resources.health import SliceHealth
 from .resources.monitoring import SliceMonitoring, SliceMonitoringArgs
 from .resources.platform import RayTpuPlatform
 from .resources.ray import RayCluster, RayJob, RayService
@@ -61,7 +59,7 @@ except PackageNotFoundError:  # imported from a checkout that is not installed
 
 __all__ = [
     "admission", "catalog", "CatalogError", "SliceShape", "slice_shape", "ConfigError", "StackConfig",
-    "load_stack_config", "SliceMonitoring", "SliceMonitoringArgs", "SliceHealth", "ironwood_workload_policy",
+    "load_stack_config", "SliceMonitoring", "SliceMonitoringArgs", "ironwood_workload_policy",
     "GkeCluster", "TpuSlicePools", "WorkerPool",
     "RayCluster", "RayService", "RayJob",
     "RayTpuPlatform", "ClusterSpecArgs", "CpuPoolArgs", "GkeClusterArgs", "GpuPoolArgs", "PoolAutoscalingArgs",
