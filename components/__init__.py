@@ -4,8 +4,8 @@ Public API (everything else is internal):
 
 - Components, each taking `(name, args, opts)` with typed args: `RayTpuPlatform` (the whole environment),
   `GkeCluster`, `TpuSlicePools` (one node pool per TPU slice), `WorkerPool` (a GPU or CPU pool), `RayCluster`,
-  `RayService`, `RayJob`, `SliceMonitoring` (a dashboard and alert policies of the slices and GPU pools); `ironwood_workload_policy` creates the workload policy an Autopilot
-  multi-host Ironwood slice is placed by.
+  `RayService`, `RayJob`, `SliceMonitoring` (a dashboard and alert policies of the slices and GPU pools);
+  `ironwood_workload_policy` creates the workload policy an Autopilot multi-host Ironwood slice is placed by.
 - Their arguments: `RayTpuPlatformArgs`, `GkeClusterArgs`, `TpuSlicePoolsArgs`, `TpuSliceArgs`, `RayClusterArgs`,
   `RayServiceArgs`, `RayJobArgs` and the nested `*Args`.
 - The catalogue: `slice_shape(generation, topology, machine_type=None)` -> `SliceShape` (chips, hosts, machine
