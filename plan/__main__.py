@@ -71,7 +71,6 @@ def main(argv=None, prog: str = "python -m plan") -> int:
         from . import diff
 
         return diff.run(args)
-    err = Console(stderr=True, highlight=False)
     chosen = projects._current  # set by `ray-tpu-gke plan` (plan/cli.py); None: this repository
     stack_files = chosen is None or chosen.reads_stack_files
     try:
@@ -129,13 +128,11 @@ def main(argv=None, prog: str = "python -m plan") -> int:
             print(f"note: {note}", file=sys.stderr)
         else:
             console.print(f"note: {note}", soft_wrap=True, highlight=False, markup=False)
-    for warning in plan.warnings:
-        if args.json or args.manifests:
-            err.print(f"warning: {warning}")
+    if args.json or args.manifests:
+        stackfile.print_warnings(plan.warnings)
     if args.json and cost_result:
         # A missing rate does not stop the plan: it is reported, and the cost gate and budget rule fail closed.
-        for warning in cost_result.warnings:
-            print(f"warning: {warning}", file=sys.stderr)  # one line each, never wrapped
+        stackfile.print_warnings(cost_result.warnings)
     if args.policy_pack:
         engine = policy_engine()
         return engine.report(plan.to_json(), args.stack, sys.stderr if args.json else sys.stdout)

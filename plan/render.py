@@ -12,6 +12,7 @@ from rich.tree import Tree
 from ray_tpu_gke.spec import multislice
 from ray_tpu_gke.spec.config import StackConfig
 
+from . import stackfile
 from .harness import Plan
 
 
@@ -183,8 +184,8 @@ def print_plan(plan: Plan, config: StackConfig, console: Console, cost=None) -> 
 
         console.print()
         console.print(versions.table(versions.versions(plan, config)))
-    for warning in plan.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+    for line in stackfile.warning_lines(plan.warnings):  # one line each, never wrapped at the console's width
+        console.print(line, soft_wrap=True, highlight=False, markup=False)
 
 
 def kubernetes_objects(plan: Plan) -> list[dict]:
