@@ -103,7 +103,8 @@ def validate_pool_args(args: TpuSlicePoolsArgs, name: str) -> TpuSliceConfig:
         problems += checks.check_slices(ClusterContext("standard", location), [raw], [tpu_slice], paths, warnings)
     if problems:
         raise ConfigError(problems)
-    for warning in warnings:
+    # A slice handed over already validated (RayTpuPlatform) had its warnings told with its stack key.
+    for warning in warnings if not isinstance(args["slice"], TpuSliceConfig) else ():
         pulumi.log.warn(warning)
     return tpu_slice
 
