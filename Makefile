@@ -93,9 +93,11 @@ test: $(STAMP) $(ON_PATH) $(CHECKOV_STAMP) $(WORKLOADS_STAMP)
 policy: $(STAMP) $(ON_PATH)
 	$(BIN)/python -m plan $(STACK) --policy-pack policy
 
-# Refresh the committed plan snapshots and generated docs (docs/admission.md) after an intended change; review the diff.
+# Refresh the committed plan snapshots and generated docs (docs/admission.md, the manifests of docs/ray-objects.md)
+# after an intended change; review the diff.
 snapshots: $(STAMP) $(ON_PATH)
-	$(BIN)/python -m pytest -q tests/test_snapshots.py tests/test_admission.py::test_docs_list_every_rule_with_its_source --update-snapshots
+	$(BIN)/python -m pytest -q tests/test_snapshots.py tests/test_admission.py::test_docs_list_every_rule_with_its_source \
+		tests/test_docs.py::test_each_documented_manifest_is_what_its_config_renders --update-snapshots
 
 # Plan synthetic stacks of 1 to 512 slices against the bare-SDK floor (docs/benchmarks.md).
 bench: $(STAMP) $(ON_PATH)
