@@ -153,6 +153,18 @@ def test_no_delta_where_a_side_cannot_be_planned():
     assert "cost" not in diff.to_json()
 
 
+def test_a_stack_diff_says_replace_where_its_pool_is_replaced():
+    """The change list reaches the delta: a slice whose pool is replaced is listed as a replacement (#25.4)."""
+    from plan.review.change import Change
+    from plan.review.tpu import PoolSize
+
+    diff = stack_diff(side(cost(item("a", 40))), side(cost(item("a", 40))))
+    diff.changes.append(Change("replace", "urn:a-0", "gcp:container/nodePool:NodePool", "a-0",
+                               before=PoolSize("a", 4, 16), after=PoolSize("a", 4, 16)))
+    assert [(i.name, i.op) for i in diff.cost.items] == [("a", "replace")]
+    assert "| `staging` | `a` | tpuSlice | replace |" in markdown(Report("main", "0" * 40, [diff]), ROOT, diagrams=False)
+
+
 def test_the_stack_json_carries_the_delta():
     diff = stack_diff(side(cost(item("a", 40))), side(cost(item("a", 80))))
     assert diff.to_json()["cost"]["total"]["monthly"] == 29200
@@ -238,15 +250,15 @@ def test_markdown_puts_the_cost_next_to_the_risky_changes():
     report = report_of(cost(item("a", 40)), cost(item("a", 80)))
     text = markdown(report, ROOT, diagrams=False)
     assert "**Monthly cost**: +$29,200.00 at the configured size" in text
-    assert "| `staging` | `a` | tpuSlice | $29,200.00 | $58,400.00 | +$29,200.00 |" in text
-    assert "| `staging` | **total** | | $29,200.00 | $58,400.00 | **+$29,200.00** |" in text
+    assert "| `staging` | `a` | tpuSlice | update | $29,200.00 | $58,400.00 | +$29,200.00 |" in text
+    assert "| `staging` | **total** | | | $29,200.00 | $58,400.00 | **+$29,200.00** |" in text
     assert text.index("**Monthly cost**") < text.index("| stack | create |")
 
 
 def test_markdown_says_when_the_cost_change_is_unknown():
     report = report_of(cost(item("a", 40)), {"currency": "USD", "missing": [{"problem": "no rate for tpu x"}]})
     text = markdown(report, ROOT, diagrams=False)
-    assert "| `staging` | | | | | unknown: the estimate in the working tree is incomplete: no rate for tpu x |" in text
+    assert "| `staging` | | | | | | unknown: the estimate in the working tree is incomplete: no rate for tpu x |" in text
 
 
 # --- end to end ----------------------------------------------------------------------------------------------------

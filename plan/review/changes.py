@@ -54,7 +54,7 @@ class StackDiff:
     @property
     def cost(self) -> CostDelta | None:
         """What the change does to the stack's cost, per slice and pool (None: a side could not be planned)."""
-        return cost_delta(self.old, self.new, self.ref)
+        return cost_delta(self.old, self.new, self.ref, self.changes)
 
     @property
     def stranded(self) -> list[Stranded]:

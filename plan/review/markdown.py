@@ -118,18 +118,18 @@ def _cost(report: Report) -> list[str]:
         if most != total:
             line += f", {usd(most, True)} at most (every autoscaled slice and pool at its maximum)"
         out += [line + " (list prices and the stacks' own rates; see docs/cost.md)", ""]
-    out += ["| in stack | slice or pool | kind | before $/month | after $/month | change $/month |",
-            "| --- | --- | --- | ---: | ---: | ---: |"]
+    out += ["| in stack | slice or pool | kind | change | before $/month | after $/month | change $/month |",
+            "| --- | --- | --- | --- | ---: | ---: | ---: |"]
     for d, c in deltas:
         if not c.known:
-            out.append(f"| `{d.stack}` | | | | | unknown: {describe_cost(c).removeprefix('unknown: ')} |")
+            out.append(f"| `{d.stack}` | | | | | | unknown: {describe_cost(c).removeprefix('unknown: ')} |")
             continue
         for item in c.items:
             before = usd(item.before["monthly"]) if item.before else "—"
             after = usd(item.after["monthly"]) if item.after else "—"
-            out.append(f"| `{d.stack}` | `{item.name}` | {item.kind} | {before} | {after} | "
+            out.append(f"| `{d.stack}` | `{item.name}` | {item.kind} | {item.op} | {before} | {after} | "
                        f"{usd(item.monthly, True)} |")
-        out.append(f"| `{d.stack}` | **total** | | {usd((c.before or {}).get('monthly', 0))} | "
+        out.append(f"| `{d.stack}` | **total** | | | {usd((c.before or {}).get('monthly', 0))} | "
                    f"{usd((c.after or {}).get('monthly', 0))} | **{usd(c.monthly, True)}** |")
     return out + [""]
 
