@@ -99,6 +99,18 @@ def test_an_unused_slice_quotes_its_cost_and_reads_without_an_estimate():
     assert bare.message.endswith("no Ray worker group selects it while its nodes run")
 
 
+def test_an_unused_slice_that_scales_from_zero_still_quotes_one_slice():
+    """dev's slice runs at zero slices as configured; what one slice costs is still what an orphan would cost."""
+    plan = with_cost("dev")
+    (item,) = [i for i in plan["cost"]["items"] if i["kind"] == "tpuSlice"]
+    assert item["slices"] == 0 and item["perSlice"]["hourly"] > 0
+    pool = next(s["newState"]["inputs"] for s in plan["steps"] if s["newState"]["name"] == f"{item['name']}-0")
+    pool["nodeConfig"]["labels"]["ray-tpu-gke/slice"] = "orphan"
+    item["name"] = "orphan"
+    (hit,) = violations(plan, "cost-unused-slice")
+    assert f"which costs {pricing.format_usd(Decimal(str(item['perSlice']['hourly'])))}/hour" in hit.message
+
+
 def test_the_offline_pack_sees_the_cost_through_the_cli(tmp_path):
     """`python -m plan STACK --policy-pack policy` passes the plan JSON, `cost` included, to the rules."""
     values, _ = stackfile.load("staging")

@@ -31,10 +31,10 @@ def _usd(value: Any) -> str:
 def slice_cost(view: StackView, slice_name: Optional[str]) -> str:
     """`, which costs $21.60/hour ($15,768.00/month) at its onDemand rate`: one slice of the entry, or "" unknown."""
     item = _items(view).get(slice_name)
-    if not item or not item.get("slices"):
+    per_slice = (item or {}).get("perSlice")
+    if not isinstance(per_slice, Mapping) or per_slice.get("hourly") is None:
         return ""
-    slices_ = Decimal(item["slices"])
-    hourly = Decimal(str(item["hourly"])) / slices_
+    hourly = Decimal(str(per_slice["hourly"]))  # one slice, whether or not the configured basis runs it
     return (f", which costs {_usd(hourly)}/hour ({_usd(hourly * 730)}/month) at its {item.get('capacity')} rate "
             f"(docs/cost.md)")
 
