@@ -55,7 +55,7 @@ from .spec.stack import load_stack_config
 try:
     __version__ = version("ray-tpu-gke")
 except PackageNotFoundError:  # imported from a checkout that is not installed
-    __version__ = "0.2.0"
+    __version__ = "0.3.0"
 
 __all__ = [
     "admission", "catalog", "CatalogError", "SliceShape", "slice_shape", "ConfigError", "StackConfig",

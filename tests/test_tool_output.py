@@ -12,7 +12,7 @@ from helpers import ROOT
 WRITTEN = [
     ".venv/bin/python", ".venv-checkov/bin/checkov", ".venv-workloads/bin/python", ".venv-system-python/bin/python",
     "plan/__pycache__/harness.cpython-311.pyc", ".pytest_cache/README.md", ".ruff_cache/CACHEDIR.TAG",
-    "build/lib/ray_tpu_gke/__init__.py", "build/bdist.linux-x86_64/wheel", "dist/ray_tpu_gke-0.2.0-py3-none-any.whl",
+    "build/lib/ray_tpu_gke/__init__.py", "build/bdist.linux-x86_64/wheel", "dist/ray_tpu_gke-0.3.0-py3-none-any.whl",
     "ray_tpu_gke.egg-info/PKG-INFO", "compare-report/report.md",
 ]
 
