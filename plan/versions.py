@@ -7,7 +7,8 @@
 - `kuberay`: the API version and every KubeRay field the stack's objects set, per kind (what an installed CRD must
   have: `plan.verify` reads them from its schema);
 - `rayObjects`: per Ray object (by name) its kind, namespace, Ray version and image (with what the image tag says);
-- `workloadsImage`: what the repository's workloads image pins (workloads/Dockerfile): its base, JAX and libtpu.
+- `workloadsImages`: what the repository's two workloads images pin, per variant (`tpu`: workloads/Dockerfile,
+  `gpu`: workloads/Dockerfile.gpu): the base image, JAX and libtpu or JAX's CUDA plugin.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from ray_tpu_gke.spec.operations import image_ray_version, is_workloads_image, l
 
 from .harness import Plan
 
-DOCKERFILE = Path(__file__).resolve().parent.parent / "workloads" / "Dockerfile"
+WORKLOADS = Path(__file__).resolve().parent.parent / "workloads"
+DOCKERFILES = {"tpu": "Dockerfile", "gpu": "Dockerfile.gpu"}  # the workloads-tpu and workloads-gpu images
 RAY_KIND_PREFIX = "kubernetes:ray.io/v1:"
 # Fields below which the KubeRay CRDs take another API's schema or free-form values: the pod template (core/v1
 # PodTemplateSpec), rayStartParams (a map of strings) and metadata (labels, annotations).
@@ -53,17 +55,18 @@ def kuberay_fields(plan: Plan) -> dict[str, list[str]]:
     return {kind: sorted(paths) for kind, paths in sorted(fields.items())}
 
 
-def dockerfile_pins(path: Path = DOCKERFILE) -> Optional[dict[str, str]]:
-    """The workloads image's base and pins, read from its Dockerfile (None where the file is not there: a project
+def dockerfile_pins(variant: str, folder: Path = WORKLOADS) -> Optional[dict[str, str]]:
+    """A workloads image's base and pins, read from its Dockerfile (None where the file is not there: a project
     that uses the library without this repository)."""
+    name = DOCKERFILES[variant]
     try:
-        text = path.read_text()
+        text = (folder / name).read_text()
     except OSError:
         return None
     base = re.search(r"^FROM\s+(\S+)", text, re.M)
-    pins = {name: m.group(1) for name in ("jax", "jaxlib", "libtpu")
-            if (m := re.search(rf'"{name}(?:\[[a-z]+\])?==([^"]+)"', text))}
-    return {"dockerfile": "workloads/Dockerfile", "base": base.group(1) if base else "", **pins}
+    pins = {package: m.group(1) for package in ("jax", "jaxlib", "libtpu", "jax-cuda12-plugin")
+            if (m := re.search(rf'"{package}(?:\[[a-z0-9]+\])?==([^"]+)"', text))}
+    return {"dockerfile": f"workloads/{name}", "base": base.group(1) if base else "", **pins}
 
 
 def versions(plan: Plan, config: StackConfig) -> dict:
@@ -71,11 +74,17 @@ def versions(plan: Plan, config: StackConfig) -> dict:
     c = config.cluster
     objects: dict[str, dict] = {}
     names = [o.name for o in config.ray_objects]
+    clusters = {(o.namespace, o.name): o for o in config.ray_clusters}
     for obj in config.ray_objects:
         key = obj.name if names.count(obj.name) == 1 else f"{obj.namespace}/{obj.name}"
         kind = type(obj).__name__.removesuffix("Config")
-        entry = {"kind": kind, "namespace": obj.namespace, "rayVersion": obj.ray_version, "image": obj.image,
-                 "imageRayVersion": image_ray_version(obj.image), "workloadsImage": is_workloads_image(obj.image)}
+        # A RayJob on an existing RayCluster (clusterSelector) runs in that cluster's Ray and image.
+        runs_in = clusters.get((obj.namespace, getattr(obj, "cluster", None) or ""), obj)
+        entry = {"kind": kind, "namespace": obj.namespace, "rayVersion": runs_in.ray_version, "image": runs_in.image,
+                 "imageRayVersion": image_ray_version(runs_in.image),
+                 "workloadsImage": is_workloads_image(runs_in.image)}
+        if runs_in is not obj:
+            entry["cluster"] = runs_in.name
         objects[key] = entry
     out = {
         "gke": {"releaseChannel": c.release_channel, "pin": c.min_master_version,
@@ -85,9 +94,9 @@ def versions(plan: Plan, config: StackConfig) -> dict:
         "kuberay": {"apiVersion": "ray.io/v1", "fields": kuberay_fields(plan)},
         "rayObjects": objects,
     }
-    pins = dockerfile_pins()
-    if pins is not None:
-        out["workloadsImage"] = pins
+    images = {variant: pins for variant in DOCKERFILES if (pins := dockerfile_pins(variant)) is not None}
+    if images:
+        out["workloadsImages"] = images
     return out
 
 
@@ -132,14 +141,14 @@ def table(v: dict) -> Table:
     t.add_row("KubeRay API", v["kuberay"]["apiVersion"],
               "; ".join(f"{kind}: {len(paths)} fields" for kind, paths in fields.items()) or "no Ray objects")
     for name, obj in v["rayObjects"].items():
-        note = f"{obj['kind']} {obj['namespace']}/{name}; image {obj['image']}"
+        note = f"{obj['kind']} {obj['namespace']}/{name}" + (f" on RayCluster {obj['cluster']}" if "cluster" in obj
+                                                              else "") + f"; image {obj['image']}"
         if obj["imageRayVersion"] and obj["imageRayVersion"] != obj["rayVersion"]:
             note += f" (tag says Ray {obj['imageRayVersion']})"
         t.add_row(f"Ray of {name}", obj["rayVersion"], note)
-    image = v.get("workloadsImage")
-    if image:
-        pins = ", ".join(f"{k} {image[k]}" for k in ("jax", "jaxlib", "libtpu") if k in image)
-        t.add_row("workloads image", image["base"], f"{pins} ({image['dockerfile']})")
+    for variant, image in v.get("workloadsImages", {}).items():
+        pins = ", ".join(f"{k} {value}" for k, value in image.items() if k not in ("dockerfile", "base"))
+        t.add_row(f"workloads-{variant} image", image["base"], f"{pins} ({image['dockerfile']})")
     return t
 
 

@@ -44,8 +44,13 @@ def test_the_plan_json_carries_the_version_set():
         "imageRayVersion": "2.55.0", "workloadsImage": True}
     assert set(v["rayObjects"]) == {o.name for o in config.ray_objects}
     assert "spec.workerGroupSpecs[].numOfHosts" in v["kuberay"]["fields"]["RayCluster"]
-    assert v["workloadsImage"]["base"] == "rayproject/ray:2.55.0-py311"
-    assert {"jax", "libtpu"} <= set(v["workloadsImage"])
+    assert v["workloadsImages"]["tpu"]["base"] == "rayproject/ray:2.55.0-py311"
+    assert {"jax", "libtpu"} <= set(v["workloadsImages"]["tpu"])
+    gpu = v["workloadsImages"]["gpu"]
+    assert gpu["base"].startswith("rayproject/ray:2.55.0-py311-cu") and gpu["jax"] == v["workloadsImages"]["tpu"]["jax"]
+    # A RayJob on the train RayCluster runs in that cluster's Ray and image, not the defaults of its own spec.
+    assert v["rayObjects"]["train-multislice"]["cluster"] == "train"
+    assert v["rayObjects"]["train-multislice"]["image"] == v["rayObjects"]["train"]["image"]
 
 
 def test_the_text_plan_has_the_table():
