@@ -28,12 +28,13 @@ SMOKE_MODULE = "workloads.tpu_smoke"
 
 
 def _smoke_declared(module):
-    """What a smoke test's arguments declare, from its own parser (no environment: the entrypoint's own words)."""
-    def declared(argv: list[str]) -> dict:
+    """What a smoke test's arguments declare, from its own parser, in the environment of the head its driver runs on
+    (the $SLICE_* of the cluster's one TPU group, where it has one: what it leaves out, the pod says)."""
+    def declared(argv: list[str], environ: Optional[dict] = None) -> dict:
         stderr = io.StringIO()
         try:
             with contextlib.redirect_stderr(stderr):
-                spec, args = module.parse_args(argv, environ={})
+                spec, args = module.parse_args(argv, environ=environ or {})
         except SystemExit:
             raise ValueError(stderr.getvalue().strip().splitlines()[-1] if stderr.getvalue().strip() else
                              "refused") from None
@@ -87,13 +88,20 @@ def problems(config: StackConfig, paths: Paths = Paths("stack")) -> list[Problem
             continue
         module, argv = runs
         path = paths("ray_jobs", i, "entrypoint")
+        runs_on = _runs_on(job, config)
         try:
-            given = declarers[module](argv)
+            given = declarers[module](argv, _head_env(runs_on, config)) if module == SMOKE_MODULE else \
+                declarers[module](argv)
         except (ValueError, SystemExit) as error:
             found.append(Problem(path, f"{show(job.entrypoint)}: {module} refuses its arguments: {error}"))
             continue
-        found += _against_groups(given, job, _runs_on(job, config), config, path)
+        found += _against_groups(given, job, runs_on, config, path)
     return found
+
+
+def _head_env(runs_on: RayObjectConfig, config: StackConfig) -> dict:
+    """The environment of the head of `runs_on`, where the driver runs (multislice.head_env, as the manifests)."""
+    return {e["name"]: e["value"] for e in multislice.head_env(runs_on, config.slices_by_name)}
 
 
 def _against_groups(given: dict, job: RayJobConfig, runs_on: RayObjectConfig, config: StackConfig,

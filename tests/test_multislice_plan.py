@@ -333,6 +333,9 @@ def test_multislice_smoke_test_entrypoints_are_checked_against_the_group_they_na
     found = _load(tmp_path, values)
     assert len(found) == 2 and "--topology 2x4 contradicts group tpu on v6e-16" in found[0]
     assert "--hosts 2 contradicts group tpu on v6e-16" in found[1]
+    # What the entrypoint leaves out, the head's $SLICE_* says (the job's cluster has one TPU group).
     values["ray-tpu-gke:rayJobs"][0]["entrypoint"] = "python -m workloads.tpu_smoke --generation v6e --slices 1"
+    assert entrypoints.problems(parse_stack_config(values, "test")) == []
+    values["ray-tpu-gke:rayJobs"][0]["entrypoint"] = "python -m workloads.tpu_smoke --generation v5e --slices 1"
     (found,) = _load(tmp_path, values)
-    assert "workloads.tpu_smoke refuses its arguments: " in found and "missing" in found
+    assert "--generation v5e contradicts group tpu on v6e-16" in found
