@@ -194,10 +194,12 @@ def test_a_production_stack_without_channels_warns_and_others_do_not():
     warning = ("ray-tpu-prod: no notification channels (ray-tpu-gke:monitoring.notificationChannels): the alert "
                "policies open incidents in Cloud Monitoring but notify nobody")
     assert warning in prod_plan([]).warnings
-    assert prod_plan(["projects/acme-ml-prod/notificationChannels/42"]).warnings == []
+    channel_warnings = [w for w in prod_plan(["projects/acme-ml-prod/notificationChannels/42"]).warnings
+                        if "notification channels" in w]
+    assert channel_warnings == []
     for stack in ("dev", "sandbox"):
         values, secrets = stackfile.load(stack)
-        assert harness.run_program(stack, values, secrets).warnings == []
+        assert not [w for w in harness.run_program(stack, values, secrets).warnings if "notification channels" in w]
 
 
 def test_monitoring_disabled_registers_no_monitoring_resource():

@@ -111,7 +111,8 @@ def test_plan_runs_from_a_subdirectory(folder):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     plan = json.loads(done.stdout)
-    assert plan.pop("cost")["currency"] == "USD"  # the CLI adds the estimate; the rest is the harness's plan
+    assert plan.pop("cost")["currency"] == "USD"  # the CLI adds the estimate and the version set; the rest is the
+    assert plan.pop("versions")["gke"]["releaseChannel"]  # harness's plan
     assert plan == plan_of("dev")
 
 
