@@ -254,11 +254,16 @@ def test_new_network_is_private_with_nat_and_flow_logs():
 
 def test_identity_and_bucket_least_privilege():
     plan = plan_of("prod")
-    roles = sorted(inputs(s)["role"] for s in steps_of_type(plan, "gcp:projects/iAMMember:IAMMember"))
-    assert roles == ["roles/artifactregistry.reader", "roles/container.defaultNodeServiceAccount"]
+    roles = {s["newState"]["name"]: inputs(s)["role"] for s in steps_of_type(plan, "gcp:projects/iAMMember:IAMMember")}
+    # The nodes read images and act as GKE nodes; the in-cluster slice check may only write metrics.
+    assert sorted(roles.values()) == ["roles/artifactregistry.reader", "roles/container.defaultNodeServiceAccount",
+                                      "roles/monitoring.metricWriter"]
+    assert [n for n, role in roles.items() if role == "roles/monitoring.metricWriter"] == [
+        "ray-tpu-prod-health-metric-writer"]
     bindings = steps_of_type(plan, "gcp:serviceaccount/iAMMember:IAMMember")
     assert {inputs(b)["member"] for b in bindings} == {
-        "serviceAccount:acme-ml-prod.svc.id.goog[serving/ray]", "serviceAccount:acme-ml-prod.svc.id.goog[training/ray]"}
+        "serviceAccount:acme-ml-prod.svc.id.goog[serving/ray]", "serviceAccount:acme-ml-prod.svc.id.goog[training/ray]",
+        "serviceAccount:acme-ml-prod.svc.id.goog[slice-health/slice-health]"}
     (bucket,) = steps_of_type(plan, "gcp:storage/bucket:Bucket")
     b = inputs(bucket)
     assert b["uniformBucketLevelAccess"] is True and b["publicAccessPrevention"] == "enforced"

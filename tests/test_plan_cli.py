@@ -102,9 +102,10 @@ def test_a_failed_deploy_time_check_is_one_line(plan, tmp_path):
     values["ray-tpu-gke:cluster"]["minMasterVersion"] = "1.31.2-gke.1115000"  # an exact version GKE no longer offers
     result = plan("test", "--config-file", str(stack_file(tmp_path, values)))
     assert result.returncode == 1
-    assert result.stderr.strip().splitlines() == [
+    (line,) = result.stderr.strip().splitlines()  # one line, naming what answered offline
+    assert line.startswith(
         "error: deploy-time check failed: GKE no longer offers 1.31.2-gke.1115000 in us-east5-b; pin a minor such as "
-        "1.31 or leave minMasterVersion unset"]
+        "1.31 or leave minMasterVersion unset (GKE versions: offline, from the GKE versions snapshot 2026-09")
 
 
 # --- the console script's project discovery and help (plan/project.py, plan/cli.py) ---------------------------------
