@@ -26,7 +26,8 @@ LIVE_TIMEOUT_S = 3600.0
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="python -m plan.compare", description="The stack's comparison jobs (TPU slice and GPU pool) run once each, measured and reported side by side.")
+    parser = argparse.ArgumentParser(prog="python -m plan.compare", description=(
+        "The stack's comparison jobs (TPU slice and GPU pool) run once each, measured and reported side by side."))
     parser.add_argument("stack", help="stack name: stacks/Pulumi.<stack>.yaml")
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--context", help="the kubeconfig context of the stack's live cluster")
@@ -39,7 +40,8 @@ def parse_args(argv):
                              "0: none)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder of the report (default ./compare-report)")
     parser.add_argument("--timeout", type=float,
-                        help=f"seconds the live jobs may take, scale-up from zero included (default {LIVE_TIMEOUT_S:.0f}"
+                        help="seconds the live jobs may take, scale-up from zero included "
+                             f"(default {LIVE_TIMEOUT_S:.0f}"
                              "); locally, each side (default 600)")
     parser.add_argument("--poll", type=float, default=10, help="seconds between live status reads (default 10)")
     parser.add_argument("--wait-for-removal", type=float, default=0, metavar="S",
@@ -49,7 +51,8 @@ def parse_args(argv):
     parser.add_argument("--run", help="run id (default <stack>-<UTC yyyymmddHHMMSS>)")
     parser.add_argument("--seed", type=int, default=0, help="seed of both sides (data, init, evaluation batch)")
     parser.add_argument("--tolerance", type=float, default=report.DEFAULT_TOLERANCE,
-                        help=f"largest relative difference at which the sides agree (default {report.DEFAULT_TOLERANCE})")
+                        help="largest relative difference at which the sides agree "
+                             f"(default {report.DEFAULT_TOLERANCE})")
     parser.add_argument("--steps", type=int, help=f"--local: training steps per side (default "
                                                   f"{local.DEFAULT_STEPS}; live runs use the stack's own)")
     parser.add_argument("--report-every", type=int, help=f"--local: checkpoint cadence (default "
@@ -57,7 +60,7 @@ def parse_args(argv):
     args = parser.parse_args(argv)
     if not args.local and (args.steps is not None or args.report_every is not None):
         parser.error("--steps and --report-every are for --local; a live run uses the stack's own entrypoint")
-    if (args.timeout is not None and args.timeout <= 0) or args.poll < 0 or args.wait_for_removal < 0 or args.tolerance < 0:
+    if (args.timeout is not None and args.timeout <= 0) or min(args.poll, args.wait_for_removal, args.tolerance) < 0:
         parser.error("--timeout must be positive; --poll, --wait-for-removal and --tolerance not negative")
     if min(args.steps or 1, args.report_every or 1) < 1 or (args.inject_failure or 0) < 0:
         parser.error("--steps and --report-every must be at least 1, --inject-failure not negative")
@@ -112,7 +115,7 @@ def main(argv=None, clock: Callable[[], float] = time.time, sleep: Callable[[flo
         context = None
     else:
         from . import live
-        from .kube import Kubectl, KubectlError
+        from ..verify.kubectl import Kubectl, KubectlError
 
         try:
             runs, collected = live.collect(

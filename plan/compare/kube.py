@@ -1,48 +1,12 @@
-"""kubectl against one context, every read as JSON (so a test can put a stand-in `kubectl` on PATH), and the
-Kubernetes API's timestamps as epoch seconds."""
+"""What the comparison reads from the Kubernetes API (through plan.verify's kubectl wrapper), in seconds: its
+timestamps and Go durations."""
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Optional
 
-
-class KubectlError(RuntimeError):
-    pass
-
-
-class Kubectl:
-    def __init__(self, context: str, kubeconfig: Optional[Path] = None, executable: str = "kubectl",
-                 timeout: float = 120):
-        self.base = [executable, "--context", context] + (["--kubeconfig", str(kubeconfig)] if kubeconfig else [])
-        self.timeout = timeout
-
-    def run(self, *args: str, stdin: Optional[str] = None) -> subprocess.CompletedProcess:
-        try:
-            return subprocess.run([*self.base, *args], input=stdin, capture_output=True, text=True,
-                                  timeout=self.timeout)
-        except FileNotFoundError:
-            raise KubectlError(f"{self.base[0]} is not installed or not on PATH") from None
-        except subprocess.TimeoutExpired:
-            raise KubectlError(f"kubectl {' '.join(args)} did not answer within {self.timeout:.0f}s") from None
-
-    def json(self, *args: str, stdin: Optional[str] = None, missing_ok: bool = False) -> Optional[dict]:
-        done = self.run(*args, "-o", "json", stdin=stdin)
-        if done.returncode != 0:
-            if missing_ok and "(NotFound)" in done.stderr:
-                return None
-            raise KubectlError(f"kubectl {' '.join(args)}: {done.stderr.strip() or f'exit {done.returncode}'}")
-        try:
-            return json.loads(done.stdout)
-        except ValueError:
-            raise KubectlError(f"kubectl {' '.join(args)} printed no JSON") from None
-
-    def items(self, *args: str) -> list[dict]:
-        return (self.json("get", *args) or {}).get("items", [])
 
 
 def timestamp(value: Optional[str]) -> Optional[float]:

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from . import events
-from .kube import Kubectl, KubectlError, go_duration, timestamp
+from ..verify.kubectl import Kubectl, KubectlError
+from .kube import go_duration, timestamp
 from .report import Injection, NodeSpan, SideRun
 from .sides import SidePlan, run_manifest
 

@@ -7,8 +7,6 @@ import subprocess
 from pathlib import Path
 from typing import Optional
 
-# --- reading the cluster -------------------------------------------------------------------------------------------
-
 class KubectlError(RuntimeError):
     pass
 
@@ -16,16 +14,19 @@ class KubectlError(RuntimeError):
 class Kubectl:
     """kubectl against one context; every read asks for JSON."""
 
-    def __init__(self, context: str, kubeconfig: Optional[Path] = None, executable: str = "kubectl"):
+    def __init__(self, context: str, kubeconfig: Optional[Path] = None, executable: str = "kubectl",
+                 timeout: float = 120):
         self.base = [executable, "--context", context] + (["--kubeconfig", str(kubeconfig)] if kubeconfig else [])
+        self.timeout = timeout
 
     def run(self, *args: str, stdin: Optional[str] = None) -> subprocess.CompletedProcess:
         try:
-            return subprocess.run([*self.base, *args], input=stdin, capture_output=True, text=True, timeout=120)
+            return subprocess.run([*self.base, *args], input=stdin, capture_output=True, text=True,
+                                  timeout=self.timeout)
         except FileNotFoundError:
             raise KubectlError(f"{self.base[0]} is not installed or not on PATH") from None
         except subprocess.TimeoutExpired:
-            raise KubectlError(f"kubectl {' '.join(args)} did not answer within 120s") from None
+            raise KubectlError(f"kubectl {' '.join(args)} did not answer within {self.timeout:.0f}s") from None
 
     def json(self, *args: str, stdin: Optional[str] = None, missing_ok: bool = False) -> Optional[dict]:
         done = self.run(*args, "-o", "json", stdin=stdin)
