@@ -180,6 +180,10 @@ def test_the_slice_can_come_from_the_environment():
                "SMOKE_GROUP": "v6e-16", "SMOKE_SLICES": "2"}
     spec, args = tpu_smoke.parse_args([], environ=environ)
     assert spec == SPEC and (args.group, args.slices) == ("v6e-16", 2)
+    # Without SMOKE_SLICES, the group's own slice count (SLICE_COUNT, on every pod of the group) is the default.
+    del environ["SMOKE_SLICES"]
+    assert tpu_smoke.parse_args([], environ={**environ, "SLICE_COUNT": "3"})[1].slices == 3
+    assert tpu_smoke.parse_args([], environ=environ)[1].slices == 1
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -37,7 +37,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Iterable, Optional
 
-from workloads.slice import SliceSpec, add_arguments, from_args
+from workloads.slice import COUNT_ENV, SliceSpec, add_arguments, from_args
 
 RESULT_KIND = "ray-tpu-gke/tpu-smoke"
 
@@ -436,8 +436,9 @@ def parse_args(argv: Optional[list[str]] = None, environ=os.environ) -> tuple[Sl
     add_arguments(parser, environ)
     parser.add_argument("--group", default=environ.get("SMOKE_GROUP"),
                         help="the Ray worker group (its slices are named <group>-<replica>); default: every TPU host")
-    parser.add_argument("--slices", type=int, default=environ.get("SMOKE_SLICES", 1),
-                        help="whole slices the group must have (default 1)")
+    # A driver on a pod of the group (or on the head of a cluster with one TPU group) knows the group's slices.
+    parser.add_argument("--slices", type=int, default=environ.get("SMOKE_SLICES", environ.get(COUNT_ENV, 1)),
+                        help=f"whole slices the group must have (default $SMOKE_SLICES, else ${COUNT_ENV}, else 1)")
     parser.add_argument("--timeout", type=float, default=environ.get("SMOKE_TIMEOUT", 900),
                         help="seconds for the whole test, scale-up included (default 900)")
     parser.add_argument("--labels-only", action="store_true",
