@@ -84,8 +84,10 @@ test-tools: $(CHECKOV_STAMP) $(WORKLOADS_STAMP)
 # that share a module-scoped set-up (one local Ray cluster, one Checkov run, one git repository) get it once.
 # Not loadgroup: pytest-xdist 3.8.0 groups by a suffix it writes to item._nodeid (xdist/remote.py), which pytest 9.2
 # no longer reads (Node.nodeid is str(self._id), _pytest/nodes.py), so its groups are silently ignored.
+# --no-loadscope-reorder keeps the collection's order, which starts the modules with a local Ray cluster first
+# (tests/conftest.py); pytest-xdist's default order, most tests first, left them for last, the suite's tail.
 # PYTEST_ARGS="-n 0" runs the suite in one process.
-PYTEST_ARGS ?= -n auto --dist loadfile
+PYTEST_ARGS ?= -n auto --dist loadfile --no-loadscope-reorder
 test: $(STAMP) $(ON_PATH) $(CHECKOV_STAMP) $(WORKLOADS_STAMP)
 	CHECKOV=$(abspath $(CHECKOV_VENV))/bin/checkov WORKLOADS_PYTHON=$(abspath $(WORKLOADS_VENV))/bin/python $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 

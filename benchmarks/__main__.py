@@ -35,7 +35,7 @@ LINEARITY_BASE_SLICES = 64
 MAX_LINEARITY = 1.5
 MAX_TEST_SECONDS = 150.0
 # What `make test` runs (Makefile PYTEST_ARGS), and where it finds the tools beside the project's venv.
-TEST_ARGS = ("-q", "-n", "auto", "--dist", "loadfile")
+TEST_ARGS = ("-q", "-n", "auto", "--dist", "loadfile", "--no-loadscope-reorder")
 TEST_TOOLS = {"CHECKOV": ROOT / ".venv-checkov" / "bin" / "checkov",
               "WORKLOADS_PYTHON": ROOT / ".venv-workloads" / "bin" / "python"}
 

@@ -17,6 +17,8 @@ from helpers import ROOT
 from plan.compare import __main__ as compare_cli
 from plan.compare import sides
 
+pytestmark = pytest.mark.local_ray
+
 STEPS, INJECT, EVERY = 30, 12, 10
 
 

@@ -33,6 +33,8 @@ if __name__ != "__main__":
 
     from test_workloads_ray import workloads_python
 
+    pytestmark = pytest.mark.local_ray
+
 STEPS_WHOLE = 6
 STEPS_RECOVER, EVERY, KILL_AFTER = 60, 10, 20
 

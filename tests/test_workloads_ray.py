@@ -32,6 +32,8 @@ GENERATIONS_PROBED = [("v4", "2x2x4"), ("v5e", "4x4"), ("v5p", "4x4x4"), ("v6e",
 if __name__ != "__main__":  # pytest exists only in the project's virtualenv, not in the workloads one
     import pytest
 
+    pytestmark = pytest.mark.local_ray
+
 
 # --------------------------------------------------------------------------------------------------------------------
 # Script half: runs under the workloads interpreter.

@@ -30,6 +30,8 @@ if __name__ != "__main__":
 
     from test_workloads_ray import workloads_python
 
+    pytestmark = pytest.mark.local_ray
+
 SPEC = SliceSpec("v6e", "4x4", hosts=4, chips_per_host=4)
 SHAPE_ENV = {"SLICE_GENERATION": "v6e", "SLICE_TOPOLOGY": "4x4", "SLICE_HOSTS": "4", "SLICE_CHIPS_PER_HOST": "4",
              "SLICE_COUNT": "2"}
