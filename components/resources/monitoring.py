@@ -83,10 +83,10 @@ class SliceMonitoringArgs(TypedDict, total=False):
 PROJECT_ID = re.compile(r"[a-z][-a-z0-9]{4,28}[a-z0-9]")
 
 
-def _validated(args: Any, name: str) -> tuple[series.Environment, list[series.SliceTarget],
-                                               list[series.GpuPoolTarget], MonitoringConfig]:
-    """The environment and targets of SliceMonitoringArgs, with every dashboard and policy built once to prove they
-    can be; ConfigError names every bad argument."""
+def _validated(args: Any, name: str) -> tuple[series.Environment, MonitoringConfig, list[dict],
+                                               list[alerts.PolicySpec]]:
+    """The environment and monitoring settings of SliceMonitoringArgs, with its dashboards and alert policies, built
+    before anything is registered to prove they can be; ConfigError names every bad argument."""
     root = f"SliceMonitoring({name}).args"
     if not isinstance(args, dict):
         raise ConfigError([Problem(root, f"must be SliceMonitoringArgs, a mapping (given {show(args)})")])
@@ -157,8 +157,8 @@ def _validated(args: Any, name: str) -> tuple[series.Environment, list[series.Sl
     slice_targets = [t for _, t in slices]
     gpu_targets = [t for _, t in gpu_pools]
     try:
-        dashboards.dashboards(env, slice_targets, gpu_targets)
-        alerts.alert_policies(env, slice_targets, gpu_targets)
+        pages = dashboards.dashboards(env, slice_targets, gpu_targets)
+        policies = alerts.alert_policies(env, slice_targets, gpu_targets)
     except metrics.ObservabilityError as error:
         where = root
         if error.about is not None:
@@ -167,7 +167,7 @@ def _validated(args: Any, name: str) -> tuple[series.Environment, list[series.Sl
             index = next(i for i, t in (slices if kind == "slice" else gpu_pools) if t.name == subject)
             where = f"{root}.{section}[{index}]"
         raise ConfigError([Problem(where, error.message)]) from None
-    return env, slice_targets, gpu_targets, monitoring
+    return env, monitoring, pages, policies
 
 
 def _targets(args: dict, section: str, root: str, mode: str, problems: list[Problem],
@@ -330,7 +330,7 @@ class SliceMonitoring(pulumi.ComponentResource):
     """IDs of the alert policies."""
 
     def __init__(self, name: str, args: SliceMonitoringArgs, opts: pulumi.ResourceOptions | None = None):
-        env, slices, gpu_pools, monitoring = _validated(args, name)  # before anything is registered
+        env, monitoring, pages, policies = _validated(args, name)  # before anything is registered
         super().__init__("ray-tpu-gke:index:SliceMonitoring", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.dashboard_resources: list[gcp.monitoring.Dashboard] = []
@@ -340,7 +340,6 @@ class SliceMonitoring(pulumi.ComponentResource):
                 message = (f"{name}: no notification channels (ray-tpu-gke:monitoring.notificationChannels): the alert "
                            "policies open incidents in Cloud Monitoring but notify nobody")
                 (pulumi.log.warn if env.production else pulumi.log.info)(message, self)
-            pages = dashboards.dashboards(env, slices, gpu_pools)
             for number, dashboard in enumerate(pages, start=1):
                 self.dashboard_resources.append(gcp.monitoring.Dashboard(
                     f"{name}-slices" + (f"-{number}" if number > 1 else ""),
@@ -348,7 +347,7 @@ class SliceMonitoring(pulumi.ComponentResource):
                     dashboard_json=dashboards.dashboard_json(dashboard),
                     opts=child,
                 ))
-            for spec in alerts.alert_policies(env, slices, gpu_pools):
+            for spec in policies:
                 self.policy_resources.append(gcp.monitoring.AlertPolicy(
                     f"{name}-{spec.key}",
                     project=env.project,
