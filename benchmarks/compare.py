@@ -63,8 +63,8 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
-    print(f"make compare on {summary['cpus']} CPUs, load average {', '.join(f'{x:.1f}' for x in summary['loadAverage'])}"
-          f" (target: under {TARGET_S} s on 2 cores)")
+    load = ", ".join(f"{x:.1f}" for x in summary["loadAverage"])
+    print(f"make compare on {summary['cpus']} CPUs, load average {load} (target: under {TARGET_S} s on 2 cores)")
     for run in runs:
         print(f"  {run['run']}: {run['makeS']:.1f} s, exit {run['exit']}, "
               f"{'complete' if run['complete'] else 'incomplete'}")

@@ -71,9 +71,9 @@ def hosted_components() -> list[type]:
     return list(COMPONENTS)
 
 
-# The SDK's analyzer reads `inspect.get_annotations` as they are, without evaluating them. A module written with
-# `from __future__ import annotations` keeps its annotations as text (classes and functions) or as ForwardRefs
-# (TypedDicts), which the analyzer cannot read (it fails on `'str' object has no attribute '__mro__'`), and a TypedDict's
+# The SDK's analyzer reads `inspect.get_annotations` as they are, without evaluating them. A module written with `from
+# __future__ import annotations` keeps its annotations as text (classes and functions) or as ForwardRefs (TypedDicts),
+# which the analyzer cannot read (it fails on `'str' object has no attribute '__mro__'`), and a TypedDict's
 # `Required[...]` keys then all look optional. Evaluating them in their own module once, here, gives the analyzer the
 # types a module without that import would have; annotations that are already types are left as they are.
 

@@ -1,9 +1,9 @@
 """What a training job says about itself: its event lines and its result document, read from its log.
 
-The interface (docs/compare.md "What a job must print"; docs/workloads.md "Result document"): Ray Train's world rank 0 prints one
-JSON object per line with an `"event"` key (start, step, checkpoint, restore, restart); Ray may put a prefix such as
-`(RayTrainWorker pid=123) ` before it, and its log deduplication may append text after it, so a line is read from its
-first `{` and only the JSON object there counts. The driver prints the result document (`"schema":
+The interface (docs/compare.md "What a job must print"; docs/workloads.md "Result document"): Ray Train's world rank 0
+prints one JSON object per line with an `"event"` key (start, step, checkpoint, restore, restart); Ray may put a prefix
+such as `(RayTrainWorker pid=123) ` before it, and its log deduplication may append text after it, so a line is read
+from its first `{` and only the JSON object there counts. The driver prints the result document (`"schema":
 "ray-tpu-gke/train-result/v1"`) as its last line; a submitter (`ray job submit`) prints its own lines after it, so the
 last document in the log is the result.
 """

@@ -64,7 +64,8 @@ def side_run(side: SidePlan, seen: dict, inject_step: Optional[int]) -> SideRun:
     injection = seen.get("injection")
     return SideRun(
         side=side, job=f"local driver of {side.name}", requested_at=seen.get("requestedAt"),
-        nodes=[NodeSpan(n["name"], n["createdAt"], n.get("readyAt"), n.get("removedAt")) for n in seen.get("nodes", [])],
+        nodes=[NodeSpan(n["name"], n["createdAt"], n.get("readyAt"), n.get("removedAt"))
+               for n in seen.get("nodes", [])],
         nodes_ready_at=seen.get("nodesReadyAt"), log=seen.get("log", ""), outcome=seen.get("outcome", "not run"),
         succeeded=seen.get("exitCode") == 0 and seen.get("outcome") == "SUCCEEDED", ended_at=seen.get("endedAt"),
         inject_step=inject_step,

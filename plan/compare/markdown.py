@@ -117,8 +117,8 @@ def sentences(report: dict) -> list[str]:
         if r.get("recoveryS") is not None:
             seen = f" (the failure seen after {seconds(r['detectS'])})" if r.get("detectS") is not None else ""
             out.append(f"{s['name']} lost a worker at step {r['injectedAtStep']} and reported a step again "
-                       f"{seconds(r['recoveryS'])} later{seen}, resuming from the checkpoint of step {r.get('fromStep')} "
-                       f"with {r.get('stepsRedone')} steps redone.")
+                       f"{seconds(r['recoveryS'])} later{seen}, resuming from the checkpoint of step "
+                       f"{r.get('fromStep')} with {r.get('stepsRedone')} steps redone.")
         still = (s.get("billing") or {}).get("stillUp")
         if still:
             out.append(f"{s['name']}: {', '.join(still)} was still up when the report was collected; its cost counts "

@@ -255,9 +255,9 @@ def side_report(run: SideRun, mode: str, run_id: str, collected_at: float) -> tu
         out["compiledSteps"] = list(result.get("compiledSteps") or [])
         out["fingerprintSha256"] = (result.get("fingerprint") or {}).get("sha256")
         checkpoints = result.get("checkpoints") or {}
-        out["checkpoints"] = {"saves": len(checkpoints.get("saveS") or []), "saveS": sum(checkpoints.get("saveS") or []),
-                              "restores": len(checkpoints.get("restoreS") or []),
-                              "restoreS": sum(checkpoints.get("restoreS") or [])}
+        saves, restores = checkpoints.get("saveS") or [], checkpoints.get("restoreS") or []
+        out["checkpoints"] = {"saves": len(saves), "saveS": sum(saves), "restores": len(restores),
+                              "restoreS": sum(restores)}
         out["jobTimings"] = {k: result.get(k) for k in ("processStartToFirstStepS", "workerGroupStartS")}
 
     phases, why = _phases(run, mode, log)

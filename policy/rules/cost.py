@@ -2,8 +2,8 @@
 budget (mandatory where the stack sets one).
 
 The amounts come from the plan's `cost` object (`python -m plan STACK --json`: the estimate of
-`ray_tpu_gke.render.pricing`, per slice entry and pool). Where a plan has none (what the Pulumi CLI hands a policy pack, or
-an older saved plan) the advisory rules still fire without amounts, and the budget rule cannot run.
+`ray_tpu_gke.render.pricing`, per slice entry and pool). Where a plan has none (what the Pulumi CLI hands a policy
+pack, or an older saved plan) the advisory rules still fire without amounts, and the budget rule cannot run.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Monitoring: a production stack's TPU slices are watched, and someone is told. Advisory: alerting is the team's call,
 but a production slice that nobody is paged about is worth a reviewer's look.
 
-The stack's alert policies are `gcp.monitoring.AlertPolicy` resources (components/resources/monitoring.py creates them from
-`ray-tpu-gke:monitoring`); a pool counts as watched when a condition of some policy names it.
+The stack's alert policies are `gcp.monitoring.AlertPolicy` resources (components/resources/monitoring.py creates
+them from `ray-tpu-gke:monitoring`); a pool counts as watched when a condition of some policy names it.
 """
 
 from __future__ import annotations
