@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 import os
 import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from plan import harness, stackfile
 from ray_tpu_gke.spec.config import parse_stack_config
@@ -79,3 +82,31 @@ def project_repo(repo: Path) -> Path:
     (repo / ".gitignore").write_text("__pycache__/\n")
     git(repo, "init", "-q", "-b", "main")
     return repo
+
+
+# --- the workloads interpreter (Ray 2.55 and JAX, in a virtualenv of their own) ------------------------------------
+
+def workloads_python() -> str:
+    """$WORKLOADS_PYTHON, else the checkout's .venv-workloads/bin/python; without either the calling test is skipped,
+    saying which make target builds it."""
+    configured = os.environ.get("WORKLOADS_PYTHON")
+    if configured:
+        if not os.access(configured, os.X_OK):
+            pytest.fail(f"WORKLOADS_PYTHON={configured} is not an executable")
+        return configured
+    local = ROOT / ".venv-workloads" / "bin" / "python"
+    if not os.access(local, os.X_OK):
+        pytest.skip("no workloads virtualenv: set WORKLOADS_PYTHON to its python, or run `make test` (or `make "
+                    "test-tools`), which builds .venv-workloads from requirements-workloads.txt")
+    return str(local)
+
+
+def run_workloads_script(script: str, tmp_path_factory, what: str, timeout: float) -> dict:
+    """The script half of a local Ray test module (`python SCRIPT OUT.json` in the workloads interpreter), and the
+    JSON document it wrote; the test fails with the script's last stderr when it wrote none."""
+    python = workloads_python()
+    out = tmp_path_factory.mktemp(Path(script).stem) / "seen.json"
+    run = subprocess.run([python, str(script), str(out)], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    if run.returncode != 0 or not out.exists():
+        pytest.fail(f"{what} failed ({run.returncode}):\n{run.stderr[-6000:]}")
+    return json.loads(out.read_text())

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, workloads_python
 from plan.compare import __main__ as compare_cli
 from plan.compare import sides
 
@@ -22,19 +22,9 @@ pytestmark = pytest.mark.local_ray
 STEPS, INJECT, EVERY = 30, 12, 10
 
 
-def workloads_python() -> str | None:
-    configured = os.environ.get("WORKLOADS_PYTHON")
-    if configured:
-        return configured
-    path = ROOT / ".venv-workloads" / "bin" / "python"
-    return str(path) if os.access(path, os.X_OK) else None
-
-
 @pytest.fixture(scope="module")
 def compared(tmp_path_factory):
     python = workloads_python()
-    if python is None:
-        pytest.skip("no workloads virtualenv: set WORKLOADS_PYTHON or run `make compare`, which builds .venv-workloads")
     out = tmp_path_factory.mktemp("compare") / "report"
     done = subprocess.run([sys.executable, "-m", "plan.compare", "compare", "--local", "--out", str(out), "--steps",
                            str(STEPS), "--report-every", str(EVERY), "--inject-failure", str(INJECT)],

@@ -260,11 +260,9 @@ def test_the_check_runs_in_the_workloads_interpreter_as_the_cronjob_runs_it(tmp_
     import subprocess
     import sys
 
-    from helpers import ROOT
+    from helpers import ROOT, workloads_python
 
-    python = os.environ.get("WORKLOADS_PYTHON") or str(ROOT / ".venv-workloads" / "bin" / "python")
-    if not os.access(python, os.X_OK):
-        pytest.skip("no workloads virtualenv: set WORKLOADS_PYTHON (make test builds .venv-workloads)")
+    python = workloads_python()
     config = checker_config("staging")
     stand_in = StandIn(healthy("staging"), config)
     try:

@@ -17,9 +17,8 @@ import subprocess
 
 import pytest
 import yaml
-from helpers import ROOT, STACKS
+from helpers import ROOT, STACKS, workloads_python
 from test_library import EXISTING_VALUES, EXAMPLES, run_example
-from test_workloads_ray import workloads_python
 
 from plan import stackfile
 from ray_tpu_gke import catalog
@@ -99,8 +98,6 @@ def example_specs(request) -> dict[str, dict]:
 @pytest.fixture(scope="module")
 def derived(example_specs):
     python = workloads_python()
-    if python is None:
-        pytest.skip("no workloads virtualenv: set WORKLOADS_PYTHON to its python, or run `make test`")
     specs = {**stack_specs(), **docs_specs(), **example_specs}
     run = subprocess.run([python, "-c", RUNNER], input=json.dumps(specs), capture_output=True, text=True,
                          timeout=300, cwd=ROOT)

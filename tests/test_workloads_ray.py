@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,6 +30,8 @@ GENERATIONS_PROBED = [("v4", "2x2x4"), ("v5e", "4x4"), ("v5p", "4x4x4"), ("v6e",
 
 if __name__ != "__main__":  # pytest exists only in the project's virtualenv, not in the workloads one
     import pytest
+
+    from helpers import run_workloads_script
 
     pytestmark = pytest.mark.local_ray
 
@@ -172,30 +173,11 @@ class _Holder:
 # Test half: runs under pytest in the project's virtualenv.
 # --------------------------------------------------------------------------------------------------------------------
 
-def workloads_python() -> str | None:
-    configured = os.environ.get("WORKLOADS_PYTHON")
-    if configured:
-        if not os.access(configured, os.X_OK):
-            pytest.fail(f"WORKLOADS_PYTHON={configured} is not an executable")
-        return configured
-    local = ROOT / ".venv-workloads" / "bin" / "python"
-    return str(local) if os.access(local, os.X_OK) else None
-
-
 if __name__ != "__main__":
 
     @pytest.fixture(scope="module")
     def seen(tmp_path_factory):
-        python = workloads_python()
-        if python is None:
-            pytest.skip("no workloads virtualenv: set WORKLOADS_PYTHON to its python, or run `make test`, which "
-                        "builds .venv-workloads from requirements-workloads.txt")
-        out = tmp_path_factory.mktemp("workloads") / "seen.json"
-        run = subprocess.run([python, str(Path(__file__).resolve()), str(out)], cwd=ROOT, capture_output=True,
-                             text=True, timeout=600)
-        if run.returncode != 0 or not out.exists():
-            pytest.fail(f"the local Ray cluster run failed ({run.returncode}):\n{run.stderr[-6000:]}")
-        return json.loads(out.read_text())
+        return run_workloads_script(__file__, tmp_path_factory, "the local Ray cluster run", timeout=600)
 
 
 def failing(result: dict) -> list[str]:

@@ -28,7 +28,7 @@ from workloads.slice import SliceSpec
 if __name__ != "__main__":
     import pytest
 
-    from test_workloads_ray import workloads_python
+    from helpers import run_workloads_script
 
     pytestmark = pytest.mark.local_ray
 
@@ -266,16 +266,7 @@ if __name__ != "__main__":
 
     @pytest.fixture(scope="module")
     def seen(tmp_path_factory):
-        python = workloads_python()
-        if python is None:
-            pytest.skip("no workloads virtualenv: set WORKLOADS_PYTHON to its python, or run `make test`, which "
-                        "builds .venv-workloads from requirements-workloads.txt")
-        out = tmp_path_factory.mktemp("train") / "seen.json"
-        run = subprocess.run([python, str(Path(__file__).resolve()), str(out)], cwd=ROOT, capture_output=True,
-                             text=True, timeout=900)
-        if run.returncode != 0 or not out.exists():
-            pytest.fail(f"the local training runs failed ({run.returncode}):\n{run.stderr[-6000:]}")
-        return json.loads(out.read_text())
+        return run_workloads_script(__file__, tmp_path_factory, "the local training runs", timeout=900)
 
 
 def _document(run: dict) -> dict:
