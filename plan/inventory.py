@@ -19,8 +19,15 @@ from pydantic import ValidationError
 from ray_tpu_gke import admission
 from ray_tpu_gke.render import manifests
 from ray_tpu_gke.spec.config import StackConfig
-from ray_tpu_gke.spec.models import (ClusterConfig, CpuPoolConfig, GpuPoolConfig, RayClusterConfig, StorageConfig,
-                                     TpuSliceConfig, validate_as)
+from ray_tpu_gke.spec.models import (
+    ClusterConfig,
+    CpuPoolConfig,
+    GpuPoolConfig,
+    StorageConfig,
+    TpuSliceConfig,
+    validate_as,
+)
+from ray_tpu_gke.spec.ray_models import RayClusterConfig
 
 from .harness import Plan
 

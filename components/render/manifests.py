@@ -14,7 +14,8 @@ import yaml
 from .. import admission, catalog
 from ..spec import multislice
 from ..spec.config import StackConfig
-from ..spec.models import CpuPoolConfig, GpuPoolConfig, RayJobConfig, RayObjectConfig, RayServiceConfig, TpuSliceConfig
+from ..spec.models import CpuPoolConfig, GpuPoolConfig, TpuSliceConfig
+from ..spec.ray_models import RayJobConfig, RayObjectConfig, RayServiceConfig
 
 SLICE_LABEL = "ray-tpu-gke/slice"
 POOL_LABEL = "ray-tpu-gke/pool"  # on the system, GPU and CPU pools' nodes

@@ -10,7 +10,7 @@ Operator add-on's Ray metrics already carry everything read here (docs/operation
 from __future__ import annotations
 
 import re
-from typing import Any, Optional, Required, TypedDict
+from typing import Any, Optional
 
 import pulumi
 import pulumi_gcp as gcp
@@ -20,64 +20,11 @@ from .. import admission, catalog
 from ..catalog import metrics
 from ..render import alerts, dashboards, health, manifests, series
 from ..spec import checks, models
-from ..spec.args import MonitoringArgs, TpuSliceArgs
+from ..spec.args import MonitoredGpuPoolArgs, MonitoredSliceArgs, SliceMonitoringArgs
 from ..spec.config import StackConfig
 from ..spec.models import MonitoringConfig, TpuSliceConfig, validate_as
 from ..spec.paths import ClusterContext, Paths
 from ..spec.problems import ConfigError, Problem, _problems, show
-
-
-class MonitoredSliceArgs(TypedDict, total=False):
-    """A TPU slice entry to observe, and where its nodes are."""
-
-    slice: Required[TpuSliceArgs]
-    """The slice entry (shape, count, capacity, autoscaling), as TpuSlicePools takes it."""
-    pools: list[str]
-    """Standard mode: the entry's node pools, one per slice (`count` names; TpuSlicePools names them
-    `<name>-<index>`). Autopilot: leave out; the slice's nodes are found by the labels its Ray pods select."""
-    worker_groups: list[str]
-    """Names of the Ray worker groups that run on the slice (charted from the Ray autoscaler's metrics)."""
-
-
-class MonitoredGpuPoolArgs(TypedDict, total=False):
-    """A GPU pool entry to observe."""
-
-    pool: Required[dict[str, Any]]
-    """The GPU pool entry (name, accelerator, machine_type, count, capacity, autoscaling)."""
-    pools: list[str]
-    """Standard mode: its node pools. Autopilot: leave out (its nodes are found by their GPU accelerator label)."""
-    worker_groups: list[str]
-
-
-class SliceMonitoringArgs(TypedDict, total=False):
-    """A dashboard and alert policies for the TPU slices (and GPU pools) of one GKE cluster."""
-
-    project: Required[str]
-    """Project of the cluster; the dashboard and policies are created there."""
-    cluster: Required[str]
-    """The cluster's name, as a plain string: the filters are written before anything is deployed."""
-    environment: str
-    """Environment label and prefix of every policy's name (default: the cluster's name); a name starting with `prod`
-    is production: a production environment without notification channels is warned about."""
-    mode: str
-    """standard (default: the slices name their node pools) or autopilot."""
-    slices: list[MonitoredSliceArgs]
-    gpu_pools: list[MonitoredGpuPoolArgs]
-    monitoring: MonitoringArgs
-    """Notification channels and thresholds (MonitoringConfig defaults: idle below 5% for 60 min, unavailable for
-    15 min, more than 3 interruptions a day)."""
-    ray_metrics: bool
-    """Whether the cluster's Ray Operator add-on collects Ray metrics (rayOperator.monitoring): adds the Ray charts."""
-    labels: dict[str, str]
-    """userLabels of every alert policy (GCP label keys and values)."""
-    ray_namespaces: list[str]
-    """Namespaces of the Ray objects: the unschedulable-pods alert watches them."""
-    ray_kinds: list[str]
-    """Kinds of the Ray objects on the cluster (RayCluster, RayService, RayJob): with slice_health, the not-ready
-    and failed alerts watch them."""
-    slice_health: bool
-    """Whether the in-cluster slice check runs (SliceHealth, workloads/slice_health.py): adds its alert policies and
-    charts, which read the series it writes (default false)."""
 
 
 PROJECT_ID = re.compile(r"[a-z][-a-z0-9]{4,28}[a-z0-9]")

@@ -8,16 +8,8 @@ from pydantic import ValidationError
 
 from ..render import manifests
 from ..spec.args import RayClusterArgs, RayJobArgs, RayServiceArgs
-from ..spec.models import (
-    CpuPoolConfig,
-    GpuPoolConfig,
-    RayClusterConfig,
-    RayJobConfig,
-    RayObjectConfig,
-    RayServiceConfig,
-    TpuSliceConfig,
-    validate_as,
-)
+from ..spec.models import CpuPoolConfig, GpuPoolConfig, TpuSliceConfig, validate_as
+from ..spec.ray_models import RayClusterConfig, RayJobConfig, RayObjectConfig, RayServiceConfig
 from ..spec.paths import ClusterContext, Paths
 from ..spec.problems import ConfigError, Problem, _problems, component_args, show
 

@@ -15,7 +15,8 @@ from .. import admission, catalog
 from . import images
 from . import multislice
 from . import service_checks
-from .models import ClusterConfig, RayJobConfig, RayServiceConfig, TpuSliceConfig, WorkerGroupConfig, validate_as
+from .models import ClusterConfig, TpuSliceConfig, validate_as
+from .ray_models import RayJobConfig, RayServiceConfig, WorkerGroupConfig
 from .paths import ClusterContext, Paths
 from .problems import Problem, show
 

@@ -23,14 +23,11 @@ from .models import (
     GpuPoolConfig,
     MonitoringConfig,
     PricingConfig,
-    RayClusterConfig,
-    RayJobConfig,
-    RayObjectConfig,
-    RayServiceConfig,
     StorageConfig,
     TpuSliceConfig,
     validate_as,
 )
+from .ray_models import RayClusterConfig, RayJobConfig, RayObjectConfig, RayServiceConfig
 from .partial import validate_partial
 from .provider import GCP_PROVIDER_KEYS, GCP_PROVIDER_SETTINGS
 from .paths import CONFIG_NAMESPACES, PROJECT, RAY_KINDS, SECTIONS, Paths, _cluster_context
