@@ -211,6 +211,15 @@ def _default(field) -> str:
     return f"`{json.dumps(value)}`"
 
 
+def _choices(annotation: Any) -> tuple:
+    """The values a Literal field (or an Optional one) allows; () for any other."""
+    if typing.get_origin(annotation) is Literal:
+        return typing.get_args(annotation)
+    if typing.get_origin(annotation) in (typing.Annotated, Union, types.UnionType):
+        return next((c for c in map(_choices, typing.get_args(annotation)) if c), ())
+    return ()
+
+
 def reference() -> str:
     out = [DOC_BEGIN, ""]
     for name, model in declarations().items():
@@ -221,8 +230,10 @@ def reference() -> str:
         docs = attribute_docs(model)
         for field_name, field in model.model_fields.items():
             meaning = " ".join(docs.get(field_name, "").split()).replace("|", "\\|")
-            spelt = python_type(field.annotation, field.metadata)
-            out.append(f"| `{field_name}` | `{spelt}` | {_default(field)} | {meaning} |")
+            spelt = f"`{python_type(field.annotation, field.metadata)}`"
+            if _choices(field.annotation):
+                spelt += ": " + ", ".join(f"`{c}`" for c in _choices(field.annotation))
+            out.append(f"| `{field_name}` | {spelt} | {_default(field)} | {meaning} |")
         out.append("")
     out.append(DOC_END)
     return "\n".join(out)
