@@ -73,7 +73,7 @@ def validate_cluster_args(args: GkeClusterArgs, name: str) -> ClusterConfig:
         except (TypeError, ValueError) as error:
             problems.append(Problem(f"{root}.namespaces[{i}]", f"{show(namespace)} is invalid: {error}"))
     if cluster is not None:
-        from ..spec.checks import check_cluster
+        from ..spec.cross_section import check_cluster
         from ..spec.paths import ClusterContext
 
         problems += check_cluster(cluster, ClusterContext(cluster.mode, cluster.location), Paths("args", root))

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from .. import admission, catalog
 from ..catalog import metrics
 from ..render import alerts, dashboards, health, manifests, series
-from ..spec import checks, models
+from ..spec import cross_section, models
 from ..spec.args import MonitoredGpuPoolArgs, MonitoredSliceArgs, SliceMonitoringArgs
 from ..spec.config import StackConfig
 from ..spec.models import MonitoringConfig, TpuSliceConfig, validate_as
@@ -204,7 +204,7 @@ def _checked_entry(entry: Any, raw: Any, path: str, key: str, mode: str, problem
     """The entry when the rules across its fields hold (a topology of its generation, a reservation with capacity
     reservation, ...: the same checks as a stack file's), else None with the problems appended."""
     if isinstance(entry, TpuSliceConfig):
-        found = checks.check_slices(ClusterContext(mode, None), [raw if isinstance(raw, dict) else
+        found = cross_section.check_slices(ClusterContext(mode, None), [raw if isinstance(raw, dict) else
                                                                  entry.model_dump()], [entry],
                                     _EntryPaths("args", path), [])
         problems += found

@@ -33,7 +33,7 @@ _TARGET_MODELS = (("tpu_slices", "slice", TpuSliceConfig), ("gpu_pools", "gpu_po
 def _validate(kind: str, model: type[RayObjectConfig], args, name: str):
     """The validated Ray object, what its groups run on and the render context, from RayClusterArgs (or its
     RayService/RayJob forms); ConfigError names every bad argument."""
-    from ..spec import checks
+    from ..spec import cross_section
 
     root = f"{kind}({name}).args"
     paths = Paths("args", root)
@@ -60,7 +60,7 @@ def _validate(kind: str, model: type[RayObjectConfig], args, name: str):
         lists[section] = [obj]
         raw = {k: list(v) for k, v in lists.items()}
         problems += [Problem(p.path.replace(f"{root}.{section}[0]", f"{root}.spec"), p.message)
-                     for p in checks.check_ray_objects(ClusterContext(mode), raw, lists, paths, [])]
+                     for p in cross_section.check_ray_objects(ClusterContext(mode), raw, lists, paths, [])]
     if problems:
         raise ConfigError(problems)
     if not args.get("service_account"):

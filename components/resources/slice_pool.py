@@ -6,7 +6,7 @@ import pulumi_gcp as gcp
 
 from .. import admission, catalog
 from ..render import manifests, upgrades
-from ..spec import checks
+from ..spec import cross_section
 from ..spec.args import TpuSlicePoolsArgs
 from ..spec.models import TpuSliceConfig, validate_as
 from ..spec.paths import ClusterContext, Paths
@@ -100,7 +100,7 @@ def validate_pool_args(args: TpuSlicePoolsArgs, name: str) -> TpuSliceConfig:
         except ValidationError as exc:
             problems += _problems(exc, f"{root}.slice", TpuSliceConfig, "args")
         raw = args["slice"] if isinstance(args["slice"], dict) else tpu_slice.model_dump()
-        problems += checks.check_slices(ClusterContext("standard", location), [raw], [tpu_slice], paths, warnings)
+        problems += cross_section.check_slices(ClusterContext("standard", location), [raw], [tpu_slice], paths, warnings)
     if problems:
         raise ConfigError(problems)
     # A slice handed over already validated (RayTpuPlatform) had its warnings told with its stack key.

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from .. import admission
 from ..render import manifests
 from .slice_pool import _upgrade_settings, node_service_account
-from ..spec import checks
+from ..spec import cross_section
 from ..spec.args import WorkerPoolArgs
 from ..spec.models import CpuPoolConfig, GpuPoolConfig, validate_as
 from ..spec.paths import ClusterContext, Paths
@@ -50,7 +50,7 @@ def validate_worker_pool_args(args: WorkerPoolArgs, name: str) -> GpuPoolConfig 
             section = f"{key}_pools"
             lists = {"tpu_slices": [], "gpu_pools": [], "cpu_pools": [], section: [pool]}
             warnings: list[str] = []
-            problems += checks.check_worker_pools(ClusterContext("standard", location), lists,
+            problems += cross_section.check_worker_pools(ClusterContext("standard", location), lists,
                                                   _PoolPaths("args", root), warnings)
             # A pool handed over already validated (RayTpuPlatform) had its warnings told with its stack key.
             for warning in warnings if not isinstance(args[key], model) else ():

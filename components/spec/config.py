@@ -263,17 +263,17 @@ def _validate(sections: dict[str, Any], paths: Paths, stack: str, problems: list
         region = region or context.region
 
     warnings: list[str] = []
-    from . import checks, service_checks
+    from . import cross_section, platform_rules
 
-    across = checks.check_cluster(cluster_seen, context, paths)
-    across += service_checks.check_storage(checked(sections.get("storage", {}), storage), project, cluster_seen,
+    across = cross_section.check_cluster(cluster_seen, context, paths)
+    across += platform_rules.check_storage(checked(sections.get("storage", {}), storage), project, cluster_seen,
                                            context, paths, warnings)
-    across += service_checks.check_pricing(checked(sections.get("pricing", {}), pricing), paths)
-    across += checks.check_slices(context, raw_lists["tpu_slices"], seen["tpu_slices"], paths, warnings)
-    across += checks.check_worker_pools(context, seen, paths, warnings)
-    across += service_checks.check_node_pool_count(context, seen, paths)
-    across += checks.check_ray_objects(context, raw_lists, seen, paths, warnings)
-    across += checks.check_heads(cluster_seen, seen, paths)
+    across += platform_rules.check_pricing(checked(sections.get("pricing", {}), pricing), paths)
+    across += cross_section.check_slices(context, raw_lists["tpu_slices"], seen["tpu_slices"], paths, warnings)
+    across += cross_section.check_worker_pools(context, seen, paths, warnings)
+    across += platform_rules.check_node_pool_count(context, seen, paths)
+    across += cross_section.check_ray_objects(context, raw_lists, seen, paths, warnings)
+    across += cross_section.check_heads(cluster_seen, seen, paths)
     problems += [p for p in across if not _overlaps(p.path, dropped)]
     if problems:
         raise ConfigError(list(dict.fromkeys(problems)))
