@@ -45,10 +45,7 @@ def render_context(config: StackConfig, service_account: str) -> RenderContext:
                          labels=dict(config.labels), cluster_name=config.cluster.name)
 
 
-def needs_workload_policy(shape: catalog.SliceShape) -> bool:
-    """GKE places multi-host Ironwood slices through a HIGH_THROUGHPUT workload policy, which replaces the TPU topology
-    flag (GKE "About Ironwood (TPU7x) in GKE")."""
-    return shape.multi_host and shape.generation.name == "tpu7x"
+needs_workload_policy = admission.needs_workload_policy  # a GKE placement rule (admission/nodes.py), read here too
 
 
 def workload_policy_name(cluster_name: str, tpu_slice: TpuSliceConfig) -> str:

@@ -31,7 +31,7 @@ from .ray_models import RayClusterConfig, RayJobConfig, RayObjectConfig, RayServ
 from .partial import validate_partial
 from .provider import GCP_PROVIDER_KEYS, GCP_PROVIDER_SETTINGS
 from .paths import CONFIG_NAMESPACES, PROJECT, RAY_KINDS, SECTIONS, Paths, _cluster_context
-from .problems import ConfigError, Problem, _problems, show
+from .problems import ConfigError, Problem, show, validation_problems
 
 _MODELS = {"cluster": ClusterConfig, "storage": StorageConfig, "pricing": PricingConfig,
            "monitoring": MonitoringConfig, "tpu_slices": TpuSliceConfig, "gpu_pools": GpuPoolConfig,
@@ -200,7 +200,7 @@ def _validate(sections: dict[str, Any], paths: Paths, stack: str, problems: list
         try:
             return validate_as(model, value, paths.style)
         except ValidationError as exc:
-            found = _problems(exc, path, model, paths.style)
+            found = validation_problems(exc, path, model, paths.style)
             problems.extend(found)
             dropped.extend(p.path for p in found)
             partial = validate_partial(model, value, paths.style, exc)

@@ -3,9 +3,9 @@
 each field's docstring carried over, and the argument reference of docs/library.md.
 
 These models are declarations only: the components validate their arguments with the front ends of
-`component_args` (the sections with the models they nest). A field annotated `Annotated[T, Typed("...")]` is spelt
-so in the TypedDict (a `pulumi.Input`, a Kubernetes provider), which no pydantic model of its own can express.
-Pure: no Pulumi import.
+`component_args` and `monitoring_args` (with the models of the sections they nest). A field annotated
+`Annotated[T, Typed("...")]` is spelt so in the TypedDict (a `pulumi.Input`, a Kubernetes provider), which no pydantic
+model of its own can express. Pure: no Pulumi import.
 """
 
 from __future__ import annotations
