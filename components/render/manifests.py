@@ -18,6 +18,9 @@ from ..spec.models import CpuPoolConfig, GpuPoolConfig, TpuSliceConfig
 from ..spec.ray_models import RayJobConfig, RayObjectConfig, RayServiceConfig
 
 SLICE_LABEL = "ray-tpu-gke/slice"
+# Also on a TPU pool's nodes: the slice's shape, which a plan of any program is read back from (plan/inventory.py).
+SLICE_GENERATION_LABEL = "ray-tpu-gke/generation"
+SLICE_TOPOLOGY_LABEL = "ray-tpu-gke/topology"
 POOL_LABEL = "ray-tpu-gke/pool"  # on the system, GPU and CPU pools' nodes
 SYSTEM_POOL = "system"
 TPU_TAINT = {"key": catalog.TPU_RESOURCE, "value": "present", "effect": "NoSchedule"}

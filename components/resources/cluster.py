@@ -16,7 +16,6 @@ from . import preflight
 RAY_KSA = "ray"  # the Kubernetes service account of Ray pods in each Ray namespace
 
 OAUTH_SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]  # access is limited by IAM, not scopes
-NODE_LABEL_POOL = "ray-tpu-gke/pool"
 
 
 def node_hardening(service_account: pulumi.Input[str]) -> dict:
@@ -186,7 +185,7 @@ class GkeCluster(pulumi.ComponentResource):
                     machine_type=pool.machine_type,
                     disk_size_gb=pool.disk_size_gb,
                     disk_type="pd-balanced",
-                    labels={NODE_LABEL_POOL: manifests.SYSTEM_POOL},
+                    labels={manifests.POOL_LABEL: manifests.SYSTEM_POOL},
                     resource_labels=labels,
                     shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
                         enable_secure_boot=True, enable_integrity_monitoring=True),

@@ -106,8 +106,8 @@ class TpuSlicePools(pulumi.ComponentResource):
         flex = tpu_slice.capacity == "flexStart"
         node_labels = {
             manifests.SLICE_LABEL: tpu_slice.name,
-            "ray-tpu-gke/generation": shape.generation.name,
-            "ray-tpu-gke/topology": shape.topology,
+            manifests.SLICE_GENERATION_LABEL: shape.generation.name,
+            manifests.SLICE_TOPOLOGY_LABEL: shape.topology,
         }
         if args.get("environment"):
             node_labels["ray-tpu-gke/environment"] = args["environment"]
