@@ -142,15 +142,13 @@ def main(argv=None, prog: str = "python -m plan") -> int:
 def policy_engine():
     """The policy pack's engine: inside the installed toolchain (`ray_tpu_gke_tools.policy`, pyproject.toml), or
     this repository's `policy/` beside `plan/`."""
-    import importlib
-
-    inside = f"{__package__}.policy"
     try:
-        return importlib.import_module(f"{inside}.engine")
+        from .policy import engine
     except ModuleNotFoundError as error:
-        if error.name != inside:
+        if error.name != f"{__package__}.policy":
             raise
-    return importlib.import_module("policy.engine")
+        from policy import engine
+    return engine
 
 
 if __name__ == "__main__":

@@ -1,4 +1,6 @@
-"""The layout holds: components/ by layer with imports pointing one way, no import cycles, no module over 500 lines.
+"""The layout holds: components/ by layer with imports pointing one way, the packages importing each other only as
+their contract allows, no import cycles, no module over 500 lines, no project module imported through `importlib`
+and no underscore name imported from another package.
 
 Imports are read from the source (every `import` and `from ... import`, in functions and `TYPE_CHECKING` blocks too),
 so a cycle or a layer broken by a lazy import counts as well.
@@ -120,3 +122,107 @@ def test_the_graph_is_read():
     assert "ray_tpu_gke.resources.cluster" in GRAPH["ray_tpu_gke.resources.platform"]
     assert "ray_tpu_gke.render.manifests" in GRAPH["ray_tpu_gke.resources.cluster"]
     assert "plan.review.changes" in GRAPH["plan.review.classify"]
+
+
+# --- the rules between packages (as import-linter's contracts would state them) ------------------------------------
+
+# Which packages each package may import (README, "Folders, import names and what ships"): the library imports none
+# of the others; the toolchain (plan, with the policy pack inside it when installed) and the policy pack import the
+# library; the workloads (the Ray programs, not shipped) may import the library, never the toolchain; no shipped
+# package imports the workloads.
+MAY_IMPORT = {"ray_tpu_gke": set(), "plan": {"ray_tpu_gke", "policy"}, "policy": {"ray_tpu_gke"},
+              "workloads": {"ray_tpu_gke"}}
+# Imports that break the contract today, each with the work that removes it. Every entry must still be an import
+# (test_known_exceptions_are_still_real), so that one removed is struck here too.
+KNOWN_EXCEPTIONS = {
+    # The live checks share the slice checks of the in-cluster CronJob: helper i29 (issue #29) moves the slice-check
+    # logic of workloads/slice_checks.py into the shipped package.
+    ("plan.verify.checks", "workloads.slice_checks"), ("plan.verify.labels", "workloads.slice_checks"),
+    ("plan.verify.live_versions", "workloads.slice_checks"), ("plan.verify.expected", "workloads.slice_checks"),
+    ("plan.verify.expected", "workloads.slice"), ("plan.verify.smoke", "workloads.tpu_smoke"),
+    # The planner checks a RayJob's training or smoke-test arguments with the workloads' own parsers, and compare's
+    # local run starts the workloads' local cluster: they move into the package once the workloads' interpreters
+    # and images carry ray_tpu_gke without Pulumi (helper i31a, issue #31: ray_tpu_gke.bench, the training-result
+    # contract, and the images' build context).
+    ("plan.entrypoints", "workloads.train"), ("plan.entrypoints", "workloads.tpu_smoke"),
+    ("plan.compare.local_run", "workloads.slice"), ("plan.compare.local_run", "workloads.local_cluster"),
+}
+
+
+def _package(module: str) -> str:
+    return module.split(".")[0]
+
+
+def _cross_package_edges() -> set[tuple[str, str]]:
+    return {(m, t) for m in GRAPH for t in GRAPH[m] if _package(t) != _package(m)}
+
+
+def test_packages_import_only_what_their_contract_allows():
+    wrong = sorted(f"{m} imports {t}" for m, t in _cross_package_edges()
+                   if _package(t) not in MAY_IMPORT[_package(m)] and (m, t) not in KNOWN_EXCEPTIONS)
+    assert not wrong, "\n".join(wrong)
+
+
+def test_known_exceptions_are_still_real():
+    gone = sorted(f"{m} -> {t}" for m, t in KNOWN_EXCEPTIONS if t not in GRAPH.get(m, set()))
+    assert not gone, f"no longer imported: strike them from KNOWN_EXCEPTIONS: {gone}"
+
+
+def test_the_contract_reads_real_edges():
+    """The library is imported across packages, so the contract above is checked on real edges."""
+    edges = _cross_package_edges()
+    assert any(_package(m) == "plan" and _package(t) == "ray_tpu_gke" for m, t in edges)
+    assert any(_package(m) == "policy" and _package(t) == "ray_tpu_gke" for m, t in edges)
+    assert ("plan.__main__", "policy.engine") in edges
+
+
+# `plan/__init__.py` binds this checkout's components/ as `ray_tpu_gke` by its file location (a loader for
+# `--diff-against`'s worktrees, not an import of a module by a computed name).
+IMPORTLIB_ALLOWED = {"plan"}
+_DYNAMIC_IMPORTS = {"import_module", "__import__", "spec_from_file_location"}
+
+
+def _dynamic_imports(path: Path) -> list[int]:
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+            if name in _DYNAMIC_IMPORTS:
+                first = node.args[0] if node.args else None
+                third_party = isinstance(first, ast.Constant) and isinstance(first.value, str) and \
+                    _package(first.value) not in PACKAGES.values() and first.value.split(".")[0] not in PACKAGES
+                if not third_party:
+                    lines.append(node.lineno)
+    return lines
+
+
+def test_no_project_module_is_imported_through_importlib():
+    found = sorted(f"{MODULES[m].relative_to(ROOT)}:{line}" for m in MODULES if m not in IMPORTLIB_ALLOWED
+                   for line in _dynamic_imports(MODULES[m]))
+    assert not found, "imported by a computed name, which the layout checks cannot see: " + ", ".join(found)
+
+
+def _underscore_imports(module: str) -> list[str]:
+    path = MODULES[module]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            for alias, target in zip(node.names, _resolve(module, path, node)):
+                if target in MODULES and _package(target) != _package(module) and alias.name.startswith("_") \
+                        and not alias.name.startswith("__"):
+                    found.append(f"{module} imports {target}.{alias.name}")
+    return found
+
+
+# Underscore names imported across packages today (helper i29's move of the slice checks, as above).
+UNDERSCORE_EXCEPTIONS = {f"plan.verify.{module} imports workloads.slice_checks.{name}"
+                         for module, name in (("checks", "_labels"), ("checks", "_listing"), ("checks", "_name"),
+                                              ("live_versions", "_listing"), ("live_versions", "_name"))}
+
+
+def test_no_module_imports_another_packages_underscore_names():
+    found = sorted(f for m in MODULES for f in _underscore_imports(m) if f not in UNDERSCORE_EXCEPTIONS)
+    assert not found, found
+    stale = UNDERSCORE_EXCEPTIONS - {f for m in MODULES for f in _underscore_imports(m)}
+    assert not stale, f"strike from UNDERSCORE_EXCEPTIONS: {sorted(stale)}"
