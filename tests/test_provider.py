@@ -129,7 +129,8 @@ def test_schema_has_every_field_the_declarations_accept(schema):
         assert set(spec["properties"]) == fields, f"{name}: schema {sorted(spec['properties'])} != {sorted(fields)}"
         required = {to_camel(f) for f, info in model.model_fields.items() if info.is_required()}
         assert set(spec.get("required", [])) == required, name
-    for token, model in ((PLATFORM, generate.inputs.RayTpuPlatformInputs), (POOLS, generate.inputs.TpuSlicePoolsInputs)):
+    inputs = generate.inputs
+    for token, model in ((PLATFORM, inputs.RayTpuPlatformInputs), (POOLS, inputs.TpuSlicePoolsInputs)):
         assert set(schema["resources"][token]["inputProperties"]) == {to_camel(f) for f in model.model_fields}, token
     # The keys the issue found missing from the hand-written TypedDicts are there.
     assert {"upgrade"} <= set(types["TpuSliceArgs"]["properties"])

@@ -26,7 +26,7 @@ PASS, FAIL, SKIP = "pass", "fail", "skip"
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"  # GKE, "About node pools": every node carries its pool's name
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"  # Kubernetes well-known label: the node's machine type
 # GKE's TPU node labels and extended resource (GKE "Deploy TPU workloads in GKE Standard"); the same strings as
-# ray_tpu_gke.catalog ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE (tests/test_health_checks.py compares them).
+# ray_tpu_gke.catalog ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE (tests/test_health_check.py compares them).
 ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
 TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 TPU_RESOURCE = "google.com/tpu"
@@ -43,7 +43,7 @@ JOB_DONE = {"SUCCEEDED", "FAILED", "STOPPED"}
 DEPLOYMENT_FAILED = {"Failed", "ValidationFailed"}
 # The status field and value that say a RayCluster or RayService is ready (KubeRay v1 raycluster_types.go
 # ClusterState "ready", rayservice_types.go ServiceStatus "Running"): the same as the library's pulumi.com/waitFor
-# annotation (ray_tpu_gke.render.manifests._READY; tests/test_health_checks.py compares them).
+# annotation (ray_tpu_gke.render.manifests._READY; tests/test_health_check.py compares them).
 READY_FIELD = {"RayCluster": (("status", "state"), "ready"), "RayService": (("status", "serviceStatus"), "Running")}
 
 

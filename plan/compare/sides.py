@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ray_tpu_gke import catalog
+from ray_tpu_gke.catalog.resource_types import RAY_KIND_PREFIX
 
-RAYJOB_TYPE = "kubernetes:ray.io/v1:RayJob"  # ../shared/CONTRACTS.md section 2: KubeRay objects in the plan's steps
+RAYJOB_TYPE = RAY_KIND_PREFIX + "RayJob"  # KubeRay RayJobs in the plan's steps (catalog/resource_types.py)
 PROJECT = "ray-tpu-gke"
 # KubeRay ray-operator/controllers/ray/utils/constant.go MaxRayJobNameLength (53 - 6): the submitter Job and the
 # RayCluster derive their names from the RayJob's.
@@ -151,7 +152,7 @@ def _side(plan, values, manifest, name, namespace, kind, group, item, units) -> 
         problem = (f"the plan's cost has no item for {item}" + (f" (missing rates: {missing})" if missing else ""))
     else:
         rate, capacity = dict(cost.get("rate") or {}), cost.get("capacity")
-        # A rate is per unit: a chip of a slice (per chip-hour) or a whole node of a pool (components/pricing.py Item).
+        # A rate is per unit: a chip of a slice (per chip-hour) or a whole node of a pool (render/pricing.py Item).
         per_node = units if cost.get("unit") == "chip" else 1
         node_hourly = float(rate["hourly"]) * per_node if "hourly" in rate else None
         problem = None if node_hourly is not None else f"the plan's cost item {item} has no hourly rate"
