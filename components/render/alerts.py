@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from .. import admission
 from ..catalog.metrics import ObservabilityError, limit
 from .series import (
     RUNBOOK,
@@ -126,16 +127,20 @@ class PolicySpec:
 
 
 def _condition(title: str, series: dict, comparison: str, value: float, seconds: int) -> dict:
-    return {"displayName": title, "conditionThreshold": {
+    body = {"displayName": title, "conditionThreshold": {
         "filter": series["filter"],
         "aggregations": [series["aggregation"]],
         "comparison": comparison,
         "thresholdValue": value,
         "duration": f"{seconds}s",
         "trigger": {"count": 1},
-        # No data is no problem: a pool scaled to zero has no nodes, and a quiet pool reports no interruptions.
-        "evaluationMissingData": "EVALUATION_MISSING_DATA_INACTIVE",
     }}
+    if seconds >= 60:
+        # No data is no problem: a pool scaled to zero has no nodes, and a quiet pool reports no interruptions. The
+        # API refuses it on a condition of duration 0 (admission ALERT_CONDITION_MISSING_DATA), where a missing
+        # point cannot hold a condition open anyway.
+        body["conditionThreshold"]["evaluationMissingData"] = "EVALUATION_MISSING_DATA_INACTIVE"
+    return body
 
 
 SEVERITY = {"idle": "WARNING", "unavailable": "ERROR", "interruptions": "WARNING", "gpu-idle": "WARNING",
@@ -308,6 +313,10 @@ def alert_policies(env: Environment, slices: Sequence[SliceTarget],
             [_condition(f"a node pool: more than {t.interruptions_per_day} interruptions in 24 h",
                         interruptions(env, None, 86400), "COMPARISON_GT", t.interruptions_per_day, 0)],
             "OR", {"groups": "", "hosts": ""})))
+    for spec in specs:  # what the Monitoring API refuses, before anything is registered (library path included)
+        problems = admission.alert_policy_problems(spec.policy)
+        if problems:
+            raise ObservabilityError(f"alert policy {spec.key}: {'; '.join(problems)}")
     keys = [s.key for s in specs]
     duplicate = next((k for k in keys if keys.count(k) > 1), None)
     if duplicate is not None:

@@ -25,6 +25,7 @@ from ..spec.config import StackConfig
 from ..spec.models import MonitoringConfig, TpuSliceConfig, validate_as
 from ..spec.paths import ClusterContext, Paths
 from ..spec.problems import ConfigError, Problem, _problems, show
+from . import metric_waits
 
 
 class MonitoredSliceArgs(TypedDict, total=False):
@@ -347,17 +348,39 @@ class SliceMonitoring(pulumi.ComponentResource):
                     dashboard_json=dashboards.dashboard_json(dashboard),
                     opts=child,
                 ))
+            waits = _metric_waits(name, env.project, policies, opts, child)
             for spec in policies:
+                after = [w for kind, w in waits.items() if kind in metric_waits.watched_metrics(spec.policy)]
                 self.policy_resources.append(gcp.monitoring.AlertPolicy(
                     f"{name}-{spec.key}",
                     project=env.project,
                     notification_channels=list(env.notification_channels),
                     **snake(spec.policy),
-                    opts=child,
+                    opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=after)),
                 ))
         self.dashboards = pulumi.Output.all(*[d.id for d in self.dashboard_resources])
         self.alert_policies = pulumi.Output.all(*[p.id for p in self.policy_resources])
         self.register_outputs({"dashboards": self.dashboards, "alertPolicies": self.alert_policies})
+
+
+def _metric_waits(name: str, project: str, policies: list[alerts.PolicySpec], opts: pulumi.ResourceOptions | None,
+                  child: pulumi.ResourceOptions) -> dict[str, pulumi.Resource]:
+    """Per metric type that a policy may not be created before, the wait it depends on: the slice check's custom
+    metrics after their descriptors, GKE's kube state metrics after what the component itself depends on (the
+    cluster that collects them: RayTpuPlatform passes it, a library user passes `depends_on`)."""
+    watched = set().union(*(metric_waits.watched_metrics(p.policy) for p in policies))
+    waits: dict[str, pulumi.Resource] = {}
+    custom = watched & set(metric_waits.DESCRIPTORS)
+    if custom:
+        known = metric_waits.wait(f"{name}-custom-metrics-known", metric_waits.descriptors(name, project, child),
+                                  child)
+        waits.update(dict.fromkeys(custom, known))
+    kube_state = watched & metric_waits.KUBE_STATE
+    if kube_state:
+        depends_on = opts.depends_on if opts is not None and opts.depends_on is not None else []
+        after = list(depends_on) if isinstance(depends_on, (list, tuple)) else [depends_on]
+        waits.update(dict.fromkeys(kube_state, metric_waits.wait(f"{name}-kube-state-metrics-known", after, child)))
+    return waits
 
 
 def platform_args(config: StackConfig, labels: dict[str, str]) -> SliceMonitoringArgs:
