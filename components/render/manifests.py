@@ -273,6 +273,8 @@ def ray_cluster_spec(obj: RayObjectConfig, targets: Mapping[str, Mapping], ctx: 
 
 # Status fields that say a Ray object is ready, for Pulumi's `pulumi.com/waitFor`.
 _READY = {
+    # Creation waits for the first ready state (KubeRay sets it once; the slice check reads the HeadPodReady condition
+    # for what happens later, workloads/slice_checks.py READY_CONDITIONS).
     "RayCluster": "jsonpath={.status.state}=ready",
     "RayService": "jsonpath={.status.serviceStatus}=Running",
     "RayJob": "jsonpath={.status.jobDeploymentStatus}=Running",
