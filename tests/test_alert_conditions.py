@@ -95,3 +95,54 @@ def test_policies_on_new_metrics_wait_for_them(stack):
             assert [states[d]["type"] for d in states[wait]["dependencies"]] == ["gcp:container/cluster:Cluster"]
         else:
             assert waits == [], names[step["urn"]]
+
+
+# --- the slice check's conditions at the CronJob's cadence ------------------------------------------------------------
+
+def opens(condition: dict, wrong_points: int, every_s: int, offset_s: int = 17) -> bool:
+    """Whether Cloud Monitoring opens an incident on a condition over a series with one point per run of the check,
+    `every_s` apart: the first `wrong_points` points say wrong (0), every later one right (1). Evaluated once a minute
+    (at `offset_s` past it): the aligner (ALIGN_FRACTION_TRUE) over the alignment period ending there; a window
+    without a point is missing data, which EVALUATION_MISSING_DATA_INACTIVE counts as not met; the incident opens once
+    the threshold is met at every evaluation of the duration ("Behavior of metric-based alerting policies", alignment
+    periods and retest windows)."""
+    body = condition["conditionThreshold"]
+    period = admission.seconds_of(body["aggregations"][0]["alignmentPeriod"])
+    duration = admission.seconds_of(body["duration"])
+    assert body["comparison"] == "COMPARISON_LT" and body["aggregations"][0]["perSeriesAligner"] == \
+        "ALIGN_FRACTION_TRUE"
+    points = [(n * every_s, 0.0 if n < wrong_points else 1.0) for n in range(0, 7200 // every_s)]
+    met = []
+    for t in range(offset_s, 7200, 60):
+        window = [v for at, v in points if t - period < at <= t]
+        met.append(bool(window) and sum(window) / len(window) < body["thresholdValue"])
+    needed = max(1, int(duration // 60))
+    return any(all(met[i - needed + 1:i + 1]) for i in range(needed - 1, len(met)))
+
+
+@pytest.mark.parametrize("title", ["slice-health", "ray-not-ready"])
+def test_a_slice_wrong_for_15_minutes_opens_the_incident_and_one_wrong_for_5_does_not(title):
+    # staging: the check every 5 minutes, sliceHealth.alertAfterMinutes and unavailableMinutes 15.
+    (step,) = [s for s in steps_of_type(plan_of("staging"), POLICY) if s["newState"]["name"].endswith(title)]
+    condition = step["newState"]["inputs"]["conditions"][0]
+    for offset in (0, 17, 59):
+        assert opens(condition, wrong_points=3, every_s=300, offset_s=offset)  # wrong at 0, 5, 10; right at 15
+        assert not opens(condition, wrong_points=1, every_s=300, offset_s=offset)  # wrong at 0; right at 5
+        assert not opens(condition, wrong_points=2, every_s=300, offset_s=offset)  # wrong at 0 and 5: 10 minutes
+    body = condition["conditionThreshold"]
+    period = admission.seconds_of(body["aggregations"][0]["alignmentPeriod"])
+    assert period >= 2 * 300 and admission.seconds_of(body["duration"]) % period == 0
+
+
+def test_the_alignment_follows_the_schedule():
+    env = series.Environment("acme-ml-test", "ray-tpu", "test", slice_health=True, ray_kinds=("RayCluster",),
+                             thresholds=series.Thresholds(slice_health_minutes=30, slice_check_minutes=10))
+    shape = catalog.slice_shape("v6e", "2x2")
+    specs = {s.key: s.policy for s in alerts.alert_policies(env, [series.SliceTarget("v6e-4", shape,
+                                                                                      pools=("v6e-4-0",))])}
+    wrong, silent = specs["slice-health"]["conditions"]
+    assert wrong["conditionThreshold"]["aggregations"][0]["alignmentPeriod"] == "1200s"
+    assert wrong["conditionThreshold"]["duration"] == "2400s"  # 30 min rounded up to whole 20-minute windows
+    assert silent["conditionAbsent"]["aggregations"][0]["alignmentPeriod"] == "1200s"
+    assert "For 40 minutes" in specs["slice-health"]["documentation"]["content"]
+    assert opens(wrong, wrong_points=4, every_s=600) and not opens(wrong, wrong_points=2, every_s=600)

@@ -23,6 +23,7 @@ from ..spec import checks, models
 from ..spec.args import MonitoringArgs, TpuSliceArgs
 from ..spec.config import StackConfig
 from ..spec.models import MonitoringConfig, TpuSliceConfig, validate_as
+from ..spec.operations import cron_interval_minutes
 from ..spec.paths import ClusterContext, Paths
 from ..spec.problems import ConfigError, Problem, _problems, show
 from . import metric_waits
@@ -151,7 +152,8 @@ def _validated(args: Any, name: str) -> tuple[series.Environment, MonitoringConf
         project=project, cluster=cluster, environment=environment, autopilot=mode == "autopilot",
         thresholds=series.Thresholds(monitoring.idle_duty_cycle_percent, monitoring.idle_minutes,
                                      monitoring.unavailable_minutes, monitoring.interruptions_per_day,
-                                     monitoring.pending_pods_minutes, monitoring.slice_health.alert_after_minutes),
+                                     monitoring.pending_pods_minutes, monitoring.slice_health.alert_after_minutes,
+                                     cron_interval_minutes(monitoring.slice_health.schedule)),
         notification_channels=tuple(monitoring.notification_channels), ray_metrics=ray_metrics,
         labels=tuple(sorted(labels.items())), slice_health=slice_health is True,
         ray_namespaces=tuple(sorted(set(namespaces))), ray_kinds=tuple(sorted(set(kinds))))
