@@ -7,7 +7,8 @@ allowed; callers add the key path and the value.
 
 One module per concern: `names` (names, labels, images, quantities), `versions` (locations, networks, GKE versions
 and what each feature needs), `nodes` (cluster shape, machine types, what fits a node), `pods` (reservations, KubeRay
-and Ray's autoscaler, pod labels), `quota`, `gpu`, `alerting` (alert policy conditions), `cron` (CronJob schedules). The public names of all of them are this package's.
+and Ray's autoscaler, pod labels), `quota`, `gpu`, `alerting` (alert policy conditions), `cron` (CronJob
+schedules). The public names of all of them are this package's.
 """
 
 # Imported in this order: the rules register in it, and docs/admission.md lists them so.
