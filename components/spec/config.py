@@ -274,7 +274,7 @@ def _validate(sections: dict[str, Any], paths: Paths, stack: str, problems: list
     across += service_checks.check_pricing(checked(sections.get("pricing", {}), pricing), paths)
     across += checks.check_slices(context, raw_lists["tpu_slices"], seen["tpu_slices"], paths, warnings)
     across += checks.check_worker_pools(context, seen, paths, warnings)
-    across += service_checks.check_node_pool_count(context, seen, paths)
+    across += service_checks.check_node_pool_count(context, seen, paths, warnings)
     across += checks.check_ray_objects(context, raw_lists, seen, paths, warnings)
     across += checks.check_heads(cluster_seen, seen, paths)
     problems += [p for p in across if not _overlaps(p.path, dropped)]
