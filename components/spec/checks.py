@@ -168,8 +168,13 @@ def check_worker_pools(context: ClusterContext, lists: dict, paths: Paths, warni
             if section == "gpu_pools":
                 problems += _gpu_pool(pool, i, context, paths, warnings)
             elif context.mode == "autopilot" and admission.cpu_machine(pool.machine_type):
-                warnings.append(_autopilot_maximum(paths(section, i), pool.machine_type,
-                                                   *admission.cpu_machine(pool.machine_type)))
+                # Its workers select no compute class, so Autopilot places them in general-purpose.
+                cpu, memory = admission.node_worker_resources(*admission.cpu_machine(pool.machine_type), False)
+                too_big = admission.autopilot_class_problem(catalog.DEFAULT_CLASS, cpu, memory)
+                if too_big:
+                    problems.append(Problem(paths(section, i, "machine_type"), f"{show(pool.machine_type)}: its Ray "
+                                                                              f"worker pod, {too_big}; choose a "
+                                                                              "smaller machine type"))
     return problems
 
 
@@ -201,12 +206,11 @@ def _pool_bounds(pool, section: str, i: int, context: ClusterContext, paths: Pat
 
 
 def _autopilot_maximum(path: str, machine: str, vcpus: float, memory_gib: float) -> str:
-    """Autopilot rejects a pod above its class's or accelerator's maximum requests (rule
-    gke-autopilot-max-requests); those maxima could not be read from GKE's page, so a worker sized from the whole
-    machine is flagged, not refused."""
+    """Autopilot rejects a pod above its accelerator's maximum requests (rule gke-autopilot-max-requests); no
+    readable source gives those of every accelerator, so a GPU worker sized from the whole machine is flagged."""
     return (f"{path}: Autopilot worker pods are sized from all of {machine} ({vcpus:g} vCPUs, {memory_gib:g} GB) "
-            "less GKE's reservations; Autopilot rejects requests above its maximum for the accelerator or compute "
-            "class, for which no verified figure is recorded here: check with kubectl apply --dry-run=server")
+            "less GKE's reservations; Autopilot rejects requests above its maximum for the accelerator, for which no "
+            "verified figure is recorded here: check with kubectl apply --dry-run=server")
 
 
 def _gpu_pool(pool, i: int, context: ClusterContext, paths: Paths, warnings: list[str]) -> list[Problem]:
@@ -239,10 +243,13 @@ def _gpu_pool(pool, i: int, context: ClusterContext, paths: Paths, warnings: lis
                         f"page ({paths.key('allow_unlisted_zone')}: true silences this)")
     if context.mode == "autopilot":
         warnings.append(_autopilot_maximum(paths("gpu_pools", i), machine.name, machine.vcpus, machine.memory_gib))
+        count = admission.autopilot_gpu_count_problem(pool.accelerator, machine.gpus)
+        if count:
+            problems.append(Problem(machine_path, f"{show(pool.machine_type)} has {machine.gpus} GPUs: {count}"))
     if context.mode is not None:
         problems += _pin_problems(admission.gpu_version_needs(pool.accelerator, pool.capacity,
-                                                              context.mode == "autopilot"), context, paths,
-                                  f"gpuPools[{i}]")
+                                                              context.mode == "autopilot", machine.gpus), context,
+                                  paths, f"gpuPools[{i}]")
     return problems
 
 

@@ -110,7 +110,8 @@ class StackConfig:
         autopilot = not self.standard
         needs = [admission.VersionNeed(admission.RAY_OPERATOR_MIN_GKE_VERSION, "the Ray Operator add-on")]
         needs += [n for s in self.tpu_slices for n in admission.gke_version_needs(s.generation, s.capacity, autopilot)]
-        needs += [n for p in self.gpu_pools for n in admission.gpu_version_needs(p.accelerator, p.capacity, autopilot)]
+        needs += [n for p in self.gpu_pools
+                  for n in admission.gpu_version_needs(p.accelerator, p.capacity, autopilot, p.machine.gpus)]
         return admission.newest(needs)
 
     def quota_needs(self) -> list[admission.QuotaNeed]:
