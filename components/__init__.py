@@ -22,7 +22,7 @@ from importlib.metadata import PackageNotFoundError, version
 from . import admission, catalog
 from .catalog import CatalogError, SliceShape, slice_shape
 from .resources.cluster import GkeCluster
-from .resources.monitoring import SliceMonitoring, SliceMonitoringArgs
+from .resources.monitoring import SliceMonitoring
 from .resources.platform import RayTpuPlatform
 from .resources.ray import RayCluster, RayJob, RayService
 from .resources.slice_pool import TpuSlicePools
@@ -42,6 +42,7 @@ from .spec.args import (
     RayServiceSpecArgs,
     RayTpuPlatformArgs,
     SliceAutoscalingArgs,
+    SliceMonitoringArgs,
     StorageArgs,
     TpuSliceArgs,
     TpuSlicePoolsArgs,

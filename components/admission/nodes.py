@@ -243,6 +243,10 @@ def node_worker_resources(vcpus: float, memory_gib: float, gcs_fuse: bool,
     return math.floor(cpu), math.floor(memory)
 
 
+def needs_workload_policy(shape) -> bool:
+    """GKE places multi-host Ironwood slices through a HIGH_THROUGHPUT workload policy, which replaces the TPU topology
+    flag (GKE "About Ironwood (TPU7x) in GKE"); `shape` is a catalog.SliceShape."""
+    return shape.multi_host and shape.generation.name == "tpu7x"
 
 
-
+__all__ += ["needs_workload_policy"]

@@ -23,18 +23,15 @@ from .models import (
     GpuPoolConfig,
     MonitoringConfig,
     PricingConfig,
-    RayClusterConfig,
-    RayJobConfig,
-    RayObjectConfig,
-    RayServiceConfig,
     StorageConfig,
     TpuSliceConfig,
     validate_as,
 )
+from .ray_models import RayClusterConfig, RayJobConfig, RayObjectConfig, RayServiceConfig
 from .partial import validate_partial
 from .provider import GCP_PROVIDER_KEYS, GCP_PROVIDER_SETTINGS
 from .paths import CONFIG_NAMESPACES, PROJECT, RAY_KINDS, SECTIONS, Paths, _cluster_context
-from .problems import ConfigError, Problem, _problems, show
+from .problems import ConfigError, Problem, show, validation_problems
 
 _MODELS = {"cluster": ClusterConfig, "storage": StorageConfig, "pricing": PricingConfig,
            "monitoring": MonitoringConfig, "tpu_slices": TpuSliceConfig, "gpu_pools": GpuPoolConfig,
@@ -204,7 +201,7 @@ def _validate(sections: dict[str, Any], paths: Paths, stack: str, problems: list
         try:
             return validate_as(model, value, paths.style)
         except ValidationError as exc:
-            found = _problems(exc, path, model, paths.style)
+            found = validation_problems(exc, path, model, paths.style)
             problems.extend(found)
             dropped.extend(p.path for p in found)
             partial = validate_partial(model, value, paths.style, exc)
@@ -267,17 +264,17 @@ def _validate(sections: dict[str, Any], paths: Paths, stack: str, problems: list
         region = region or context.region
 
     warnings: list[str] = []
-    from . import checks, service_checks
+    from . import cross_section, platform_rules
 
-    across = checks.check_cluster(cluster_seen, context, paths)
-    across += service_checks.check_storage(checked(sections.get("storage", {}), storage), project, cluster_seen,
+    across = cross_section.check_cluster(cluster_seen, context, paths)
+    across += platform_rules.check_storage(checked(sections.get("storage", {}), storage), project, cluster_seen,
                                            context, paths, warnings)
-    across += service_checks.check_pricing(checked(sections.get("pricing", {}), pricing), paths)
-    across += checks.check_slices(context, raw_lists["tpu_slices"], seen["tpu_slices"], paths, warnings)
-    across += checks.check_worker_pools(context, seen, paths, warnings)
-    across += service_checks.check_node_pool_count(context, seen, paths, warnings)
-    across += checks.check_ray_objects(context, raw_lists, seen, paths, warnings)
-    across += checks.check_heads(cluster_seen, seen, paths)
+    across += platform_rules.check_pricing(checked(sections.get("pricing", {}), pricing), paths)
+    across += cross_section.check_slices(context, raw_lists["tpu_slices"], seen["tpu_slices"], paths, warnings)
+    across += cross_section.check_worker_pools(context, seen, paths, warnings)
+    across += platform_rules.check_node_pool_count(context, seen, paths, warnings)
+    across += cross_section.check_ray_objects(context, raw_lists, seen, paths, warnings)
+    across += cross_section.check_heads(cluster_seen, seen, paths)
     problems += [p for p in across if not _overlaps(p.path, dropped)]
     if problems:
         raise ConfigError(list(dict.fromkeys(problems)))

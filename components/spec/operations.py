@@ -37,6 +37,7 @@ class SliceHealthConfig(_Model):
     """The in-cluster check of every TPU slice (components/resources/health.py), when monitoring is on."""
 
     enabled: StrictBool = True
+    """Run the check (default true, when monitoring is on)."""
     schedule: str = "*/5 * * * *"
     """When the check runs (CronJob schedule, UTC)."""
     alert_after_minutes: Annotated[StrictInt, Field(ge=5, le=1440)] = 15
@@ -89,6 +90,7 @@ class MaintenanceWindow(_Model):
     """A recurring window in which GKE may upgrade the cluster (GKE API RecurringTimeWindow)."""
 
     start_time: str
+    """When the first window starts: an RFC 3339 UTC time such as 2026-01-03T02:00:00Z."""
     end_time: str
     """Only its distance from start_time counts: the window's length."""
     recurrence: str = "FREQ=WEEKLY;BYDAY=SA,SU"
@@ -122,8 +124,11 @@ class MaintenanceExclusion(_Model):
     """A time in which GKE does not upgrade what `scope` names (GKE API MaintenanceExclusionOptions.Scope)."""
 
     name: Annotated[str, Field(min_length=1, max_length=63)]
+    """The exclusion's name, unique in the cluster."""
     start_time: str
+    """When the exclusion starts: an RFC 3339 UTC time."""
     end_time: Optional[str] = None
+    """When it ends: an RFC 3339 UTC time (or untilEndOfSupport)."""
     until_end_of_support: StrictBool = False
     """Instead of end_time: until the cluster's minor version leaves support (NO_MINOR_* scopes only)."""
     scope: Literal["NO_UPGRADES", "NO_MINOR_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES"] = "NO_MINOR_OR_NODE_UPGRADES"
@@ -152,7 +157,9 @@ class MaintenanceConfig(_Model):
     """When GKE may upgrade the cluster and its node pools, and when not."""
 
     window: Optional[MaintenanceWindow] = None
+    """The recurring maintenance window; unset: GKE may upgrade at any time."""
     exclusions: Annotated[list[MaintenanceExclusion], Field(max_length=MAX_EXCLUSIONS)] = []
+    """Times without upgrades (at most 20)."""
 
     @field_validator("exclusions")
     @classmethod
@@ -172,7 +179,9 @@ class UpgradeConfig(_Model):
     one of them must be greater than zero", pulumi-gcp 10.2 NodePoolUpgradeSettings)."""
 
     max_surge: Annotated[StrictInt, Field(ge=0, le=100)] = 0
+    """Extra nodes created at a time during an upgrade (default 0)."""
     max_unavailable: Annotated[StrictInt, Field(ge=0, le=100)] = 1
+    """Nodes taken down at a time during an upgrade (default 1)."""
 
     @model_validator(mode="after")
     def _some(self) -> "UpgradeConfig":

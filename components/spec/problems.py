@@ -39,14 +39,6 @@ def show(value: Any) -> str:
 
 
 
-def component_args(args: Any, root: str, kind: str, required: tuple[str, ...]) -> list[Problem]:
-    """The first checks of a component's arguments: a mapping, with every required argument (ConfigError if it is no
-    mapping at all)."""
-    if not isinstance(args, dict):
-        raise ConfigError([Problem(root, f"must be {kind}, a mapping (given {show(args)})")])
-    return [Problem(f"{root}.{key}", "required argument is missing") for key in required if args.get(key) is None]
-
-
 def location_arg(args: dict, root: str, problems: list[Problem]) -> Optional[str]:
     """The `location` argument where it is a zone or a region (else None, with the problem noted)."""
     location = args.get("location")
@@ -62,7 +54,8 @@ def location_arg(args: dict, root: str, problems: list[Problem]) -> Optional[str
 # --- turning pydantic's errors into one line per problem -----------------------------------------------------------
 
 
-def _problems(exc: ValidationError, base: str, model: type[BaseModel], style: str) -> list[Problem]:
+def validation_problems(exc: ValidationError, base: str, model: type[BaseModel], style: str) -> list[Problem]:
+    """pydantic's errors of validating `model` at key path `base`, one Problem each, in the front end's spelling."""
     problems = []
     for error in exc.errors(include_url=False):
         loc = error["loc"]

@@ -150,14 +150,14 @@ VERSIONS_TYPE = "ray-tpu-gke:versions"
 
 
 def version_changes(old_plan: dict, new_plan: dict) -> list[Change]:
-    """Each changed element of the version set (the plans' `versions`, plan/versions.py) as one change of one line; a
+    """Each changed element of the version set (the plans' `versions`, plan/version_set.py) as one change of one line; a
     GKE or Ray version change is risky for running slices: a node upgrade recreates a multi-host slice and a new Ray
     image restarts every pod of its Ray cluster (docs/operations.md, "Upgrading the version set")."""
-    from .. import versions
+    from .. import version_set
 
     if "versions" not in old_plan or "versions" not in new_plan:
         return []  # a side from before the version set: nothing to compare
-    a, b = versions.flat(old_plan["versions"]), versions.flat(new_plan["versions"])
+    a, b = version_set.flat(old_plan["versions"]), version_set.flat(new_plan["versions"])
     out = []
     for path in sorted(set(a) | set(b)):
         before, after = a.get(path, ABSENT), b.get(path, ABSENT)
@@ -166,7 +166,7 @@ def version_changes(old_plan: dict, new_plan: dict) -> list[Change]:
         # One line in the text and markdown diffs: the element, and its value before and after as the summary.
         shown = " → ".join(json.dumps(v, sort_keys=True) if v is not ABSENT else "(none)" for v in (before, after))
         change = Change("update", f"versions:{path}", VERSIONS_TYPE, path, summary=shown)
-        if versions.risky(path):
+        if version_set.risky(path):
             change.risky = True
             change.reasons.append(f"changes {path} ({shown}): a GKE or Ray version change stops running slices; "
                                   "upgrade the set as docs/operations.md \"Upgrading the version set\" says")

@@ -1,5 +1,5 @@
 """The live checks, one `Check` each: TPU node pools, KubeRay objects, the worker pods of each TPU worker group, and
-the version set (plan/verify/versions.py). The slice checks are one implementation shared with the in-cluster CronJob
+the version set (plan/verify/live_versions.py). The slice checks are one implementation shared with the in-cluster CronJob
 (workloads/slice_checks.py); this module adapts the plan's objects to them."""
 
 from __future__ import annotations

@@ -14,14 +14,15 @@ from pydantic import ValidationError
 from .. import admission, catalog
 from . import images
 from . import multislice
-from . import service_checks
-from .models import ClusterConfig, RayJobConfig, RayServiceConfig, TpuSliceConfig, WorkerGroupConfig, validate_as
+from . import platform_rules
+from .models import ClusterConfig, TpuSliceConfig, validate_as
+from .ray_models import RayJobConfig, RayServiceConfig, WorkerGroupConfig
 from .paths import ClusterContext, Paths
 from .problems import Problem, show
 
 
 def check_cluster(cluster: Optional[ClusterConfig], context: ClusterContext, paths: Paths) -> list[Problem]:
-    problems = service_checks.network(cluster, paths) + service_checks.service_accounts(cluster, paths)
+    problems = platform_rules.network(cluster, paths) + platform_rules.service_accounts(cluster, paths)
     if context.mode == "autopilot" and context.zonal:
         problems.append(Problem(paths("cluster", "location"), f"{show(context.location)} is a zone; Autopilot clusters "
                                                               f"are regional: allowed: a region such as "
