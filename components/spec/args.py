@@ -178,6 +178,8 @@ class RayJobSpecArgs(RayObjectArgs, total=False):
     """Run on this existing RayCluster of the same namespace instead of a cluster of its own."""
     shutdown_after_job_finishes: bool
     """Delete the job's own Ray cluster when it ends (default true)."""
+    suspend: bool
+    """Create the job suspended: no Ray cluster until `spec.suspend` is set to false (a template; default false)."""
     ttl_seconds_after_finished: int
     """Keep the finished job this long before deleting it (with shutdown_after_job_finishes)."""
     active_deadline_seconds: int

@@ -413,6 +413,8 @@ class RayJobConfig(RayObjectConfig):
     worker_groups: list[WorkerGroupConfig] = []
     runtime_env: Optional[dict[str, Any]] = None
     shutdown_after_job_finishes: StrictBool = True
+    # Created suspended (KubeRay spec.suspend): no Ray cluster, no pods, nothing billed, until set to false.
+    suspend: StrictBool = False
     ttl_seconds_after_finished: Optional[NonNegativeInt] = None
     active_deadline_seconds: Optional[PositiveInt] = None
     submission_mode: Literal["K8sJobMode", "HTTPMode"] = "K8sJobMode"
