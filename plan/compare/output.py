@@ -24,7 +24,11 @@ def write(report: dict, out: Path) -> list[Path]:
         report["complete"] = False
     written = [out / name for name in drawn]
     (out / REPORT_JSON).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-    (out / REPORT_MD).write_text(markdown.render(report, drawn))
+    if report.get("mode") == "estimate":
+        from .estimate_render import render
+    else:
+        render = markdown.render
+    (out / REPORT_MD).write_text(render(report, drawn))
     return [out / REPORT_JSON, out / REPORT_MD, *written]
 
 

@@ -54,10 +54,16 @@ class SidePlan:
     rate: dict = field(default_factory=dict)  # the cost item's rate (kind, name, hourly, capacity, region)
     topology: Optional[str] = None  # TPU: the slice's topology
     generation: Optional[str] = None  # TPU: the slice's generation
+    gpu_accelerator: Optional[str] = None  # GPU: the pool's accelerator (nvidia-a100-80gb)
 
     @property
     def nodes(self) -> int:
         return self.hosts * self.replicas
+
+    @property
+    def devices(self) -> int:
+        """TPU chips or GPUs the side's job holds: the worker container's limit on each of its nodes."""
+        return self.units_per_node * self.nodes
 
     @property
     def hourly(self) -> Optional[float]:
@@ -164,6 +170,7 @@ def _side(plan, values, manifest, name, namespace, kind, group, item, units) -> 
         accelerator = f"{units * max(replicas, 1)} x {entry.get('accelerator')}"
         if entry.get("machineType"):
             accelerator += f" on {entry['machineType']}"
+        extra = {"gpu_accelerator": entry.get("accelerator")}
     cost = _cost_item(plan, kind, item)
     node_hourly, problem, rate, capacity = None, None, {}, None
     if cost is None:

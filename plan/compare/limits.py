@@ -1,0 +1,38 @@
+"""How close a side comes to its hardware's limit: the catalogue's peak per TPU chip or GPU, and the model FLOPs
+utilisation (MFU) a step time means.
+
+MFU = model FLOPs of one step (the whole job's, every device's share) / (step time x devices x peak dense bf16 FLOP/s
+per device). The FLOPs come from the job (its result document's `flopsPerStep`: XLA's cost analysis of the compiled
+step, PyTorch's FlopCounterMode, or declared); the peak from components/catalog/peaks.py, with its source.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ray_tpu_gke import catalog
+
+from .sides import SidePlan
+
+
+def peak_of(side: SidePlan) -> Optional[catalog.Peak]:
+    """The catalogue's peak for one device of the side (a TPU chip of its generation, a GPU of its pool), or None
+    where the catalogue has none."""
+    name = side.generation if side.kind == "tpu" else side.gpu_accelerator
+    try:
+        return catalog.peak(side.kind, name or "")
+    except catalog.CatalogError:
+        return None
+
+
+def mfu(flops_per_step: Optional[float], step_s: Optional[float], devices: int,
+        peak_flops_per_s: Optional[float]) -> Optional[float]:
+    """The fraction of the devices' peak that `flops_per_step` in `step_s` reaches; None where a number is missing."""
+    if not flops_per_step or not step_s or not devices or not peak_flops_per_s:
+        return None
+    return flops_per_step / (step_s * devices * peak_flops_per_s)
+
+
+def step_time_at(flops_per_step: float, utilisation: float, devices: int, peak_flops_per_s: float) -> float:
+    """The step time at which `flops_per_step` reaches `utilisation` of the devices' peak: MFU solved for the time."""
+    return flops_per_step / (utilisation * devices * peak_flops_per_s)
