@@ -36,3 +36,33 @@ def mfu(flops_per_step: Optional[float], step_s: Optional[float], devices: int,
 def step_time_at(flops_per_step: float, utilisation: float, devices: int, peak_flops_per_s: float) -> float:
     """The step time at which `flops_per_step` reaches `utilisation` of the devices' peak: MFU solved for the time."""
     return flops_per_step / (utilisation * devices * peak_flops_per_s)
+
+
+def side_fields(side: SidePlan, result: dict, stats: Optional[dict]) -> dict:
+    """The report's fields for how close the side came to its hardware's limit, and its throughput reconciled with its
+    step time. `result` is the job's accepted result document, `stats` its steady step-time percentiles.
+
+    Read from the job's result document: `flopsPerStep` (model FLOPs of one whole training step, every device's share
+    together; absent when the job declares none), `tokensPerStep` (tokens one step takes in, if the job counts tokens),
+    `batchSize` and `examplesPerS` (the job's own figure). MFU is null where the job ran simulated: the CPU stood in for
+    the hardware, so the fraction of the hardware's peak means nothing."""
+    peak = peak_of(side)
+    flops = result.get("flopsPerStep") if isinstance(result.get("flopsPerStep"), (int, float)) else None
+    p50 = (stats or {}).get("p50")
+    simulated = result.get("simulated") is True
+    out: dict = {"flopsPerStep": flops, "peakFlopsPerS": peak.bf16_flops_per_s if peak else None,
+                 "peakSource": peak.source if peak else None, "mfuDevices": side.devices,
+                 "mfu": None if simulated else mfu(flops, p50, side.devices, peak.bf16_flops_per_s if peak else None)}
+    tokens = result.get("tokensPerStep") if isinstance(result.get("tokensPerStep"), (int, float)) else None
+    if tokens is not None:
+        out["tokensPerStep"] = tokens
+    batch = result.get("batchSize") if isinstance(result.get("batchSize"), (int, float)) else None
+    if p50:
+        out["throughput"] = {
+            "steadyExamplesPerS": batch / p50 if batch else None,
+            "steadyTokensPerS": tokens / p50 if tokens else None,
+            "jobExamplesPerS": result.get("examplesPerS"),
+            "basis": "steady: batch (or tokens) per step over the median steady step time; job: the job's own "
+                     "examplesPerS, over the summed time of its last attempt's steps, the compiling step included "
+                     "(workloads.train), so it is lower by what compiling took"}
+    return out
