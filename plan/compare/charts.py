@@ -129,11 +129,6 @@ def cost_chart(report: dict, path: Path) -> None:
 
 def draw(report: dict, out: Path) -> list[str]:
     """Every chart into `out`; the file names written."""
-    if report.get("mode") == "estimate":
-        from .estimate_render import CHART, chart
-
-        chart(report, out / CHART)
-        return [CHART]
     time_chart(report, out / TIME_CHART)
     steps_chart(report, out / STEPS_CHART)
     cost_chart(report, out / COST_CHART)

@@ -99,3 +99,8 @@ def chart(report: dict, path: Path) -> None:
     ax.set_ylim(bottom=0)
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
+
+
+def draw(report: dict, out: Path) -> list[str]:
+    chart(report, out / CHART)
+    return [CHART]
