@@ -228,6 +228,7 @@ def test_a_healthy_run_with_a_failure_injected_on_each_side(run):
     assert tpu["cluster"]["imagePullS"] == 24.6 and tpu["cluster"]["eventReasons"]["FailedScheduling"] == 3
     # The failure: injected at the first poll that sees step 12 (every 10 s).
     assert state["deleted"]["sides"] == {"bench-tpu": 130.0, "bench-a100": 120.0}
+    assert tpu["recovery"].pop("why").startswith("the job resumes from the last checkpoint Ray Train had registered")
     assert tpu["recovery"] == {"injectedAtStep": 12, "injectedAt": T + 130, "target":
                                f"pod bench-tpu-{RUN[-14:]}-rc-tpu-worker-a", "recoveryS": 11.0, "detectS": 3.0,
                                "stepsRedone": 2, "fromStep": 10, "resumedAt": T + 130 + 11}

@@ -121,7 +121,8 @@ def test_a_live_tpu_side_from_its_log_and_the_clusters_timestamps():
     restart = RESULT["restarts"][0]
     # Why steps were redone: the last registered checkpoint (10); the log's saves are 5, 10 (before the failure at 12).
     assert side["recovery"].pop("why") == ("the job resumes from the last checkpoint Ray Train had registered (step "
-                                           "10), so the steps after it up to the failure at step 12 ran again")
+                                           "10), so every step after it that ran before the failure (injected when "
+                                           "step 12 was reported) ran again")
     assert side["recovery"] == pytest.approx({
         "injectedAtStep": 12, "injectedAt": T + 93.0, "target": "pod bench-tpu-rc-tpu-worker-x",
         "recoveryS": restart["resumedAt"] - (T + 93.0), "detectS": restart["failureSeenAt"] - (T + 93.0),

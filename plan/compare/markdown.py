@@ -41,9 +41,8 @@ def _recovery(side: dict) -> str:
     if r.get("recoveryS") is None:
         return "not measured"
     detect = f", seen after {seconds(r['detectS'])}" if r.get("detectS") is not None else ""
-    why = f" ({r['why']})" if r.get("why") else ""
     return (f"{seconds(r['recoveryS'])} after the failure at step {r['injectedAtStep']}{detect}; resumed from step "
-            f"{r.get('fromStep')}, {r.get('stepsRedone')} steps redone{why}")
+            f"{r.get('fromStep')}, {r.get('stepsRedone')} steps redone (why: in the lines above)")
 
 
 def _mfu(side: dict) -> str:

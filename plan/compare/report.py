@@ -157,8 +157,8 @@ def why_redone(from_step: Optional[int], injected: Injection, saved: list[int]) 
     """Why steps were redone: the job resumes from the last checkpoint Ray Train had registered, and a checkpoint saved
     after it but not yet registered does not count (Ray Train takes a reported checkpoint in at its controller's next
     poll of the workers: Ray 2.55 ray/train/v2/_internal/execution/checkpoint/report_handler.py)."""
-    text = (f"the job resumes from the last checkpoint Ray Train had registered (step {from_step}), so the steps "
-            f"after it up to the failure at step {injected.step} ran again")
+    text = (f"the job resumes from the last checkpoint Ray Train had registered (step {from_step}), so every step "
+            f"after it that ran before the failure (injected when step {injected.step} was reported) ran again")
     later = [s for s in saved if from_step is not None and from_step < s <= injected.step]
     if later:
         text += (f"; the checkpoint of step {max(later)} had been saved but not yet registered when the worker went "
