@@ -246,7 +246,8 @@ def test_the_report_files(tmp_path):
     text = (tmp_path / "report.md").read_text()
     assert text.splitlines()[0] == markdown.REHEARSAL
     assert text.splitlines()[2] == f"# Comparison `{RUN}` of stack `compare` (local, simulated)"
-    assert "| cost per 1,000 steps (real price x simulated node time) | " in text and "| ran on | cpu (simulated) | cpu (simulated) |" in text
+    assert "| cost per 1,000 steps (real price x simulated node time) | " in text
+    assert "| ran on | cpu (simulated) | cpu (simulated) |" in text
     assert "Simulated: the times say how the pipeline behaves" in text
     assert "pod and image start" not in text  # not a local phase
     assert output.say(document, tmp_path, stream=open(tmp_path / "stderr", "w")) == 0

@@ -1,6 +1,8 @@
 """`python -m plan.compare STACK --context CTX [--kubeconfig FILE] [--inject-failure STEP] [--out DIR]` runs the
 stack's comparison jobs (its RayJobs on a TPU slice or a GPU pool) once each on the live cluster and reports them side
-by side; `--local` runs them on a local Ray cluster on this machine instead, CPU standing in for both (`make compare`).
+by side; `--local` runs them on a local Ray cluster on this machine instead, CPU standing in for both (`make compare`);
+`--estimate` runs nothing and says what each side's job would take and cost at an MFU range; `--dry-run` prints what a
+live run would create and its cost ceiling.
 
 Writes report.json, report.md and PNG charts into DIR (default compare-report/ in the current folder). Exit status: 0
 when both sides finished, every measure was obtained and the sides agree; 1 otherwise (one line per missing measure
@@ -50,7 +52,8 @@ def parse_args(argv):
                         help="--estimate: tokens one training step takes in (default: the job's tokensPerStep)")
     parser.add_argument("--measured", type=Path, metavar="FILE",
                         help="--estimate: a report.json of an earlier comparison (make compare) or a job's result "
-                             f"document to take flopsPerStep from (default {DEFAULT_OUT / 'report.json'})")
+                             f"document to take flopsPerStep from (default {DEFAULT_OUT / 'report.json'}); the "
+                             "estimate goes to ./compare-estimate unless --out says otherwise")
     parser.add_argument("--kubeconfig", type=Path, help="kubeconfig file (default: kubectl's)")
     parser.add_argument("--config-file", type=Path, help="read this stack config file instead of the stack's own")
     parser.add_argument("--inject-failure", type=int, metavar="STEP",
@@ -73,7 +76,8 @@ def parse_args(argv):
                         help="largest relative difference at which the sides agree "
                              f"(default {report.DEFAULT_TOLERANCE})")
     parser.add_argument("--steps", type=int, help=f"--local: training steps per side (default "
-                                                  f"{local.DEFAULT_STEPS}; live runs use the stack's own)")
+                                                  f"{local.DEFAULT_STEPS}; live runs use the stack's own); "
+                                                  "--estimate: the job's length (default: its entrypoint's --steps)")
     parser.add_argument("--report-every", type=int, help=f"--local: checkpoint cadence (default "
                                                          f"{local.DEFAULT_REPORT_EVERY})")
     args = parser.parse_args(argv)
