@@ -117,3 +117,14 @@ def test_mfu_range_is_two_fractions():
     for bad in ("30,60", "0.6", "a,b", "0,0.5"):
         with pytest.raises(ValueError):
             estimate.parse_mfu(bad)
+
+
+def test_a_side_missing_from_the_measured_report_borrows_another_sides_flops_and_says_so(planned, capsys, tmp_path):
+    rehearsal = tmp_path / "rehearsal.json"
+    rehearsal.write_text(json.dumps({"sides": [{"name": "bench-tpu", "flopsPerStep": 2e12}]}))
+    code, _, err = run(capsys, "--estimate", "--measured", str(rehearsal), "--sides", "bench-tpu,bench-l4",
+                       "--out", str(tmp_path / "e"))
+    assert code == 0, err
+    tpu, l4 = json.loads((tmp_path / "e" / "report.json").read_text())["sides"]
+    assert tpu["flopsSource"] == str(rehearsal) and l4["flopsPerStep"] == 2e12
+    assert l4["flopsSource"] == f"{rehearsal} (side bench-tpu: this side declared none)"

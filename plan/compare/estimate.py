@@ -114,10 +114,15 @@ def build(stack: str, found: list[SidePlan], *, flops: Optional[float], tokens: 
     """report.json of an estimate: every side at the MFU range, and what could not be estimated."""
     sides, problems = [], []
     for side in found:
-        declared = by_side.get(side.name) or by_side.get(None) or (next(iter(by_side.values())) if by_side else {})
+        # The side's own declaration; else (a result document, or a report without this side) the first one: the
+        # same program runs on every side unless the stack gives a side another entrypoint.
+        key = side.name if side.name in by_side else next(iter(by_side), None)
+        declared = by_side.get(key) or {}
         side_flops = flops if flops is not None else declared.get("flopsPerStep")
         side_tokens = tokens if tokens is not None else declared.get("tokensPerStep")
         source = "--flops-per-step" if flops is not None else declared.get("from")
+        if flops is None and key not in (side.name, None):
+            source = f"{source} (side {key}: this side declared none)"
         row, lacking = side_estimate(side, side_flops, side_tokens, steps_of(side, steps), mfu_range, source)
         if flops is None and declared.get("simulated"):
             row["flopsNote"] = ("declared by the job in a local rehearsal: the FLOPs of the model size it ran, which "
