@@ -98,7 +98,8 @@ def test_an_estimate_without_flops_or_with_a_bad_range_says_what_to_pass(planned
 def test_a_dry_run_prints_the_rayjobs_the_quota_and_the_cost_ceiling_and_creates_nothing(planned, capsys,
                                                                                          monkeypatch):
     monkeypatch.setenv("PATH", "")  # no kubectl: a dry run never calls it
-    code, out, err = run(capsys, "--dry-run", "--run", "compare-20270115080000", "--timeout", "1800")
+    names = "bench-tpu,bench-a100,bench-h100,bench-l4"
+    code, out, err = run(capsys, "--dry-run", "--run", "compare-20270115080000", "--timeout", "1800", "--sides", names)
     assert code == 0, err
     found = sides.sides(*planned)
     for side in found:
@@ -110,6 +111,9 @@ def test_a_dry_run_prints_the_rayjobs_the_quota_and_the_cost_ceiling_and_creates
     assert f"Cost ceiling of the run: ${total:,.2f} for {len(found)} side(s)" in out
     code, out, _ = run(capsys, "--dry-run", "--sides", "bench-tpu")
     assert code == 0 and "bench-a100" not in out and f"${found[0].hourly * 3660 / 3600:,.2f}" in out
+    # Without --sides, what a live run without --sides would create: the TPU side and the first GPU side.
+    code, out, _ = run(capsys, "--dry-run")
+    assert code == 0 and "- bench-a100: RayJob" in out and "bench-h100" not in out and "bench-l4" not in out
 
 
 def test_mfu_range_is_two_fractions():

@@ -42,7 +42,7 @@ def parse_args(argv):
                              "(price x --timeout), and exit 0; creates nothing")
     parser.add_argument("--sides", metavar="NAME,...",
                         help="the sides to run, by RayJob name (default: the TPU sides and the stack's first GPU "
-                             "side; --estimate and --dry-run: every side)")
+                             "side; --estimate: every side)")
     parser.add_argument("--mfu", default=estimate.DEFAULT_MFU, metavar="LO,HI",
                         help=f"--estimate: the MFU range, fractions (default {estimate.DEFAULT_MFU})")
     parser.add_argument("--flops-per-step", type=float, metavar="F",
@@ -143,7 +143,7 @@ def main(argv=None, clock: Callable[[], float] = time.time, sleep: Callable[[flo
         return stackfile.EXIT_INVALID
     if args.estimate:
         return estimate.main(args, plan, chosen, DEFAULT_OUT)
-    found = chosen if args.sides or args.dry_run else sides.default_run_sides(found)
+    found = chosen if args.sides else sides.default_run_sides(found)  # a dry run shows what this run would create
     run_id = args.run or default_run(args.stack, clock())
     if args.dry_run:
         return dryrun.main(plan, found, run_id, args.seed, args.timeout or LIVE_TIMEOUT_S)

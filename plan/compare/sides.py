@@ -41,7 +41,7 @@ class SidePlan:
     namespace: str
     kind: str  # "tpu" or "gpu": what the side stands for
     group: str  # the worker group's name (tpu, gpu)
-    item: str  # the tpuSlices or gpuPools entry it runs on (v6e-8, l4-8)
+    item: str  # the tpuSlices or gpuPools entry it runs on (v6e-8, a100-8)
     accelerator: str  # "v6e 2x4, 8 chips", "8 x nvidia-l4 on g2-standard-96"
     hosts: int  # nodes per replica: numOfHosts
     replicas: int  # slices (TPU) or nodes (GPU) the job uses
