@@ -89,7 +89,7 @@ def result_document(side: str, kind: str, platform: str, recovered: bool, start:
 
 def side_script(side: str, group: str, kind: str, node_name: str, offset: float, *, inject: bool = True,
                 nodes_come: bool = True, recovers: bool = True, platform: str | None = None,
-                submitter_lag: float = 0) -> tuple[dict, list]:
+                submitter_lag: float = 0, declared: dict | None = None) -> tuple[dict, list]:
     """A side whose node is created at 30 - offset and Ready 20 s later, whose worker pod is Ready 30 s after that and
     whose training loop starts 10 s later; step k is reported at loop + 2 + SPACING k. With `submitter_lag` (and no
     injection), KubeRay shows jobStatus SUCCEEDED while the deployment still runs, and the submitter prints the result
@@ -143,7 +143,7 @@ def side_script(side: str, group: str, kind: str, node_name: str, offset: float,
                                                               "stepS": 0.01, "loss": 1 / (11 + i)}}
                 for i in range(STEPS - 10)]
     if not inject or recovered:
-        document = result_document(side, kind, platform or kind, recovered, loop)
+        document = result_document(side, kind, platform or kind, recovered, loop, **(declared or {}))
         log += [{**finish(22 if inject else 0), "result": document},
                 {**finish(22 if inject else 0), "line": "2027-01-15 08:02:40,000\tSUCC cli.py:64 -- Job "
                                                         "'raysubmit_Xq3v9' succeeded"}]
@@ -246,7 +246,7 @@ def test_a_healthy_run_with_a_failure_injected_on_each_side(run):
 
 
 def test_fresh_valid_rayjobs_released_soon_and_a_node_still_up_billed_until_the_collection(run):
-    code, document, _, state = run(cluster(inject=False))
+    code, document, _, state = run(cluster(inject=False, declared={"flopsPerStep": 5e12}))
     assert code == 0
     created = state["created"]
     assert sorted(created) == [f"bench-a100-{RUN[-14:]}", f"bench-tpu-{RUN[-14:]}"]
@@ -267,6 +267,9 @@ def test_fresh_valid_rayjobs_released_soon_and_a_node_still_up_billed_until_the_
     assert "pods" not in state["deleted"]  # no --inject-failure: nothing deleted
     tpu = by_name(document)["bench-tpu"]
     assert "recovery" not in tpu  # none asked
+    # The job declared its FLOPs per step: MFU against 8 v6e chips at the catalogue's peak, at the steady p50.
+    assert tpu["flopsPerStep"] == 5e12 and tpu["peakFlopsPerS"] == 918e12
+    assert tpu["mfu"] == pytest.approx(5e12 / (tpu["stepTimeS"]["p50"] * 8 * 918e12))
     assert tpu["billing"]["stillUp"] == ["gke-ray-compare-v6e-8-1a2b"]
     assert tpu["billing"]["billedNodeS"] == pytest.approx(document["collectedAt"] - (T + 30))
 
