@@ -210,6 +210,8 @@ def test_a_suspended_ray_job_needs_its_own_cluster_shut_down_after_it():
                   "shutdownAfterJobFinishes": False}
     problem = one_problem(minimal_values(rayJobs=[on_cluster], rayClusters=[cluster]))
     assert problem.startswith('ray-tpu-gke:rayJobs[0].suspend: true is not allowed with cluster "rc"')
+    problem = one_problem(minimal_values(rayJobs=[{**job, "waitForReady": True}], rayClusters=[]))
+    assert problem.startswith("ray-tpu-gke:rayJobs[0].suspend: true is not allowed with waitForReady: true")
     assert parse_stack_config(minimal_values(rayJobs=[job], rayClusters=[]), "t").ray_jobs[0].suspend is True
 
 

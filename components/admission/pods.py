@@ -12,7 +12,7 @@ from .rules import rule
 __all__ = ["RESERVATION_SELECTOR", "check_reservation", "RAYSERVICE_SURGE", "NEVER_RUNS", "RAY_AUTOSCALER_TPU",
     "RAY_AUTOSCALER_ACCELERATORS", "check_ray_version", "ray_autoscaler_accelerators", "pod_label_problems",
     "RAY_DRAIN_GRACE", "RAY_TRAIN_START_TIMEOUT", "RAY_MULTISLICE", "RAYJOB_SUSPEND_SHUTDOWN",
-    "RAYJOB_SUSPEND_CLUSTER_SELECTOR"]
+    "RAYJOB_SUSPEND_CLUSTER_SELECTOR", "RAYJOB_SUSPEND_WAIT"]
 
 
 # --- capacity, reservations, Ray -----------------------------------------------------------------------------------
@@ -116,3 +116,8 @@ RAYJOB_SUSPEND_CLUSTER_SELECTOR = rule(
     "KubeRay v1.7.0 ray-operator/controllers/ray/utils/validation.go ValidateRayJobSpec: \"the ClusterSelector mode "
     "doesn't support the suspend operation\"; rayjob_controller.go: Initializing turns to Suspending before "
     "getOrCreateRayClusterInstance")
+RAYJOB_SUSPEND_WAIT = rule(
+    "kuberay-rayjob-suspend-wait", "A suspended RayJob never runs, so a deploy that waits for it to run "
+    "(waitForReady: the pulumi.com/waitFor annotation on jobDeploymentStatus Running) never ends.",
+    "KubeRay v1.7.0 rayjob_controller.go: a suspended RayJob goes to Suspending, then Suspended, and stays there "
+    "until spec.suspend is false; Pulumi Kubernetes provider, pulumi.com/waitFor: waits until the condition holds")
