@@ -36,7 +36,7 @@ def test_the_sides_are_the_rayjobs_on_a_tpu_slice_and_a_gpu_pool():
     assert (tpu.name, tpu.kind, tpu.item, tpu.group, tpu.namespace) == ("bench-tpu", "tpu", "v6e-8", "tpu", "compare")
     assert (gpu.name, gpu.kind, gpu.item, gpu.group) == ("bench-l4", "gpu", "l4-8", "gpu")
     assert tpu.accelerator == "v6e 2x4, 8 chips" and (tpu.hosts, tpu.units_per_node) == (1, 8)
-    assert gpu.accelerator == "8 x nvidia-l4 on g2-standard-96"
+    assert gpu.accelerator == "8 x nvidia-l4 on g2-standard-96 (inference-class)"
     # The training-class sides, with the catalogue's machine types for 8 A100 80GB and 8 H100 80GB.
     assert (a100.item, a100.accelerator) == ("a100-8", "8 x nvidia-a100-80gb on a2-ultragpu-8g")
     assert (h100.item, h100.accelerator) == ("h100-8", "8 x nvidia-h100-80gb on a3-highgpu-8g")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from .tpu import CatalogError
 
-__all__ = ["Peak", "TPU_PEAKS", "GPU_PEAKS", "peak"]
+__all__ = ["Peak", "TPU_PEAKS", "GPU_PEAKS", "INFERENCE_CLASS", "peak"]
 
 GB, GIB = 10**9, 2**30
 
@@ -22,7 +22,7 @@ class Peak:
     """One chip's or one GPU's limit."""
 
     bf16_flops_per_s: float  # dense bf16 matrix arithmetic
-    hbm_bytes: int
+    hbm_bytes: int  # the chip's or GPU's own memory (HBM, GDDR6 on the L4)
     source: str  # where both figures are printed
 
     @property
@@ -46,7 +46,8 @@ TPU_PEAKS: dict[str, Peak] = {
 
 _NVIDIA = "https://www.nvidia.com/"
 GPU_PEAKS: dict[str, Peak] = {
-    # L4 data sheet: "BF16 Tensor Core 242 teraFLOPS*" (* with sparsity), "GPU memory 24GB".
+    # L4 data sheet: "BF16 Tensor Core 242 teraFLOPS*" (* with sparsity), "GPU memory 24GB" (GDDR6: the L4's memory
+    # is not HBM; hbm_bytes holds the GPU's memory).
     "nvidia-l4": Peak(121e12, 24 * GB, _NVIDIA + "en-us/data-center/l4/ (NVIDIA L4 Tensor Core GPU data sheet)"),
     # A100 data sheet: "BFLOAT16 Tensor Core 312 TFLOPS | 624 TFLOPS*" (* with sparsity), "GPU Memory 40GB HBM2".
     "nvidia-tesla-a100": Peak(312e12, 40 * GB, _NVIDIA + "content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
@@ -67,6 +68,11 @@ GPU_PEAKS: dict[str, Peak] = {
     # 1.4TB" for 8 (180 GB per GPU, as Compute Engine's A4 row lists).
     "nvidia-b200": Peak(2250e12, 180 * GB, _NVIDIA + "en-us/data-center/hgx/ (HGX B200 data sheet)"),
 }
+
+
+# GPUs made for serving rather than training: a comparison side on one says so. The L4: "The L4 GPU type is useful
+# for running machine learning inference pipelines" (https://cloud.google.com/dataflow/docs/gpu/use-l4-gpus).
+INFERENCE_CLASS = frozenset({"nvidia-l4"})
 
 
 def peak(kind: str, name: str) -> Peak:

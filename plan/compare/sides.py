@@ -170,6 +170,8 @@ def _side(plan, values, manifest, name, namespace, kind, group, item, units) -> 
         accelerator = f"{units * max(replicas, 1)} x {entry.get('accelerator')}"
         if entry.get("machineType"):
             accelerator += f" on {entry['machineType']}"
+        if entry.get("accelerator") in catalog.INFERENCE_CLASS:
+            accelerator += " (inference-class)"
         extra = {"gpu_accelerator": entry.get("accelerator")}
     cost = _cost_item(plan, kind, item)
     node_hourly, problem, rate, capacity = None, None, {}, None
