@@ -171,15 +171,18 @@ def test_compare_stack_runs_one_job_on_each_accelerator():
     plan = plan_of("compare")
     jobs = {s["newState"]["inputs"]["metadata"]["name"]: s["newState"]["inputs"] for s in plan["steps"]
             if s["newState"]["type"] == "kubernetes:ray.io/v1:RayJob"}
-    assert set(jobs) == {"bench-tpu", "bench-gpu"}
+    assert set(jobs) == {"bench-tpu", "bench-a100", "bench-h100", "bench-l4"}
+    # Templates: created suspended, so a deploy starts no Ray cluster (KubeRay rayjob_types.go RayJobSpec.Suspend).
+    assert all(job["spec"]["suspend"] is True for job in jobs.values())
     # The same program and steps; only the run name and where it runs differ.
     common = {name: job["spec"]["entrypoint"].replace(name, "NAME").split(" --generation")[0].split(" --gpus")[0]
               for name, job in jobs.items()}
     assert set(common.values()) == {"python -m workloads.train --steps 300 --name NAME"}
     limits = {name: job["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]
               ["resources"]["limits"] for name, job in jobs.items()}
-    assert limits["bench-tpu"]["google.com/tpu"] == "8" and limits["bench-gpu"]["nvidia.com/gpu"] == "8"
-    assert jobs["bench-gpu"]["spec"]["entrypoint"].endswith("--gpus 8")
+    assert limits["bench-tpu"]["google.com/tpu"] == "8"
+    for gpu in ("bench-a100", "bench-h100", "bench-l4"):
+        assert limits[gpu]["nvidia.com/gpu"] == "8" and jobs[gpu]["spec"]["entrypoint"].endswith("--gpus 8")
 
 
 def test_replacing_or_deleting_a_gpu_pool_is_a_risky_change():

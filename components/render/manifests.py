@@ -307,6 +307,8 @@ def ray_manifest(obj: RayObjectConfig, targets: Mapping[str, Mapping], ctx: Rend
             # A job on an existing RayCluster never shuts that cluster down.
             "shutdownAfterJobFinishes": obj.shutdown_after_job_finishes and obj.cluster is None,
         }
+        if obj.suspend:
+            spec["suspend"] = True  # KubeRay creates no RayCluster while it is set (rayjob_types.go RayJobSpec.Suspend)
         if obj.runtime_env is not None:
             spec["runtimeEnvYAML"] = yaml.safe_dump(obj.runtime_env, sort_keys=True)
         if obj.ttl_seconds_after_finished is not None:

@@ -382,8 +382,20 @@ def _groups_of_broken_object(raw: Any, kind: str, i: int, known: dict, broken: d
 
 def _check_job(job: RayJobConfig, path: str, paths: Paths, clusters: set) -> list[Problem]:
     problems = []
-    if not job.intact("cluster", "worker_groups", "shutdown_after_job_finishes"):
+    if not job.intact("cluster", "worker_groups", "shutdown_after_job_finishes", "suspend", "wait_for_ready"):
         return problems  # which cluster the job runs on is not known
+    if job.suspend and job.cluster is not None:
+        problems.append(Problem(f"{path}.{paths.key('suspend')}", f"true is not allowed with cluster "
+                                f"{show(job.cluster)}: an existing RayCluster's job cannot be suspended "
+                                f"({admission.RAYJOB_SUSPEND_CLUSTER_SELECTOR.id}); allowed: false"))
+    elif job.suspend and job.wait_for_ready:
+        problems.append(Problem(f"{path}.{paths.key('suspend')}", "true is not allowed with waitForReady: true: a "
+                                "suspended job never runs, and the deploy would wait for it forever "
+                                f"({admission.RAYJOB_SUSPEND_WAIT.id}); allowed: false, or waitForReady: false"))
+    elif job.suspend and not job.shutdown_after_job_finishes:
+        problems.append(Problem(f"{path}.{paths.key('suspend')}", "true is only allowed with "
+                                f"shutdownAfterJobFinishes: true ({admission.RAYJOB_SUSPEND_SHUTDOWN.id}); "
+                                "allowed: false"))
     if job.ttl_seconds_after_finished is not None and not job.shutdown_after_job_finishes:
         problems.append(Problem(f"{path}.{paths.key('ttl_seconds_after_finished')}",
                                 f"{job.ttl_seconds_after_finished} is only allowed with "
