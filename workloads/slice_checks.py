@@ -26,7 +26,7 @@ PASS, FAIL, SKIP = "pass", "fail", "skip"
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"  # GKE, "About node pools": every node carries its pool's name
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"  # Kubernetes well-known label: the node's machine type
 # GKE's TPU node labels and extended resource (GKE "Deploy TPU workloads in GKE Standard"); the same strings as
-# ray_tpu_gke.catalog ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE (tests/test_health_check.py compares them).
+# ray_tpu_gke.catalog ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE (tests/test_health_checks.py compares them).
 ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
 TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 TPU_RESOURCE = "google.com/tpu"
@@ -41,10 +41,14 @@ WORKER_ID_ENV, NAME_ENV, HOSTNAMES_ENV = "TPU_WORKER_ID", "TPU_NAME", "TPU_WORKE
 # KubeRay RayJob status (ray-operator/apis/ray/v1/rayjob_types.go): Ray's job status and KubeRay's deployment status.
 JOB_DONE = {"SUCCEEDED", "FAILED", "STOPPED"}
 DEPLOYMENT_FAILED = {"Failed", "ValidationFailed"}
-# The status field and value that say a RayCluster or RayService is ready (KubeRay v1 raycluster_types.go
-# ClusterState "ready", rayservice_types.go ServiceStatus "Running"): the same as the library's pulumi.com/waitFor
-# annotation (ray_tpu_gke.render.manifests._READY; tests/test_health_check.py compares them).
-READY_FIELD = {"RayCluster": (("status", "state"), "ready"), "RayService": (("status", "serviceStatus"), "Running")}
+# The status field and value that say a RayService is ready (KubeRay v1 rayservice_types.go ServiceStatus "Running"):
+# the same as the library's pulumi.com/waitFor annotation (ray_tpu_gke.render.manifests._READY; tests compare them).
+READY_FIELD = {"RayService": (("status", "serviceStatus"), "Running")}
+# A RayCluster is ready while these conditions of status.conditions are True (KubeRay v1.7 raycluster_types.go:
+# HeadPodReady "whether RayCluster's head Pod is ready for requests", RayClusterProvisioned "whether all Ray Pods are
+# ready for the first time"; set by default since v1.3, feature gate RayClusterStatusConditions). Its status.state is
+# deprecated: set to ready once and never reset, so a head pod that dies later would still read ready.
+READY_CONDITIONS = {"RayCluster": ("HeadPodReady", "RayClusterProvisioned")}
 
 
 @dataclass
@@ -178,13 +182,32 @@ def object_checks(subject: str, kind: str, name: str, live: Optional[dict],
             detail += f": {status['message']}"
         checks.append(Check(subject, "ready", FAIL if bad else PASS, detail))
         return checks, cluster_selector or status.get("rayClusterName") or None
-    path, value = READY_FIELD[kind]
-    actual = _field(live, path)
-    checks.append(Check(subject, "ready", PASS if actual == value else FAIL,
-                        f"{'.'.join(path)} {actual!r}" + ("" if actual == value else f", expected {value!r}")))
+    ready, said = ready_state(kind, live)
+    if kind in READY_CONDITIONS:
+        detail = said if not ready else f"{', '.join(READY_CONDITIONS[kind])} True"
+    else:
+        path, value = READY_FIELD[kind]
+        detail = f"{'.'.join(path)} {said!r}" + ("" if ready else f", expected {value!r}")
+    checks.append(Check(subject, "ready", PASS if ready else FAIL, detail))
     if kind == "RayService":
         return checks, _field(live, ("status", "activeServiceStatus", "rayClusterName")) or None
     return checks, name
+
+
+def ready_state(kind: str, live: dict) -> tuple[bool, str]:
+    """Whether a RayCluster or RayService is ready, and what its status says: the field's value, or the first
+    readiness condition that is not True with its status and reason ("HeadPodReady False (HeadPodNotFound)")."""
+    if kind in READY_CONDITIONS:
+        conditions = {c.get("type"): c for c in (live.get("status") or {}).get("conditions") or []}
+        for wanted in READY_CONDITIONS[kind]:
+            condition = conditions.get(wanted) or {}
+            if condition.get("status") != "True":
+                reason = condition.get("reason")
+                return False, f"{wanted} {condition.get('status') or 'unset'}" + (f" ({reason})" if reason else "")
+        return True, "ready"
+    path, value = READY_FIELD[kind]
+    actual = _field(live, path)
+    return actual == value, str(actual) if actual is not None else "unset"
 
 
 def job_finished(status: dict) -> bool:

@@ -243,8 +243,7 @@ def _object_state(kind: str, namespace: str, name: str, live: Optional[dict], ch
     if kind == "RayJob":
         said = status.get("jobDeploymentStatus") or "unset"
     else:
-        path, _ = sc.READY_FIELD[kind]
-        said = str(sc._field(live, path) or "unset")
+        said = sc.ready_state(kind, live)[1]
     return ObjectState(kind, namespace, name, ready.status == sc.PASS, said, ready.detail)
 
 

@@ -274,6 +274,8 @@ def ray_cluster_spec(obj: RayObjectConfig, targets: Mapping[str, Mapping], ctx: 
 
 # Status fields that say a Ray object is ready, for Pulumi's `pulumi.com/waitFor`.
 _READY = {
+    # Creation waits for the first ready state (KubeRay sets it once; the slice check reads the HeadPodReady condition
+    # for what happens later, workloads/slice_checks.py READY_CONDITIONS).
     "RayCluster": "jsonpath={.status.state}=ready",
     "RayService": "jsonpath={.status.serviceStatus}=Running",
     "RayJob": "jsonpath={.status.jobDeploymentStatus}=Running",
@@ -305,6 +307,8 @@ def ray_manifest(obj: RayObjectConfig, targets: Mapping[str, Mapping], ctx: Rend
             # A job on an existing RayCluster never shuts that cluster down.
             "shutdownAfterJobFinishes": obj.shutdown_after_job_finishes and obj.cluster is None,
         }
+        if obj.suspend:
+            spec["suspend"] = True  # KubeRay creates no RayCluster while it is set (rayjob_types.go RayJobSpec.Suspend)
         if obj.runtime_env is not None:
             spec["runtimeEnvYAML"] = yaml.safe_dump(obj.runtime_env, sort_keys=True)
         if obj.ttl_seconds_after_finished is not None:

@@ -22,7 +22,9 @@ from ..spec.component_args import Validated
 from ..spec.config import StackConfig
 from ..spec.models import MonitoringConfig, TpuSliceConfig
 from ..spec.monitoring_args import validate_monitoring_args
+from ..spec.operations import cron_interval_minutes
 from ..spec.problems import ConfigError, Problem
+from . import metric_waits
 
 
 def _validated(args: Any, name: str) -> tuple[series.Environment, MonitoringConfig, list[dict],
@@ -41,7 +43,8 @@ def _validated(args: Any, name: str) -> tuple[series.Environment, MonitoringConf
         autopilot=request.mode == "autopilot",
         thresholds=series.Thresholds(monitoring.idle_duty_cycle_percent, monitoring.idle_minutes,
                                      monitoring.unavailable_minutes, monitoring.interruptions_per_day,
-                                     monitoring.pending_pods_minutes, monitoring.slice_health.alert_after_minutes),
+                                     monitoring.pending_pods_minutes, monitoring.slice_health.alert_after_minutes,
+                                     cron_interval_minutes(monitoring.slice_health.schedule)),
         notification_channels=tuple(monitoring.notification_channels), ray_metrics=request.ray_metrics,
         labels=tuple(sorted(request.labels.items())), slice_health=request.slice_health,
         ray_namespaces=request.ray_namespaces, ray_kinds=request.ray_kinds)
@@ -127,17 +130,39 @@ class SliceMonitoring(pulumi.ComponentResource):
                     dashboard_json=dashboards.dashboard_json(dashboard),
                     opts=child,
                 ))
+            waits = _metric_waits(name, env.project, policies, opts, child)
             for spec in policies:
+                after = [w for kind, w in waits.items() if kind in metric_waits.watched_metrics(spec.policy)]
                 self.policy_resources.append(gcp.monitoring.AlertPolicy(
                     f"{name}-{spec.key}",
                     project=env.project,
                     notification_channels=list(env.notification_channels),
                     **snake(spec.policy),
-                    opts=child,
+                    opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=after)),
                 ))
         self.dashboards = pulumi.Output.all(*[d.id for d in self.dashboard_resources])
         self.alert_policies = pulumi.Output.all(*[p.id for p in self.policy_resources])
         self.register_outputs({"dashboards": self.dashboards, "alertPolicies": self.alert_policies})
+
+
+def _metric_waits(name: str, project: str, policies: list[alerts.PolicySpec], opts: pulumi.ResourceOptions | None,
+                  child: pulumi.ResourceOptions) -> dict[str, pulumi.Resource]:
+    """Per metric type that a policy may not be created before, the wait it depends on: the slice check's custom
+    metrics after their descriptors, GKE's kube state metrics after what the component itself depends on (the
+    cluster that collects them: RayTpuPlatform passes it, a library user passes `depends_on`)."""
+    watched = set().union(*(metric_waits.watched_metrics(p.policy) for p in policies))
+    waits: dict[str, pulumi.Resource] = {}
+    custom = watched & set(metric_waits.DESCRIPTORS)
+    if custom:
+        known = metric_waits.wait(f"{name}-custom-metrics-known", metric_waits.descriptors(name, project, child),
+                                  child)
+        waits.update(dict.fromkeys(custom, known))
+    kube_state = watched & metric_waits.KUBE_STATE
+    if kube_state:
+        depends_on = opts.depends_on if opts is not None and opts.depends_on is not None else []
+        after = list(depends_on) if isinstance(depends_on, (list, tuple)) else [depends_on]
+        waits.update(dict.fromkeys(kube_state, metric_waits.wait(f"{name}-kube-state-metrics-known", after, child)))
+    return waits
 
 
 def platform_args(config: StackConfig, labels: dict[str, str]) -> SliceMonitoringArgs:

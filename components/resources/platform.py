@@ -115,7 +115,9 @@ class RayTpuPlatform(pulumi.ComponentResource):
         if config.monitoring.enabled:
             from .monitoring import SliceMonitoring, platform_args
 
-            SliceMonitoring(c.name, platform_args(config, labels), opts=child)
+            # After the cluster: its kube state metrics exist only once it collects them (resources/metric_waits.py).
+            SliceMonitoring(c.name, platform_args(config, labels),
+                            opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster.cluster]))
             if health_runs(config):
                 from .health import SliceHealth
 

@@ -24,6 +24,12 @@ def custom_resource(name: str, manifest: dict, opts: pulumi.ResourceOptions) -> 
     )
 
 
+# KubeRay runs a RayJob once: on a finished job (JobDeploymentStatusComplete or Failed) rayjob_controller.go only runs
+# the deletion and TTL logic, so a changed spec applied in place would run nothing. A changed spec replaces the
+# object instead, deleted first since the new one has the same name: `pulumi up` re-runs the job.
+RAYJOB_REPLACE = pulumi.ResourceOptions(replace_on_changes=["spec"], delete_before_replace=True)
+
+
 def _validate(kind: str, model: type[RayObjectConfig], args, name: str):
     """The validated Ray object (spec/component_args.py), what its groups run on and the render context."""
     valid = validate_ray_args(kind, model, args, name)
@@ -52,9 +58,10 @@ class RayWorkload(pulumi.ComponentResource):
         problems = [f"{manifest['kind']} {name}: {p}" for p in manifests.label_problems(manifest)]
         if problems:
             raise ConfigError([Problem(name, p) for p in problems])
-        self.resource = custom_resource(
-            name, manifest, pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends_on)
-        )
+        options = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends_on)
+        if manifest["kind"] == "RayJob":
+            options = pulumi.ResourceOptions.merge(options, RAYJOB_REPLACE)
+        self.resource = custom_resource(name, manifest, options)
         meta = manifest["metadata"]
         self.name = pulumi.Output.from_input(meta["name"])
         self.namespace = pulumi.Output.from_input(meta["namespace"])

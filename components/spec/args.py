@@ -362,6 +362,9 @@ class RayJobSpecArgs(TypedDict, total=False):
     """Ray runtime environment (runtimeEnvYAML) as a mapping."""
     shutdown_after_job_finishes: bool
     """Delete the job's own Ray cluster when it ends (default true)."""
+    suspend: bool
+    """Create the job suspended (KubeRay spec.suspend): no Ray cluster, no pods, nothing billed, until it is set to
+    false; a template (default false)."""
     ttl_seconds_after_finished: int
     """Keep the finished job this long before deleting it (with shutdown_after_job_finishes)."""
     active_deadline_seconds: int

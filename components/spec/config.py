@@ -107,7 +107,8 @@ class StackConfig:
         autopilot = not self.standard
         needs = [admission.VersionNeed(admission.RAY_OPERATOR_MIN_GKE_VERSION, "the Ray Operator add-on")]
         needs += [n for s in self.tpu_slices for n in admission.gke_version_needs(s.generation, s.capacity, autopilot)]
-        needs += [n for p in self.gpu_pools for n in admission.gpu_version_needs(p.accelerator, p.capacity, autopilot)]
+        needs += [n for p in self.gpu_pools
+                  for n in admission.gpu_version_needs(p.accelerator, p.capacity, autopilot, p.machine.gpus)]
         return admission.newest(needs)
 
     def quota_needs(self) -> list[admission.QuotaNeed]:
@@ -271,7 +272,7 @@ def _validate(sections: dict[str, Any], paths: Paths, stack: str, problems: list
     across += platform_rules.check_pricing(checked(sections.get("pricing", {}), pricing), paths)
     across += cross_section.check_slices(context, raw_lists["tpu_slices"], seen["tpu_slices"], paths, warnings)
     across += cross_section.check_worker_pools(context, seen, paths, warnings)
-    across += platform_rules.check_node_pool_count(context, seen, paths)
+    across += platform_rules.check_node_pool_count(context, seen, paths, warnings)
     across += cross_section.check_ray_objects(context, raw_lists, seen, paths, warnings)
     across += cross_section.check_heads(cluster_seen, seen, paths)
     problems += [p for p in across if not _overlaps(p.path, dropped)]

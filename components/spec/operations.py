@@ -23,36 +23,14 @@ class _Model(BaseModel):
 
 # --- monitoring.sliceHealth ---------------------------------------------------------------------------------------
 
-# Kubernetes CronJob `schedule`: the five cron fields (minute, hour, day of month, month, day of week; Kubernetes
-# "CronJob", "Schedule syntax"), each `*`, a number, a range or a list of those, with an optional `/step`.
-CRON_FIELDS = (("minute", 0, 59), ("hour", 0, 23), ("day of month", 1, 31), ("month", 1, 12), ("day of week", 0, 7))
-_CRON_PART = re.compile(r"(\*|(\d+)(?:-(\d+))?)(?:/(\d+))?")
-
-
 def check_cron(value: str) -> None:
-    fields = value.split()
-    if len(fields) != 5:
-        raise ValueError("a CronJob schedule has five fields: minute hour day-of-month month day-of-week, such as "
-                         "'*/5 * * * *'")
-    for text, (name, low, high) in zip(fields, CRON_FIELDS):
-        for part in text.split(","):
-            match = _CRON_PART.fullmatch(part)
-            numbers = [int(n) for n in (match.groups()[1:3] if match else ()) if n is not None]
-            step = match.group(4) if match else None
-            bad_step = step is not None and not 1 <= int(step) <= high
-            if not match or any(not low <= n <= high for n in numbers) or bad_step:
-                raise ValueError(f"{part!r} is not a {name} field ({low}-{high}, *, ranges, lists and /steps)")
+    """A CronJob schedule Kubernetes accepts (admission.CRON_SCHEDULE: robfig/cron v3's parser)."""
+    admission.parse_cron(value)
 
 
 def cron_interval_minutes(schedule: str) -> Optional[int]:
-    """The minutes between runs of a `*/N * * * *` or `* * * * *` schedule; None for any other shape."""
-    minute, *rest = schedule.split()
-    if rest != ["*"] * 4:
-        return None
-    if minute == "*":
-        return 1
-    match = re.fullmatch(r"\*/(\d+)", minute)
-    return int(match.group(1)) if match else None
+    """The longest time between two runs of a valid schedule, in minutes (every run of `*/5 * * * *` is 5 apart)."""
+    return admission.longest_gap_minutes(admission.parse_cron(schedule))
 
 
 class SliceHealthConfig(_Model):

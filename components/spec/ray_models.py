@@ -136,6 +136,9 @@ class RayJobConfig(RayObjectConfig):
     """Ray runtime environment (runtimeEnvYAML) as a mapping."""
     shutdown_after_job_finishes: StrictBool = True
     """Delete the job's own Ray cluster when it ends (default true)."""
+    suspend: StrictBool = False
+    """Create the job suspended (KubeRay spec.suspend): no Ray cluster, no pods, nothing billed, until it is set to
+    false; a template (default false)."""
     ttl_seconds_after_finished: Optional[NonNegativeInt] = None
     """Keep the finished job this long before deleting it (with shutdown_after_job_finishes)."""
     active_deadline_seconds: Optional[PositiveInt] = None
