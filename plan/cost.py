@@ -90,7 +90,7 @@ def table(result: CostResult) -> Table:
     """$/hour and $/month per TPU slice entry, node pool and cluster fee, at the configured basis, the range where it
     scales, and the totals (of what is priced, where rates are missing)."""
     e = result.estimate
-    age = f", {e.age_days} days old" if e.age_days is not None else ""
+    age = (f", {e.age_days} days old; a warning past {prices.STALE_AFTER_DAYS}" if e.age_days is not None else "")
     oldest = f"; rates as of {e.oldest_as_of}{age}" if e.oldest_as_of else ""
     t = Table(title=f"Cost estimate ({e.currency}, {e.region}{oldest})", title_justify="left")
     for column in ("item", "kind", "capacity", "size", "rate", "$/hour", "$/month", "$/month range"):

@@ -216,9 +216,7 @@ def _underscore_imports(module: str) -> list[str]:
 
 
 # Underscore names imported across packages today (helper i29's move of the slice checks, as above).
-UNDERSCORE_EXCEPTIONS = {f"plan.verify.{module} imports workloads.slice_checks.{name}"
-                         for module, name in (("checks", "_labels"), ("checks", "_listing"), ("checks", "_name"),
-                                              ("live_versions", "_listing"), ("live_versions", "_name"))}
+UNDERSCORE_EXCEPTIONS: set[str] = set()
 
 
 def test_no_module_imports_another_packages_underscore_names():

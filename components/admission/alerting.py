@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from ..catalog.metrics import limit
 from .rules import rule
 
 __all__ = ["ALERT_CONDITION_MISSING_DATA", "ALERT_CONDITION_DURATION", "ALERT_ABSENCE_DURATION",
@@ -32,7 +33,7 @@ ALERT_ALIGNMENT_PERIOD = rule(
     "(25 hours; charts allow up to 104 weeks).",
     "https://cloud.google.com/monitoring/api/ref_v3/rest/v3/projects.alertPolicies#Aggregation (alignmentPeriod)")
 MAX_ALERT_ALIGNMENT_SECONDS = 90_000  # Aggregation.alignmentPeriod, alerting policies (ALERT_ALIGNMENT_PERIOD)
-MIN_ALIGNMENT_SECONDS = 60  # Aggregation.alignmentPeriod "must be at least 60 seconds"
+MIN_ALIGNMENT_SECONDS = limit("min_alignment_seconds")  # Aggregation.alignmentPeriod "must be at least 60 seconds"
 MIN_ABSENCE_SECONDS = 120  # Condition.MetricAbsence.duration (ALERT_ABSENCE_DURATION)
 
 

@@ -63,7 +63,9 @@ _CPU_SERIES: dict[str, dict[str, tuple[int, tuple[int, ...]]]] = {
            "highcpu": (2, (4, 8, 22, 44, 88, 176))},
 }
 _MEMORY_EXCEPTIONS = {"n2-highmem-128": 864.0}  # the snapshot's n2-highmem-128 row: 864 GB, not 8 per vCPU
-_CPU_MACHINE = re.compile(r"([a-z0-9]+)-(standard|highmem|highcpu)-([0-9]+)")
+# SERIES-TYPE-VCPUS with the vCPU count as Compute Engine writes it, without leading zeros (n2-standard-8; the API
+# knows no n2-standard-08: Compute Engine "Machine families resource and comparison guide", machine type names).
+_CPU_MACHINE = re.compile(r"([a-z0-9]+)-(standard|highmem|highcpu)-([1-9][0-9]*)")
 
 
 def cpu_machine(name: str) -> Optional[tuple[int, float]]:

@@ -31,7 +31,7 @@ from .ray_models import RayClusterConfig, RayJobConfig, RayObjectConfig, RayServ
 from .partial import validate_partial
 from .provider import GCP_PROVIDER_KEYS, GCP_PROVIDER_SETTINGS
 from .paths import CONFIG_NAMESPACES, PROJECT, RAY_KINDS, SECTIONS, Paths, _cluster_context
-from .problems import ConfigError, Problem, show, validation_problems
+from .problems import ConfigError, Problem, did_you_mean, show, validation_problems
 
 _MODELS = {"cluster": ClusterConfig, "storage": StorageConfig, "pricing": PricingConfig,
            "monitoring": MonitoringConfig, "tpu_slices": TpuSliceConfig, "gpu_pools": GpuPoolConfig,
@@ -160,7 +160,8 @@ def parse_stack_config(values: dict[str, Any], stack: str) -> StackConfig:
             continue
         if namespace == PROJECT:
             allowed = ", ".join(f"{PROJECT}:{k}" for k in PROJECT_KEYS)
-            problems.append(Problem(full_key, f"unknown key (given {show(value)}); allowed: {allowed}"))
+            meant = did_you_mean(full_key, [f"{PROJECT}:{k}" for k in PROJECT_KEYS])
+            problems.append(Problem(full_key, f"unknown key{meant} (given {show(value)}); allowed: {allowed}"))
         elif namespace not in CONFIG_NAMESPACES or not re.fullmatch(r"[a-z][A-Za-z0-9]*", name):
             problems.append(Problem(full_key, f"unknown key (given {show(value)}); keys are "
                                               f"<namespace>:<name> with namespace {', '.join(CONFIG_NAMESPACES)}"))
@@ -184,8 +185,8 @@ def validate_platform_args(args: Any, name: str = "platform") -> StackConfig:
     paths = Paths("args", f"RayTpuPlatform({name}).args")
     if not isinstance(args, dict):
         raise ConfigError([Problem(paths.root, f"must be RayTpuPlatformArgs, a mapping (given {show(args)})")])
-    problems = [Problem(f"{paths.root}.{key}", f"unknown argument (given {show(value)}); allowed: "
-                                                f"{', '.join(SECTIONS)}")
+    problems = [Problem(f"{paths.root}.{key}", f"unknown argument{did_you_mean(key, list(SECTIONS))} (given "
+                                                f"{show(value)}); allowed: {', '.join(SECTIONS)}")
                 for key, value in args.items() if key not in SECTIONS]
     sections = {k: v for k, v in args.items() if k in SECTIONS and v is not None}
     return _validate(sections, paths, args.get("environment") or "platform", problems)
@@ -264,7 +265,7 @@ def _validate(sections: dict[str, Any], paths: Paths, stack: str, problems: list
         region = region or context.region
 
     warnings: list[str] = []
-    from . import cross_section, platform_rules
+    from . import cross_section, platform_rules, ray_requests
 
     across = cross_section.check_cluster(cluster_seen, context, paths)
     across += platform_rules.check_storage(checked(sections.get("storage", {}), storage), project, cluster_seen,
@@ -275,6 +276,7 @@ def _validate(sections: dict[str, Any], paths: Paths, stack: str, problems: list
     across += platform_rules.check_node_pool_count(context, seen, paths, warnings)
     across += cross_section.check_ray_objects(context, raw_lists, seen, paths, warnings)
     across += cross_section.check_heads(cluster_seen, seen, paths)
+    across += ray_requests.check_serve_requests(seen, paths)
     problems += [p for p in across if not _overlaps(p.path, dropped)]
     if problems:
         raise ConfigError(list(dict.fromkeys(problems)))

@@ -168,6 +168,13 @@ def check_worker_pools(context: ClusterContext, lists: dict, paths: Paths, warni
             problems += _pool_bounds(pool, section, i, context, paths)
             if section == "gpu_pools":
                 problems += _gpu_pool(pool, i, context, paths, warnings)
+            elif admission.cpu_machine(pool.machine_type) and \
+                    admission.node_worker_resources(*admission.cpu_machine(pool.machine_type), False)[0] < 1:
+                # What the node allocates less GKE's agents leaves no whole vCPU: the worker would ask for cpu '0'.
+                problems.append(Problem(paths(section, i, "machine_type"), f"{show(pool.machine_type)} leaves no "
+                                        f"whole vCPU for a Ray worker once GKE's reservations and agents are taken "
+                                        f"({admission.ALLOCATABLE.id}, {admission.NODE_AGENTS.id}); allowed: a "
+                                        "machine type of 4 vCPUs or more, such as e2-standard-4"))
             elif context.mode == "autopilot" and admission.cpu_machine(pool.machine_type):
                 # Its workers select no compute class, so Autopilot places them in general-purpose.
                 cpu, memory = admission.node_worker_resources(*admission.cpu_machine(pool.machine_type), False)

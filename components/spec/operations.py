@@ -86,6 +86,13 @@ MAX_EXCLUSIONS = 20  # pulumi-gcp 10.2 maintenance_exclusions: "up to 20 mainten
 MAX_NO_UPGRADES = datetime.timedelta(days=30)  # GKE: a "no upgrades" exclusion lasts at most 30 days
 
 
+def fewest_days_in_32(byday: list[str]) -> int:
+    """The fewest days of these weekdays in any 32 consecutive days: four whole weeks, and the four days left over
+    placed where they hold the fewest (SA,SU: 8, when the extra days run Monday to Thursday)."""
+    wanted = {WEEKDAYS.index(day) for day in byday}
+    return 4 * len(wanted) + min(sum((start + k) % 7 in wanted for k in range(4)) for start in range(7))
+
+
 class MaintenanceWindow(_Model):
     """A recurring window in which GKE may upgrade the cluster (GKE API RecurringTimeWindow)."""
 
@@ -111,7 +118,7 @@ class MaintenanceWindow(_Model):
             byday = rule["BYDAY"].split(",")
             if any(day not in WEEKDAYS for day in byday) or len(set(byday)) != len(byday):
                 raise ValueError(f"BYDAY {rule['BYDAY']!r}: days are {', '.join(WEEKDAYS)}, each once")
-            days = len(byday) * 32 // 7  # the fewest such days in any 32 days
+            days = fewest_days_in_32(byday)
         else:
             raise ValueError(f"recurrence {self.recurrence!r}: allowed FREQ=DAILY or FREQ=WEEKLY;BYDAY=<days> "
                              "(GKE does not take SECONDLY, MINUTELY or HOURLY)")
@@ -160,6 +167,15 @@ class MaintenanceConfig(_Model):
     """The recurring maintenance window; unset: GKE may upgrade at any time."""
     exclusions: Annotated[list[MaintenanceExclusion], Field(max_length=MAX_EXCLUSIONS)] = []
     """Times without upgrades (at most 20)."""
+
+    @model_validator(mode="after")
+    def _exclusions_need_a_window(self) -> "MaintenanceConfig":
+        # pulumi-gcp 10.2 ClusterMaintenancePolicy: "one of recurring_window, recurring_maintenance_window and
+        # daily_maintenance_window is required if a maintenance_policy block is supplied".
+        if self.exclusions and self.window is None:
+            raise ValueError("exclusions need a window: GKE's maintenance policy holds exactly one window beside "
+                             "its exclusions; add window: {startTime, endTime, recurrence}")
+        return self
 
     @field_validator("exclusions")
     @classmethod

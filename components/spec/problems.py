@@ -66,12 +66,26 @@ def validation_problems(exc: ValidationError, base: str, model: type[BaseModel],
             message = "required key is missing"
         elif kind == "extra_forbidden":
             allowed = _allowed_keys(model, loc[:-1], style)
-            message = f"unknown key (given {given}); allowed: {', '.join(allowed)}"
+            message = f"unknown key{did_you_mean(loc[-1], allowed)} (given {given}); allowed: {', '.join(allowed)}"
+        elif kind == "string_type" and type(error.get("input")) in (int, float):
+            # YAML reads an unquoted 1.30 as the number 1.3: say so, rather than report the number as the value.
+            message = (f"YAML read the number {given}, not text: quote the value as you meant it"
+                       + (" (an unquoted 1.30 is the number 1.3: write \"1.30\")" if isinstance(error["input"], float)
+                          else f" (\"{given}\")"))
         else:
             reason = error["msg"].removeprefix("Value error, ")
             message = f"{given} is invalid: {reason[0].lower()}{reason[1:]}"
         problems.append(Problem(path, message))
     return problems
+
+
+def did_you_mean(key: Any, allowed: list[str]) -> str:
+    """' (did you mean X?)' with the closest allowed key to a misspelt one, or '' when none is close."""
+    import difflib
+
+    close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6) or [
+        a for a in allowed if a.lower() == str(key).lower()][:1]
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def _allowed_keys(model: Any, loc: tuple, style: str) -> list[str]:

@@ -11,10 +11,10 @@ from workloads.slice_checks import (  # noqa: F401  (re-exported for plan.verify
     PASS,
     SKIP,
     Check,
-    _labels,
-    _listing,
-    _name,
     group_checks,
+    labels_of,
+    listing,
+    name_of,
     pool_checks,
 )
 from workloads.slice_checks import object_checks as _object_checks

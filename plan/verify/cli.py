@@ -35,7 +35,7 @@ from ray_tpu_gke.resources.preflight import PreflightError
 from ray_tpu_gke.spec.problems import ConfigError
 
 from .. import harness, stackfile
-from .checks import FAIL, PASS, SKIP, Check, _labels, _name, group_checks, object_checks, pool_checks
+from .checks import FAIL, PASS, SKIP, Check, group_checks, labels_of, name_of, object_checks, pool_checks
 from .labels import CLUSTER_LABEL, GROUP_LABEL, NODE_TYPE_LABEL
 from .expected import StackPlan, stack_plan
 from .kubectl import Kubectl, KubectlError
@@ -50,7 +50,7 @@ def verify(stack: StackPlan, kubectl: Kubectl, skip_smoke: bool = False, timeout
     images = {(o["namespace"], key.rsplit("/", 1)[-1]): o["image"]
               for key, o in ((version_set or {}).get("rayObjects") or {}).items()}
     node_list = kubectl.items("nodes")
-    nodes = {_name(n): n for n in node_list}
+    nodes = {name_of(n): n for n in node_list}
     for pool in stack.pools:
         checks += pool_checks(pool, node_list)
     targets = []
@@ -77,8 +77,8 @@ def verify(stack: StackPlan, kubectl: Kubectl, skip_smoke: bool = False, timeout
             continue
         pods = kubectl.items("pods", "-n", obj.namespace, "-l", f"{CLUSTER_LABEL}={cluster},{NODE_TYPE_LABEL}=worker")
         for group in obj.groups:
-            checks += group_checks(obj.subject, group, [p for p in pods if _labels(p).get(GROUP_LABEL) == group.group],
-                                   nodes)
+            members = [p for p in pods if labels_of(p).get(GROUP_LABEL) == group.group]
+            checks += group_checks(obj.subject, group, members, nodes)
             if obj.kind == "RayJob":
                 continue  # a RayJob's own cluster lives as long as its job: the smoke test runs on the long-lived ones
             if skip_smoke:
