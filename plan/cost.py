@@ -17,9 +17,15 @@ from typing import Optional
 
 from rich.table import Table
 
+from pathlib import Path
+
+from pydantic import ValidationError
+
 from ray_tpu_gke.catalog import prices
 from ray_tpu_gke.render import pricing
 from ray_tpu_gke.spec.config import StackConfig
+from ray_tpu_gke.spec.models import PricingConfig, validate_as
+from ray_tpu_gke.spec.problems import ConfigError, Problem
 
 from .harness import Plan
 
@@ -31,13 +37,14 @@ class CostResult:
     estimate: Optional[pricing.Estimate]
     error: Optional[pricing.PricingError] = None  # a strict estimate's error (kept for callers that raise)
     json: dict = field(default_factory=dict)
+    rates_key: str = pricing.RATES_KEY  # where the project sets a rate: its stack's key, or LIBRARY_RATES
 
     @property
     def problems(self) -> list[str]:
         """One line per missing rate: `ray-tpu-gke:pricing.rates: no rate for ...; add {...}`."""
         if self.error:
             return [str(p) for p in self.error.problems]
-        return [f"{pricing.RATES_KEY}: {m.message}" for m in (self.estimate.missing if self.estimate else ())]
+        return [f"{self.rates_key}: {m.message}" for m in (self.estimate.missing if self.estimate else ())]
 
     @property
     def warnings(self) -> list[str]:
@@ -49,8 +56,32 @@ class CostResult:
             if age is not None and age > prices.STALE_AFTER_DAYS:
                 out.append(f"the oldest price used is {age} days old ({self.estimate.oldest_as_of}); regenerate "
                            "components/catalog/data/prices.yaml from a newer snapshot (scripts/prices.py) or set "
-                           "the stack's ray-tpu-gke:pricing.rates")
+                           + (f"the stack's {self.rates_key}" if self.rates_key == pricing.RATES_KEY
+                              else self.rates_key))
         return out
+
+
+# Where a program that configures the library itself sets a rate: a rates file given to `ray-tpu-gke plan`.
+LIBRARY_RATES = "`rates:` of a rates file given with `--rates FILE`"
+
+
+def read_rates(path: Path) -> PricingConfig:
+    """A rates file: the `ray-tpu-gke:pricing` mapping of a stack file (`rates:` entries and `monthlyBudget`), for a
+    program that configures the library itself. ConfigError names the file and the entry."""
+    from . import yamlfile
+
+    try:
+        raw = yamlfile.read(path)
+    except OSError as error:
+        raise ConfigError([Problem(f"--rates {path}", f"cannot read: {error.strerror or error}")]) from None
+    except ConfigError as error:
+        raise ConfigError([Problem(f"--rates {path}", str(p)) for p in error.problems]) from None
+    try:
+        return validate_as(PricingConfig, raw if raw is not None else {}, "stack")
+    except ValidationError as error:
+        raise ConfigError([Problem(f"--rates {path}: " + "".join(f"[{p}]" if isinstance(p, int) else f".{p}"
+                                                                 for p in e["loc"]).lstrip("."), e["msg"])
+                           for e in error.errors()]) from None
 
 
 def estimate(config: StackConfig, today: Optional[date] = None, table=None) -> CostResult:
@@ -116,9 +147,10 @@ def table(result: CostResult) -> Table:
 def bases_line(e: pricing.Estimate) -> str:
     """The three bases side by side, each said for what it is."""
     partial = "" if e.complete else f" (without {len(e.missing)} unpriced rate{'s' if len(e.missing) != 1 else ''})"
+    fee = (f"; each includes the GKE cluster fee ({'; '.join(f.credit_rule for f in e.fees)})" if e.fees else
+           "; no GKE cluster fee (the program creates no cluster)")
     return (f"Monthly{partial}: {usd(e.total.monthly)} as configured (autoscaled pools at their Ray worker groups' "
-            f"replicas), {usd(e.min.monthly)} at minimum, {usd(e.max.monthly)} at maximum; each includes the GKE "
-            f"cluster fee ({'; '.join(f.credit_rule for f in e.fees)})")
+            f"replicas), {usd(e.min.monthly)} at minimum, {usd(e.max.monthly)} at maximum{fee}")
 
 
 def stranded_line(e: pricing.Estimate) -> str:

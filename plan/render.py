@@ -159,7 +159,7 @@ def pool_table(config: StackConfig) -> Table:
     return table
 
 
-def print_plan(plan: Plan, config: StackConfig, console: Console, cost=None) -> None:
+def print_plan(plan: Plan, config: StackConfig, console: Console, cost=None, inventory=None) -> None:
     """The tree, the summary, the TPU capacity, then (given `cost`, a plan.cost.CostResult) $/hour and $/month."""
     console.print(tree(plan))
     console.print()
@@ -183,7 +183,7 @@ def print_plan(plan: Plan, config: StackConfig, console: Console, cost=None) -> 
         from . import versions
 
         console.print()
-        console.print(versions.table(versions.versions(plan, config)))
+        console.print(versions.table(versions.versions(plan, config, inventory)))
     for line in stackfile.warning_lines(plan.warnings):  # one line each, never wrapped at the console's width
         console.print(line, soft_wrap=True, highlight=False, markup=False)
 

@@ -192,6 +192,7 @@ def test_plan_prices_the_existing_cluster_example(installed):
     assert done.returncode == 0, done.stderr
     plan = json.loads(done.stdout)
     assert plan["project"] == "tpu-existing-cluster" and plan["stack"] == "dev"
+    assert plan["versions"]["rayObjects"]["train"]["rayVersion"] == "2.55.0"  # the version set, as a stack's
     pools = {s["newState"]["name"]: s["newState"]["inputs"] for s in plan["steps"]
              if s["newState"]["type"] == "gcp:container/nodePool:NodePool"}
     assert pools["v6e-16-0"]["nodeConfig"]["serviceAccount"] == "tpu-nodes@acme-ml.iam.gserviceaccount.com"
@@ -306,3 +307,47 @@ def test_verify_a_stack_file_project_against_the_stand_in_kubectl(installed, tmp
     assert failed.returncode == 1, failed.stdout[-3000:] + failed.stderr[-3000:]
     checks = {(c["subject"], c["name"]): c for c in json.loads(failed.stdout)["checks"]}
     assert checks[("node pool v6e-16-0", "nodes")]["status"] == "fail"
+
+
+def expected_of_project(folder: Path, stack: str):
+    """What verify expects of a project's cluster, planned in this process by the checkout's toolchain."""
+    from plan import planned
+    from plan import project as projects
+    from plan.verify import expected
+
+    here = Path.cwd()
+    projects.use(projects.load(folder))
+    os.chdir(folder)
+    try:
+        found = planned.load(stack)
+        return expected.stack_plan(found.plan, found.config)
+    finally:
+        projects.use(None)
+        os.chdir(here)
+
+
+def test_verify_diagram_and_compare_on_the_existing_cluster_example(installed, tmp_path):
+    """A program that configures the library itself: verify checks the live cluster against what its plan
+    registered, diagram draws it, compare says in one line what it needs instead."""
+    import test_verify
+
+    venv, _, team = installed
+    folder = team / "existing-cluster"
+    plan = expected_of_project(folder, "dev")
+    state = test_verify.cluster_as_planned(plan, {("ray", "train"): "rayproject/ray:2.55.0-py311"})
+    env = _fake_kubectl(tmp_path, state)
+    done = console(venv, folder, "verify", "dev", "--context", test_verify.CONTEXT, "--poll", "0", "--json", **env)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    checks = {(c["subject"], c["name"]): c["status"] for c in json.loads(done.stdout)["checks"]}
+    assert checks[("node pool v6e-16-0", "nodes")] == "pass"
+    assert checks[("RayCluster ray/train group tpu", "smoke")] == "pass"
+
+    chart = console(venv, folder, "diagram", "dev")
+    assert chart.returncode == 0, chart.stderr
+    assert "existing: not created here" in chart.stdout and "v6e-16" in chart.stdout
+    assert "worker group <b>tpu</b>" in chart.stdout
+
+    compare = console(venv, folder, "compare", "dev", "--local")
+    assert compare.returncode == 2 and len(compare.stderr.strip().splitlines()) == 1, compare.stderr
+    assert "ray-tpu-gke:rayJobs" in compare.stderr and "Traceback" not in compare.stderr
+
