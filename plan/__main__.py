@@ -22,6 +22,7 @@ from ray_tpu_gke.spec.problems import ConfigError
 from ray_tpu_gke.render import pricing
 
 from . import cost, mocks, planned, render, stackfile
+from .policy_pack import policy_engine
 from .review import gates
 
 POLICY_PACK = Path(__file__).resolve().parent.parent / "policy"  # this repository's; the wheel ships it inside
@@ -138,20 +139,6 @@ def main(argv=None, prog: str = "python -m plan") -> int:
         engine = policy_engine()
         return engine.report(plan.to_json(), args.stack, sys.stderr if args.json else sys.stdout)
     return 0
-
-
-def policy_engine():
-    """The policy pack's engine: inside the installed toolchain (`ray_tpu_gke_tools.policy`, pyproject.toml), or
-    this repository's `policy/` beside `plan/`."""
-    import importlib
-
-    inside = f"{__package__}.policy"
-    try:
-        return importlib.import_module(f"{inside}.engine")
-    except ModuleNotFoundError as error:
-        if error.name != inside:
-            raise
-    return importlib.import_module("policy.engine")
 
 
 if __name__ == "__main__":
