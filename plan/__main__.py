@@ -104,7 +104,7 @@ def main(argv=None, prog: str = "python -m plan") -> int:
         answered = f"quotas from {args.quotas}" if quota else mocks.VERSIONS_NOTE
         print(f"error: deploy-time check failed: {error} ({answered})", file=sys.stderr)
         return stackfile.EXIT_ERROR
-    plan, config = found.plan, found.config
+    plan, config = found.ran, found.config
     cost_result = None
     if not args.manifests:  # the plan JSON's `cost` (plan/cost.py); a library program's at what it registered
         if stack_files:

@@ -60,7 +60,8 @@ def _split(argv: list[str]) -> tuple[Path | None, str | None, list[str]]:
     return project_dir, (rest.pop(0) if rest else None), rest
 
 
-PATH_OPTIONS = ("--config-file", "--kubeconfig", "--out", "--quotas", "--rates")  # every command's options that take a file
+# Every command's options that take a file.
+PATH_OPTIONS = ("--config-file", "--kubeconfig", "--out", "--quotas", "--rates")
 
 
 def _absolute_paths(args: list[str]) -> list[str]:
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: unknown command {command!r}; commands: {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
     if command == "policy":
-        from .__main__ import policy_engine
+        from .policy_pack import policy_engine
 
         return policy_engine().main(rest)
     help_only = any(a in ("-h", "--help") for a in rest)

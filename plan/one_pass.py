@@ -47,7 +47,7 @@ def unknown() -> pulumi.Output:
 def collecting() -> Iterator[list[Problem]]:
     """Inside: a component's ConfigError is recorded in the list yielded, not raised (see the module)."""
     problems: list[Problem] = []
-    originals = {cls: (cls.__init__, cls.__dict__.get("__getattr__")) for cls in components()}
+    originals = {cls: (vars(cls)["__init__"], vars(cls).get("__getattr__")) for cls in components()}
 
     def wrap(cls, original):
         def init(self, name, *args, **kwargs):
@@ -65,15 +65,16 @@ def collecting() -> Iterator[list[Problem]]:
             raise AttributeError(attribute)
         return unknown()
 
+    # setattr, not `cls.__init__ = ...`, which mypy refuses on a type (misc, attr-defined): hence noqa B010.
     for cls, (init, _) in originals.items():
-        cls.__init__ = wrap(cls, init)
-        cls.__getattr__ = outputs_unknown
+        setattr(cls, "__init__", wrap(cls, init))  # noqa: B010
+        setattr(cls, "__getattr__", outputs_unknown)  # noqa: B010
     try:
         yield problems
     finally:
         for cls, (init, getattr_) in originals.items():
-            cls.__init__ = init
+            setattr(cls, "__init__", init)  # noqa: B010
             if getattr_ is None:
-                del cls.__getattr__
+                delattr(cls, "__getattr__")
             else:
-                cls.__getattr__ = getattr_
+                setattr(cls, "__getattr__", getattr_)  # noqa: B010

@@ -30,6 +30,12 @@ class Planned:
     plan: Optional[harness.Plan]  # None: not run (a stack file's diagram needs none)
     inventory: Any = None  # plan/inventory.py's Inventory of a program of its own; None for a stack file
 
+    @property
+    def ran(self) -> harness.Plan:
+        """The plan, of a load that ran the program."""
+        assert self.plan is not None, "planned.load(run=False) runs no program"
+        return self.plan
+
 
 def reads_stack_files() -> bool:
     """This repository, or a project of its stack-file schema; False for a program of its own."""

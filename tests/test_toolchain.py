@@ -194,3 +194,21 @@ def test_the_git_address_is_a_placeholder_the_reader_fills_in():
                 f"{path.relative_to(ROOT)}: {match.group(0)}"
     assert seen >= 4
     assert "acme/ray-tpu-gke" not in (ROOT / "pyproject.toml").read_text()
+
+
+def test_make_test_stack_runs_one_stacks_tests_and_those_across_every_stack():
+    """`make test STACK=name` (the README's new-environment checklist): the name from the command line only."""
+    one = make("-n", "test", "STACK=staging", cwd=ROOT)
+    every = make("-n", "test", cwd=ROOT)
+    assert one.returncode == every.returncode == 0, one.stderr + every.stderr
+    assert one.stdout.splitlines()[-1].endswith(" --stack staging")
+    assert "--stack" not in every.stdout.splitlines()[-1]
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:randomly", "--stack",
+                           "staging", "tests/test_snapshots.py", "tests/test_policy.py"], cwd=ROOT,
+                          env=clean_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    ids = [line for line in done.stdout.splitlines() if "::" in line]
+    assert "tests/test_snapshots.py::test_plan_matches_snapshot[staging]" in ids
+    assert "tests/test_snapshots.py::test_every_snapshot_has_a_stack" in ids
+    assert all("staging" in i or "every_stack" in i or "every_snapshot" in i for i in ids), ids
+    assert not any("[prod]" in i or "[dev]" in i for i in ids)

@@ -130,7 +130,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     try:  # a stack file's config, or what a program of its own registered (plan/planned.py)
         found = planned.load(args.stack, args.config_file)
-        plan, config = found.plan, found.config
+        plan, config = found.ran, found.config
     except (ConfigError, stackfile.StackNotFound) as error:
         return stackfile.report(error)
     except PreflightError as error:
