@@ -14,8 +14,6 @@ import json
 import sys
 from pathlib import Path
 
-from rich.console import Console
-
 from ray_tpu_gke.resources.preflight import PreflightError
 from ray_tpu_gke.spec.problems import ConfigError
 
@@ -121,15 +119,13 @@ def main(argv=None, prog: str = "python -m plan") -> int:
     elif args.manifests:
         sys.stdout.write(render.manifests_yaml(plan))
     else:
-        console = Console(highlight=False)
-        if not console.is_terminal:
-            console = Console(highlight=False, width=200)
+        console = render.console()
         render.print_plan(plan, config, console, cost_result, found.inventory)
     for note in plan.notes:  # what the offline answers were (plan/mocks.py), never mistaken for the project's
         if args.json or args.manifests:
             print(f"note: {note}", file=sys.stderr)
         else:
-            console.print(f"note: {note}", soft_wrap=True, highlight=False, markup=False)
+            console.print(f"note: {note}", highlight=False, markup=False)
     if args.json or args.manifests:
         stackfile.print_warnings(plan.warnings)
     if args.json and cost_result:

@@ -179,21 +179,22 @@ def print_cost(result: CostResult, console) -> None:
 
     e = result.estimate
     console.print(table(result))
-    console.print(escape(bases_line(e)), soft_wrap=True)
-    console.print(escape(stranded_line(e)), soft_wrap=True)
+    console.print(escape(bases_line(e)))
+    console.print(escape(stranded_line(e)))
     budget = budget_line(e)
     if budget:
         red = e.over_budget or not e.complete
-        console.print(("[bold red]" if red else "") + escape(budget) + ("[/]" if red else ""), soft_wrap=True)
+        console.print(("[bold red]" if red else "") + escape(budget) + ("[/]" if red else ""))
     console.print("Rates used:")
     for r in e.rates:
         console.print(escape(f"  {r.kind} {r.name} {r.capacity} {r.region or 'all regions'}: {rate_text(r)} "
                              f"({'stack' if r.origin == 'stack' else 'price table'}, as of {r.as_of or 'undated'}, "
-                             f"{r.source})"), soft_wrap=True)
+                             f"{r.source})"))
     for f in e.fees:
         console.print(escape(f"  GKE cluster fee: ${f.hourly:.2f}/cluster-hour (as of {f.to_json()['asOf']}, "
-                             f"{f.to_json()['source']})"), soft_wrap=True)
-    for warning in result.warnings:
-        console.print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True)
+                             f"{f.to_json()['source']})"))
+    from .render import print_warnings
+
+    print_warnings([f"warning: {' '.join(w.split())}" for w in result.warnings], console)
     console.print("[dim]List prices; not included: Autopilot pod charges, disks, storage, network. Monthly = hourly "
                   "x 730. See docs/cost.md.[/]")

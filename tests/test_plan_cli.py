@@ -268,3 +268,29 @@ def test_every_component_of_a_library_program_is_checked_in_one_pass(tmp_path, c
     assert lines[0].startswith('TpuSlicePools(v6e-16).args.slice.topology: "3x3" is not a v6e topology')
     assert lines[1].startswith('RayCluster(train).args.spec.namespace: "Bad_NS" is invalid')
     assert len(lines) == 2 and "Traceback" not in err
+
+
+def _plain(*args: str, **env: str) -> subprocess.CompletedProcess:
+    import os
+
+    environ = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    return subprocess.run([sys.executable, "-m", "plan", *args], cwd=ROOT, env={**environ, **env},
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("stack", ["prod", "compare"])
+def test_text_output_follows_columns_and_warnings_wrap_at_words(stack):
+    """Tables fit COLUMNS (their cells wrap), long warnings wrap at words; in JSON mode each stays one line."""
+    text = _plain(stack, COLUMNS="90")
+    data = _plain(stack, "--json")
+    assert text.returncode == data.returncode == 0, text.stderr + data.stderr
+    lines = text.stdout.splitlines()
+    assert max(map(len, lines)) <= 90, max(lines, key=len)
+    assert "TPU capacity" in text.stdout and "Cost estimate" in text.stdout
+    warnings = [line for line in data.stderr.splitlines() if line.startswith("warning: ")]
+    assert any(len(w) > 90 for w in warnings), "a warning longer than the terminal, to wrap"
+    flowing = " ".join(text.stdout.split())
+    for warning in warnings:
+        assert " ".join(warning.split()) in flowing, warning  # every word, in order, wrapped only between words
+    off_terminal = _plain(stack)  # no COLUMNS, not a terminal: 200 columns
+    assert max(map(len, off_terminal.stdout.splitlines())) <= 200

@@ -153,7 +153,8 @@ def _validated(args: Any, name: str) -> tuple[series.Environment, MonitoringConf
                                      monitoring.pending_pods_minutes, monitoring.slice_health.alert_after_minutes),
         notification_channels=tuple(monitoring.notification_channels), ray_metrics=ray_metrics,
         labels=tuple(sorted(labels.items())), slice_health=slice_health is True,
-        ray_namespaces=tuple(sorted(set(namespaces))), ray_kinds=tuple(sorted(set(kinds))))
+        ray_namespaces=tuple(sorted(set(namespaces))), ray_kinds=tuple(sorted(set(kinds))),
+        runbook_base_url=monitoring.runbook_base_url)
     slice_targets = [t for _, t in slices]
     gpu_targets = [t for _, t in gpu_pools]
     try:
