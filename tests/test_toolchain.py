@@ -212,3 +212,15 @@ def test_make_test_stack_runs_one_stacks_tests_and_those_across_every_stack():
     assert "tests/test_snapshots.py::test_every_snapshot_has_a_stack" in ids
     assert all("staging" in i or "every_stack" in i or "every_snapshot" in i for i in ids), ids
     assert not any("[prod]" in i or "[dev]" in i for i in ids)
+
+
+def test_ruff_passes_what_the_wheel_ships():
+    """`make lint`'s first step (pyproject.toml [tool.ruff], its exceptions written there); fast, so always run."""
+    ruff = Path(sys.executable).parent / "ruff"
+    if not ruff.is_file():
+        pytest.skip(f"{sys.prefix} has no ruff: requirements.txt pins it (`make` reinstalls the venv)")
+    done = subprocess.run([str(ruff), "check", "--no-cache", "components", "plan", "policy", "workloads"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    lines = (ROOT / "Makefile").read_text()
+    assert re.search(r"(?m)^lint:", lines) and "$(BIN)/mypy" in lines and "ruff format --check" in lines
