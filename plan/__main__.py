@@ -14,13 +14,13 @@ import json
 import sys
 from pathlib import Path
 
-from rich.console import Console
-
 from ray_tpu_gke.resources.preflight import PreflightError
 from ray_tpu_gke.spec.problems import ConfigError
 
-from . import cost, harness, mocks, preview, stackfile
-from . import project as projects
+from ray_tpu_gke.render import pricing
+
+from . import cost, mocks, planned, preview, stackfile
+from .policy_pack import policy_engine
 from .review import gates
 
 POLICY_PACK = Path(__file__).resolve().parent.parent / "policy"  # this repository's; the wheel ships it inside
@@ -53,6 +53,10 @@ def parse_args(argv, prog: str = "python -m plan"):
     parser.add_argument("--policy-pack", type=Path, metavar="DIR", nargs="?", const=POLICY_PACK,
                         help="run the policy pack's rules over the plan: the pack this package ships (DIR, as "
                              "in `--policy-pack policy`, names that same pack)")
+    parser.add_argument("--rates", type=Path, metavar="FILE",
+                        help="a program that configures the library itself: rates for the cost estimate, a YAML "
+                             "file of `rates:` entries as in a stack's ray-tpu-gke:pricing (kind, name, capacity, "
+                             "hourly, region; and `monthlyBudget`), for reservations and prices the table lacks")
     parser.add_argument("--quotas", type=Path, metavar="FILE",
                         help="check the accelerator quota against this JSON of `gcloud beta quotas info list "
                              "--service=compute.googleapis.com --project=P --format=json` (offline it is otherwise "
@@ -71,15 +75,6 @@ def main(argv=None, prog: str = "python -m plan") -> int:
         from . import diff
 
         return diff.run(args)
-    chosen = projects._current  # set by `ray-tpu-gke plan` (plan/cli.py); None: this repository
-    stack_files = chosen is None or chosen.reads_stack_files
-    try:
-        if stack_files:
-            values, secret_keys, config = stackfile.load_checked(args.stack, args.config_file)
-        else:
-            values, secret_keys = stackfile.load(args.stack, args.config_file)
-    except (ConfigError, stackfile.StackNotFound) as error:
-        return stackfile.report(error)
     quotas = None
     if args.quotas:
         try:
@@ -87,47 +82,51 @@ def main(argv=None, prog: str = "python -m plan") -> int:
         except mocks.QuotasFileError as error:
             print(f"error: {error}", file=sys.stderr)
             return stackfile.EXIT_INVALID
-    try:
-        plan = harness.run_program(args.stack, values, secret_keys, quotas=quotas,  # the chosen project's program
-                                   quotas_source=str(args.quotas or ""))
-    except ConfigError as error:  # a rule the program checks on what it renders
+    stack_files = planned.reads_stack_files()
+    rates = None
+    if args.rates:
+        if stack_files:
+            print(f"error: --rates is for a program that configures the library itself; this stack sets its rates "
+                  f"in {pricing.RATES_KEY} (docs/cost.md)", file=sys.stderr)
+            return stackfile.EXIT_INVALID
+        try:
+            rates = cost.read_rates(args.rates)
+        except ConfigError as error:
+            return stackfile.report(error)
+    try:  # the chosen project's program; a library program's config is what it registered (plan/planned.py)
+        found = planned.load(args.stack, args.config_file, quotas=quotas, quotas_source=str(args.quotas or ""))
+    except (ConfigError, stackfile.StackNotFound) as error:  # the stack file, or a rule the program checks
         return stackfile.report(error)
     except PreflightError as error:  # a deploy-time check, against the offline plan's answers (plan/mocks.py)
         quota = args.quotas and str(error).startswith("quota ")
         answered = f"quotas from {args.quotas}" if quota else mocks.VERSIONS_NOTE
         print(f"error: deploy-time check failed: {error} ({answered})", file=sys.stderr)
         return stackfile.EXIT_ERROR
-    if stack_files:
-        cost_result = None if args.manifests else cost.attach(plan, config)  # the plan JSON's `cost` (plan/cost.py)
-    else:  # any other program: what it registered is what it provisions (plan/inventory.py)
-        from . import inventory
+    plan, config = found.ran, found.config
+    cost_result = None
+    if not args.manifests:  # the plan JSON's `cost` (plan/cost.py); a library program's at what it registered
+        if stack_files:
+            cost_result = cost.attach(plan, config)
+        else:
+            from . import inventory
 
-        found = inventory.read(plan, values.get("gcp:project"))
-        config = found.config
-        plan.warnings.extend(found.warnings)
-        cost_result = None
-        if not args.manifests:
-            cost_result = inventory.cost(found)
+            cost_result = inventory.cost(found.inventory, rates)
             plan.cost = cost_result.json
-    if stack_files:  # the version set (plan/version_set.py): warnings, the JSON's `versions`, the table
+    if args.json:
         from . import version_set
 
-        plan.warnings.extend(version_set.warnings(config))
-    if args.json:
-        sys.stdout.write(json.dumps(version_set.attach(plan, config), indent=2, sort_keys=True) + "\n" if stack_files
-                         else plan.dumps())
+        sys.stdout.write(json.dumps(version_set.attach(plan, config, found.inventory), indent=2, sort_keys=True)
+                         + "\n")
     elif args.manifests:
         sys.stdout.write(preview.manifests_yaml(plan))
     else:
-        console = Console(highlight=False)
-        if not console.is_terminal:
-            console = Console(highlight=False, width=200)
-        preview.print_plan(plan, config, console, cost_result)
+        console = preview.console()
+        preview.print_plan(plan, config, console, cost_result, found.inventory)
     for note in plan.notes:  # what the offline answers were (plan/mocks.py), never mistaken for the project's
         if args.json or args.manifests:
             print(f"note: {note}", file=sys.stderr)
         else:
-            console.print(f"note: {note}", soft_wrap=True, highlight=False, markup=False)
+            console.print(f"note: {note}", highlight=False, markup=False)
     if args.json or args.manifests:
         stackfile.print_warnings(plan.warnings)
     if args.json and cost_result:
@@ -137,18 +136,6 @@ def main(argv=None, prog: str = "python -m plan") -> int:
         engine = policy_engine()
         return engine.report(plan.to_json(), args.stack, sys.stderr if args.json else sys.stdout)
     return 0
-
-
-def policy_engine():
-    """The policy pack's engine: inside the installed toolchain (`ray_tpu_gke_tools.policy`, pyproject.toml), or
-    this repository's `policy/` beside `plan/`."""
-    try:
-        from .policy import engine
-    except ModuleNotFoundError as error:
-        if error.name != f"{__package__}.policy":
-            raise
-        from policy import engine
-    return engine
 
 
 if __name__ == "__main__":

@@ -10,8 +10,9 @@
 The project is the nearest folder upwards holding a Pulumi.yaml (or `--project-dir DIR`), as the Pulumi CLI finds
 it: its `name`, `stackConfigDir`, `main` and `config` defaults, its `Pulumi.<STACK>.yaml`. Its program runs under the
 same mocks as `python -m plan` (this repository's stacks are one such project), with the same output, JSON and exit
-statuses. `verify`, `compare` and `diagram` read a stack file of this package's schema (`ray-tpu-gke:*` keys), so
-they serve projects whose program is built from `load_stack_config()`; `plan` serves every project.
+statuses. `plan`, `verify`, `diagram` and `policy` serve every project (a program that configures the library
+itself is read back from what its plan registers, plan/planned.py); `compare` runs the comparison a stack file of
+this package's schema declares (`load_stack_config()`), and says so elsewhere (exit 2).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ COMMANDS = {
     "diagram": "the stack as a Mermaid flowchart: cluster, pools, Ray worker groups",
     "policy": "the policy pack's rules over a saved plan JSON (`ray-tpu-gke plan STACK --json`)",
 }
-STACK_FILE_COMMANDS = ("verify", "compare", "diagram")
+STACK_FILE_COMMANDS = ("compare",)  # needs what only a stack file declares; the others read any program's plan
 
 
 def _usage() -> str:
@@ -59,7 +60,8 @@ def _split(argv: list[str]) -> tuple[Path | None, str | None, list[str]]:
     return project_dir, (rest.pop(0) if rest else None), rest
 
 
-PATH_OPTIONS = ("--config-file", "--kubeconfig", "--out", "--quotas")  # every command's options that take a file
+# Every command's options that take a file.
+PATH_OPTIONS = ("--config-file", "--kubeconfig", "--out", "--quotas", "--rates")
 
 
 def _absolute_paths(args: list[str]) -> list[str]:
@@ -90,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: unknown command {command!r}; commands: {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
     if command == "policy":
-        from .__main__ import policy_engine
+        from .policy_pack import policy_engine
 
         return policy_engine().main(rest)
     help_only = any(a in ("-h", "--help") for a in rest)
@@ -105,10 +107,12 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         return stackfile.report(error)
     if project is not None and command in STACK_FILE_COMMANDS and not project.reads_stack_files and not help_only:
-        print(f"error: {PROG} {command} reads a stack file of ray-tpu-gke's schema (ray-tpu-gke:* keys); project "
-              f"{project.name!r} configures the library in its own program: `{PROG} plan` serves it",
+        print(f"error: {PROG} {command} reads its sides from a stack file's ray-tpu-gke:rayJobs (the RayJobs on a "
+              f"TPU slice or a GPU pool, docs/compare.md), which project {project.name!r} does not have: declare "
+              f"the jobs in a project of the stack-file schema (load_stack_config(), as this repository's "
+              f"stacks/Pulumi.compare.yaml) and run {PROG} {command} there",
               file=sys.stderr)
-        return stackfile.EXIT_ERROR
+        return stackfile.EXIT_INVALID
     projects.use(project)
     if project is not None:
         os.chdir(project.program.parent)  # where the Pulumi CLI runs the program

@@ -17,9 +17,15 @@ from typing import Optional
 
 from rich.table import Table
 
+from pathlib import Path
+
+from pydantic import ValidationError
+
 from ray_tpu_gke.catalog import prices
 from ray_tpu_gke.render import pricing
 from ray_tpu_gke.spec.config import StackConfig
+from ray_tpu_gke.spec.models import PricingConfig, validate_as
+from ray_tpu_gke.spec.problems import ConfigError, Problem
 
 from .harness import Plan
 
@@ -31,13 +37,14 @@ class CostResult:
     estimate: Optional[pricing.Estimate]
     error: Optional[pricing.PricingError] = None  # a strict estimate's error (kept for callers that raise)
     json: dict = field(default_factory=dict)
+    rates_key: str = pricing.RATES_KEY  # where the project sets a rate: its stack's key, or LIBRARY_RATES
 
     @property
     def problems(self) -> list[str]:
         """One line per missing rate: `ray-tpu-gke:pricing.rates: no rate for ...; add {...}`."""
         if self.error:
             return [str(p) for p in self.error.problems]
-        return [f"{pricing.RATES_KEY}: {m.message}" for m in (self.estimate.missing if self.estimate else ())]
+        return [f"{self.rates_key}: {m.message}" for m in (self.estimate.missing if self.estimate else ())]
 
     @property
     def warnings(self) -> list[str]:
@@ -49,8 +56,32 @@ class CostResult:
             if age is not None and age > prices.STALE_AFTER_DAYS:
                 out.append(f"the oldest price used is {age} days old ({self.estimate.oldest_as_of}); regenerate "
                            "components/catalog/data/prices.yaml from a newer snapshot (scripts/prices.py) or set "
-                           "the stack's ray-tpu-gke:pricing.rates")
+                           + (f"the stack's {self.rates_key}" if self.rates_key == pricing.RATES_KEY
+                              else self.rates_key))
         return out
+
+
+# Where a program that configures the library itself sets a rate: a rates file given to `ray-tpu-gke plan`.
+LIBRARY_RATES = "`rates:` of a rates file given with `--rates FILE`"
+
+
+def read_rates(path: Path) -> PricingConfig:
+    """A rates file: the `ray-tpu-gke:pricing` mapping of a stack file (`rates:` entries and `monthlyBudget`), for a
+    program that configures the library itself. ConfigError names the file and the entry."""
+    from . import yamlfile
+
+    try:
+        raw = yamlfile.read(path)
+    except OSError as error:
+        raise ConfigError([Problem(f"--rates {path}", f"cannot read: {error.strerror or error}")]) from None
+    except ConfigError as error:
+        raise ConfigError([Problem(f"--rates {path}", str(p)) for p in error.problems]) from None
+    try:
+        return validate_as(PricingConfig, raw if raw is not None else {}, "stack")
+    except ValidationError as error:
+        raise ConfigError([Problem(f"--rates {path}: " + "".join(f"[{p}]" if isinstance(p, int) else f".{p}"
+                                                                 for p in e["loc"]).lstrip("."), e["msg"])
+                           for e in error.errors()]) from None
 
 
 def estimate(config: StackConfig, today: Optional[date] = None, table=None) -> CostResult:
@@ -126,15 +157,16 @@ def bases_line(e: pricing.Estimate) -> str:
     """The three bases side by side, each said for what it is. A stack whose accelerators all scale from zero is said
     per hour of a running job first: a month of always-on hardware is not what it costs."""
     partial = "" if e.complete else f" (without {len(e.missing)} unpriced rate{'s' if len(e.missing) != 1 else ''})"
-    fee = f"each includes the GKE cluster fee ({'; '.join(f.credit_rule for f in e.fees)})"
+    fee = (f"; each includes the GKE cluster fee ({'; '.join(f.credit_rule for f in e.fees)})" if e.fees else
+           "; no GKE cluster fee (the program creates no cluster)")
     if scales_from_zero(e):
         running = ", ".join(f"{i.name} {usd(i.hourly)}/hour" for i in e.items if i.kind in ACCELERATOR_ITEMS)
         return (f"Monthly{partial}: every TPU slice and GPU pool scales from zero, so the stack costs "
                 f"{usd(e.min.monthly)}/month while no job runs, and each job adds its hardware's price per hour only "
                 f"while it runs ({running}, at the size its Ray worker groups ask for). Had every pool run the whole "
-                f"month: {usd(e.total.monthly)} as configured, {usd(e.max.monthly)} at maximum; {fee}")
+                f"month: {usd(e.total.monthly)} as configured, {usd(e.max.monthly)} at maximum{fee}")
     return (f"Monthly{partial}: {usd(e.total.monthly)} as configured (autoscaled pools at their Ray worker groups' "
-            f"replicas), {usd(e.min.monthly)} at minimum, {usd(e.max.monthly)} at maximum; {fee}")
+            f"replicas), {usd(e.min.monthly)} at minimum, {usd(e.max.monthly)} at maximum{fee}")
 
 
 def stranded_line(e: pricing.Estimate) -> str:
@@ -163,21 +195,22 @@ def print_cost(result: CostResult, console) -> None:
 
     e = result.estimate
     console.print(table(result))
-    console.print(escape(bases_line(e)), soft_wrap=True)
-    console.print(escape(stranded_line(e)), soft_wrap=True)
+    console.print(escape(bases_line(e)))
+    console.print(escape(stranded_line(e)))
     budget = budget_line(e)
     if budget:
         red = e.over_budget or not e.complete
-        console.print(("[bold red]" if red else "") + escape(budget) + ("[/]" if red else ""), soft_wrap=True)
+        console.print(("[bold red]" if red else "") + escape(budget) + ("[/]" if red else ""))
     console.print("Rates used:")
     for r in e.rates:
         console.print(escape(f"  {r.kind} {r.name} {r.capacity} {r.region or 'all regions'}: {rate_text(r)} "
                              f"({'stack' if r.origin == 'stack' else 'price table'}, as of {r.as_of or 'undated'}, "
-                             f"{r.source})"), soft_wrap=True)
+                             f"{r.source})"))
     for f in e.fees:
         console.print(escape(f"  GKE cluster fee: ${f.hourly:.2f}/cluster-hour (as of {f.to_json()['asOf']}, "
-                             f"{f.to_json()['source']})"), soft_wrap=True)
-    for warning in result.warnings:
-        console.print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True)
+                             f"{f.to_json()['source']})"))
+    from .preview import print_warnings
+
+    print_warnings([f"warning: {' '.join(w.split())}" for w in result.warnings], console)
     console.print("[dim]List prices; not included: Autopilot pod charges, disks, storage, network. Monthly = hourly "
                   "x 730. See docs/cost.md.[/]")

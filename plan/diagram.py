@@ -1,7 +1,8 @@
 """`python -m plan.diagram STACK [--config-file FILE] [--markdown]`: the stack as a Mermaid flowchart.
 
 Cluster -> TPU slices (shape, machine type, hosts, count, capacity) -> the Ray worker groups that run on them. Drawn
-from the typed stack config and the TPU catalogue alone (no Pulumi run), for the README and pull-request comments.
+from the typed stack config and the TPU catalogue alone (no Pulumi run), for the README and pull-request comments;
+for a program that configures the library itself, from what its offline plan registered (plan/planned.py).
 Exit status: 0 drawn, 2 invalid configuration (every problem on stderr), 1 anything else.
 """
 
@@ -16,7 +17,9 @@ from ray_tpu_gke.spec.config import StackConfig
 from ray_tpu_gke.spec.ray_models import RayClusterConfig, RayJobConfig, RayObjectConfig, RayServiceConfig
 from ray_tpu_gke.spec.problems import ConfigError
 
-from . import stackfile
+from ray_tpu_gke.resources.preflight import PreflightError
+
+from . import planned, stackfile
 
 CAPACITY = {"onDemand": "on-demand", "spot": "Spot", "reservation": "reservation", "flexStart": "flex-start"}
 
@@ -56,16 +59,20 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def mermaid(config: StackConfig, marks: dict[str, str] | None = None) -> str:
-    """The flowchart text (without a ``` fence). `marks`: tpuSlices name -> risky | changed | created."""
+def mermaid(config: StackConfig, marks: dict[str, str] | None = None, inventory=None) -> str:
+    """The flowchart text (without a ``` fence). `marks`: tpuSlices name -> risky | changed | created. `inventory`
+    (plan/inventory.py): a program of its own, which may plan into a cluster and system pool it does not create."""
     marks = marks or {}
     c = config.cluster
     lines = ["flowchart LR"]
     where = f"{c.mode} · {c.location}" + ("" if c.zonal else " (regional)")
-    channel = f"{c.release_channel} channel · project {config.project}"
-    lines.append(f"  cluster[{label(f'<b>GKE cluster {c.name}</b>', where, channel)}]")
+    if inventory is None or inventory.has_cluster:
+        channel = f"{c.release_channel} channel · project {config.project}"
+        lines.append(f"  cluster[{label(f'<b>GKE cluster {c.name}</b>', where, channel)}]")
+    else:
+        lines.append(f"  cluster[{label(f'<b>GKE cluster {c.name}</b>', where, 'existing: not created here')}]")
     lines.append("  class cluster gke")
-    if config.standard:
+    if config.standard and (inventory is None or inventory.has_system_pool):
         p = c.system_pool
         size = f"{p.machine_type} × {p.min_nodes}–{p.max_nodes} nodes"
         lines.append(f"  system[{label('system pool', size, 'Ray heads, system pods')}]")
@@ -138,15 +145,19 @@ def fenced(chart: str) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m plan.diagram", description=__doc__.splitlines()[0])
-    parser.add_argument("stack", help="stack name: stacks/Pulumi.<stack>.yaml")
+    parser.add_argument("stack", help="stack name: Pulumi.<stack>.yaml in the project's stackConfigDir (this "
+                                      "repository: stacks/)")
     parser.add_argument("--config-file", type=Path, help="read this stack config file instead of the stack's own")
     parser.add_argument("--markdown", action="store_true", help="wrap the chart in a ```mermaid fence")
     args = parser.parse_args(argv)
-    try:
-        _, _, config = stackfile.load_checked(args.stack, args.config_file)
+    try:  # a stack file's config (no Pulumi run), or what a program of its own registered (plan/planned.py)
+        found = planned.load(args.stack, args.config_file, run=False)
     except (ConfigError, stackfile.StackNotFound) as error:
         return stackfile.report(error)
-    chart = mermaid(config)
+    except PreflightError as error:
+        print(f"error: deploy-time check failed: {error}", file=sys.stderr)
+        return stackfile.EXIT_ERROR
+    chart = mermaid(found.config, inventory=found.inventory)
     sys.stdout.write(fenced(chart) if args.markdown else chart)
     return 0
 

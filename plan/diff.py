@@ -29,9 +29,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from rich.console import Console
-
-from . import ROOT
+from . import ROOT, preview
 from . import project as projects
 from .review import gates
 from .review.changes import Report
@@ -86,9 +84,7 @@ def run(args) -> int:
     elif fmt == "markdown":
         sys.stdout.write(markdown(report, root))
     else:
-        console = Console(highlight=False)
-        if not console.is_terminal:
-            console = Console(highlight=False, width=200)
+        console = preview.console()
         print_text(report, console)
     if fmt != "text":
         for problem in [report.error] + [s.error for s in report.stacks]:

@@ -25,7 +25,9 @@ from pulumi.runtime import rpc, settings
 from pulumi.runtime import stack as pulumi_stack
 from pulumi.runtime.proto import resource_pb2, source_pb2
 
-from . import mocks
+from ray_tpu_gke.spec.problems import ConfigError
+
+from . import mocks, one_pass
 from . import project as projects
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -319,17 +321,23 @@ def run_program(stack: str, values: dict[str, Any], secret_keys: list[str] | Non
     pulumi.runtime.set_all_config(config_map(values), secret_keys or [])
     program_path = program or (chosen.program if chosen is not None else ROOT / "__main__.py")
     sys.path.insert(0, str(program_path.parent))
+    # A program of its own: every component's refused arguments in one pass (plan/one_pass.py); a stack file's
+    # config is validated whole before its program runs.
+    own_program = chosen is not None and not chosen.reads_stack_files
+    refused: list = []
     try:
-        with _young_garbage_only(), _without_source_positions(), _declaration_order(monitor):
+        with _young_garbage_only(), _without_source_positions(), _declaration_order(monitor), \
+                (one_pass.collecting() if own_program else contextlib.nullcontext([])) as refused:
             loop.run_until_complete(pulumi_stack.run_in_stack(lambda: runpy.run_path(str(program_path))))
+        if refused:
+            raise ConfigError(list(refused))
+    except ConfigError:
+        _end_pending(loop)
+        raise
     except BaseException:
-        # The program failed (its error is raised to the caller): the outputs that depended on the failure are
-        # left pending; end them quietly instead of letting asyncio log each one as the loop closes.
-        loop.set_exception_handler(lambda _loop, _context: None)
-        pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
-        for task in pending:
-            task.cancel()
-        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        _end_pending(loop)
+        if refused:  # the program failed on what a refused component left unknown: the refusals are the cause
+            raise ConfigError(list(refused)) from None
         raise
     finally:
         sys.path.remove(str(program_path.parent))
@@ -337,6 +345,18 @@ def run_program(stack: str, values: dict[str, Any], secret_keys: list[str] | Non
         asyncio.set_event_loop(None)
     return Plan(stack=stack, steps=monitor.in_declaration_order(), outputs=monitor.outputs, warnings=warnings,
                 project=project, notes=program_mocks.notes)
+
+
+def _end_pending(loop) -> None:
+    """The program failed (its error is raised to the caller): the outputs that depended on the failure are left
+    pending; end them quietly instead of letting asyncio log each one as the loop closes."""
+    loop.set_exception_handler(lambda _loop, _context: None)
+    pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in pending:
+        task.cancel()
+    loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+
+
 
 
 @contextlib.contextmanager

@@ -44,6 +44,8 @@ class Inventory:
     has_system_pool: bool  # False: the estimate's default system pool is not the program's, leave it out
     has_cluster: bool  # False: the program plans into a cluster it does not create (no GKE fee of its own)
     warnings: list[str]
+    # (namespace, name) -> KubeRay kind of each Ray object read back (all are read as RayClusterConfig)
+    kinds: dict[tuple[str, str], str] = dataclasses.field(default_factory=dict)
 
 
 def _known(value: Any) -> bool:
@@ -78,16 +80,18 @@ def _nodes(inputs: dict) -> tuple[int, dict | None]:
     return (count if isinstance(count, int) else inputs.get("initialNodeCount") or 1), None
 
 
-def _groups(spec: dict, path: tuple[str, ...]) -> list[dict]:
+def _cluster_spec(spec: dict, path: tuple[str, ...]) -> dict:
+    """The RayCluster spec inside a KubeRay object's spec (RAY_KINDS)."""
     for key in path:
         spec = spec.get(key) or {}
-    return spec.get("workerGroupSpecs") or []
+    return spec
 
 
 class _Reader:
     def __init__(self, plan: Plan):
         self.plan = plan
         self.warnings: list[str] = []
+        self.kinds: dict[tuple[str, str], str] = {}
 
     def validated(self, model, raw: dict, what: str):
         try:
@@ -146,8 +150,9 @@ class _Reader:
         for type_, path in RAY_KINDS.items():
             for step in self.steps(type_):
                 meta = step.inputs.get("metadata") or {}
+                cluster = _cluster_spec(step.inputs.get("spec") or {}, path)
                 groups = []
-                for group in _groups(step.inputs.get("spec") or {}, path):
+                for group in cluster.get("workerGroupSpecs") or []:
                     selector = (group.get("template") or {}).get("spec", {}).get("nodeSelector") or {}
                     target = {}
                     if selector.get(manifests.SLICE_LABEL) in {s.name for s in slices}:
@@ -159,11 +164,17 @@ class _Reader:
                         groups.append({"name": group.get("groupName", "workers"), **target,
                                        "replicas": group.get("replicas", 1)})
                 if groups:
-                    obj = self.validated(RayClusterConfig, {"name": meta.get("name", step.name),
-                                                            "namespace": meta.get("namespace", "ray"),
-                                                            "worker_groups": groups}, f"{step.type} {step.name}")
+                    raw = {"name": meta.get("name", step.name), "namespace": meta.get("namespace", "ray"),
+                           "worker_groups": groups}
+                    # The Ray version and image it runs (the version set, the image warnings of plan/version_set.py)
+                    head = ((cluster.get("headGroupSpec") or {}).get("template") or {}).get("spec") or {}
+                    image = next((c.get("image") for c in head.get("containers") or [] if c.get("image")), None)
+                    if _known(image) and _known(cluster.get("rayVersion")):
+                        raw.update(image=image, ray_version=cluster["rayVersion"])
+                    obj = self.validated(RayClusterConfig, raw, f"{step.type} {step.name}")
                     if obj is not None:
                         out.append(obj)
+                        self.kinds[(obj.namespace, obj.name)] = type_.rsplit(":", 1)[-1]
         return out
 
 
@@ -191,6 +202,12 @@ def read(plan: Plan, project_id: str | None = None) -> Inventory:
         "name": (where.get("name") if clusters else where.get("cluster")) or "cluster",
         "location": location or "us-central1",
         "mode": "autopilot" if clusters and clusters[0].inputs.get("enableAutopilot") else "standard"}
+    if clusters:  # the version set's channel and pin are the cluster's own, where the program creates it
+        channel = (where.get("releaseChannel") or {}).get("channel")
+        if _known(channel):
+            cluster_raw["release_channel"] = channel
+        if _known(where.get("minMasterVersion")):
+            cluster_raw["min_master_version"] = where["minMasterVersion"]
     if not _known(cluster_raw["name"]):
         cluster_raw["name"] = "cluster"
     if location is None:
@@ -212,11 +229,12 @@ def read(plan: Plan, project_id: str | None = None) -> Inventory:
         labels={}, cluster=cluster, storage=StorageConfig(enabled=False), tpu_slices=tuple(slices),
         gpu_pools=tuple(gpu_pools), cpu_pools=tuple(cpu_pools), ray_clusters=tuple(objects), ray_services=(),
         ray_jobs=())
-    return Inventory(config, bool(system), bool(clusters), reader.warnings)
+    return Inventory(config, bool(system), bool(clusters), reader.warnings, reader.kinds)
 
 
-def cost(inventory: Inventory):
-    """The estimate of what the program provisions (plan/cost.py's CostResult), at the price table's list prices.
+def cost(inventory: Inventory, rates=None):
+    """The estimate of what the program provisions (plan/cost.py's CostResult), at the price table's list prices and
+    `rates` (a PricingConfig: `ray-tpu-gke plan --rates FILE`); a missing rate names that flag.
 
     A standard-mode estimate counts the cluster's system pool and its GKE management fee; a program that registers
     neither (its cluster is someone else's) pays for neither here, so those lines are dropped."""
@@ -224,7 +242,10 @@ def cost(inventory: Inventory):
 
     from . import cost as costs
 
-    result = costs.estimate(inventory.config)
+    config = inventory.config if rates is None else dataclasses.replace(inventory.config, pricing=rates)
+    result = dataclasses.replace(costs.estimate(config), rates_key=costs.LIBRARY_RATES)
+    for missing in result.json.get("missing", []):
+        missing["problem"] = missing["problem"].replace(pricing.RATES_KEY, costs.LIBRARY_RATES, 1)
     estimate = result.estimate
     if estimate is None:
         return result
@@ -237,4 +258,7 @@ def cost(inventory: Inventory):
     if not changes:
         return result
     estimate = dataclasses.replace(estimate, **changes)
-    return dataclasses.replace(result, estimate=estimate, json=estimate.to_json())
+    json = estimate.to_json()
+    for missing in json.get("missing", []):
+        missing["problem"] = missing["problem"].replace(pricing.RATES_KEY, costs.LIBRARY_RATES, 1)
+    return dataclasses.replace(result, estimate=estimate, json=json)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass
 
 import yaml
@@ -159,7 +161,29 @@ def pool_table(config: StackConfig) -> Table:
     return table
 
 
-def print_plan(plan: Plan, config: StackConfig, console: Console, cost=None) -> None:
+OFF_TERMINAL_WIDTH = 200  # a pipe or a log: wide enough for every table of a stack, still bounded
+
+
+def console() -> Console:
+    """The console of the text outputs: `COLUMNS` columns where it is set (rich reads it), else the terminal's width,
+    else OFF_TERMINAL_WIDTH. Tables shrink their columns and wrap their cells to fit; warnings wrap at words."""
+    out = Console(highlight=False)
+    if out.is_terminal or os.environ.get("COLUMNS", "").strip().isdigit():
+        return out
+    return Console(highlight=False, width=OFF_TERMINAL_WIDTH)
+
+
+def print_warnings(lines, console: Console) -> None:
+    """`warning: ...` lines for people: each wrapped at words to the console's width, continuation lines indented."""
+    from rich.text import Text
+
+    for line in lines:
+        text = Text(line)
+        for i, part in enumerate(text.wrap(console, max(20, console.width - 2))):
+            console.print(Text("  ") + part if i else part, soft_wrap=True, highlight=False)
+
+
+def print_plan(plan: Plan, config: StackConfig, console: Console, cost=None, inventory=None) -> None:
     """The tree, the summary, the TPU capacity, then (given `cost`, a plan.cost.CostResult) $/hour and $/month."""
     console.print(tree(plan))
     console.print()
@@ -168,7 +192,7 @@ def print_plan(plan: Plan, config: StackConfig, console: Console, cost=None) -> 
     console.print()
     console.print(capacity_table(config))
     for line in multislice_lines(config):
-        console.print(line, soft_wrap=True)
+        console.print(line)
     console.print()
     if config.gpu_pools or config.cpu_pools:
         console.print(pool_table(config))
@@ -183,9 +207,8 @@ def print_plan(plan: Plan, config: StackConfig, console: Console, cost=None) -> 
         from . import version_set
 
         console.print()
-        console.print(version_set.table(version_set.versions(plan, config)))
-    for line in stackfile.warning_lines(plan.warnings):  # one line each, never wrapped at the console's width
-        console.print(line, soft_wrap=True, highlight=False, markup=False)
+        console.print(version_set.table(version_set.versions(plan, config, inventory)))
+    print_warnings(stackfile.warning_lines(plan.warnings), console)  # one line each in JSON mode (stderr)
 
 
 def kubernetes_objects(plan: Plan) -> list[dict]:

@@ -69,7 +69,9 @@ def dockerfile_pins(variant: str, folder: Path = WORKLOADS) -> Optional[dict[str
     return {"dockerfile": f"workloads/{name}", "base": base.group(1) if base else "", **pins}
 
 
-def versions(plan: Plan, config: StackConfig) -> dict:
+def versions(plan: Plan, config: StackConfig, inventory=None) -> dict:
+    """The version set; `inventory` (plan/inventory.py) for a program that configures the library in its own way,
+    whose Ray objects are read back from what it registered and whose cluster may not be its own."""
     need = config.gke_version_need
     c = config.cluster
     objects: dict[str, dict] = {}
@@ -78,6 +80,8 @@ def versions(plan: Plan, config: StackConfig) -> dict:
     for obj in config.ray_objects:
         key = obj.name if names.count(obj.name) == 1 else f"{obj.namespace}/{obj.name}"
         kind = type(obj).__name__.removesuffix("Config")
+        if inventory is not None:
+            kind = inventory.kinds.get((obj.namespace, obj.name), kind)
         # A RayJob on an existing RayCluster (clusterSelector) runs in that cluster's Ray and image.
         runs_in = clusters.get((obj.namespace, getattr(obj, "cluster", None) or ""), obj)
         entry = {"kind": kind, "namespace": obj.namespace, "rayVersion": runs_in.ray_version, "image": runs_in.image,
@@ -94,6 +98,8 @@ def versions(plan: Plan, config: StackConfig) -> dict:
         "kuberay": {"apiVersion": "ray.io/v1", "fields": kuberay_fields(plan)},
         "rayObjects": objects,
     }
+    if inventory is not None and not inventory.has_cluster:  # its channel and pin are the existing cluster's
+        out["gke"].update(releaseChannel="the existing cluster's", pin=None)
     images = {variant: pins for variant in DOCKERFILES if (pins := dockerfile_pins(variant)) is not None}
     if images:
         out["workloadsImages"] = images
@@ -103,26 +109,31 @@ def versions(plan: Plan, config: StackConfig) -> dict:
 SECTIONS = (("rayClusters", "ray_clusters"), ("rayServices", "ray_services"), ("rayJobs", "ray_jobs"))
 
 
-def warnings(config: StackConfig) -> list[str]:
+def warnings(config: StackConfig, inventory=None) -> list[str]:
     """A TPU worker group on an image without JAX (Ray's own) cannot run a JAX program on its chips: one warning per
     Ray object, naming the repository's image of its Ray version in the stack's Artifact Registry (docs/workloads.md:
-    <region>-docker.pkg.dev/<project>/ray-tpu-gke/workloads-tpu:<ray version>)."""
+    <region>-docker.pkg.dev/<project>/ray-tpu-gke/workloads-tpu:<ray version>). The same for a program of its own
+    (`inventory`, plan/inventory.py), each object named by its kind, namespace and name."""
     registry = f"{config.region}-docker.pkg.dev/{config.project}"
     out = []
     for key, attribute in SECTIONS:
         for index, obj in enumerate(getattr(config, attribute)):
             groups = [g.name for g in obj.worker_groups if g.slice]
+            where = f"ray-tpu-gke:{key}[{index}].image"
+            if inventory is not None:
+                kind = inventory.kinds.get((obj.namespace, obj.name), "RayCluster")
+                where = f"{kind} {obj.namespace}/{obj.name}: image"
             if groups and lacks_jax(obj.image):
-                out.append(f"ray-tpu-gke:{key}[{index}].image: {obj.image} has no JAX, which the TPU worker groups "
+                out.append(f"{where}: {obj.image} has no JAX, which the TPU worker groups "
                            f"{', '.join(groups)} need; use the repository's image "
                            f"{registry}/ray-tpu-gke/workloads-tpu:{obj.ray_version} (docs/workloads.md)")
     return out
 
 
-def attach(plan: Plan, config: StackConfig) -> dict:
+def attach(plan: Plan, config: StackConfig, inventory=None) -> dict:
     """The plan JSON with its top-level `versions` (plan/__main__.py prints it)."""
     data = plan.to_json()
-    data["versions"] = versions(plan, config)
+    data["versions"] = versions(plan, config, inventory)
     return data
 
 

@@ -1,13 +1,13 @@
 """ray-tpu-gke as a Pulumi component provider: RayTpuPlatform and TpuSlicePools for TypeScript, Go, C#, Java and YAML.
 
-Consumers run `pulumi package add <this folder, or github.com/acme/ray-tpu-gke/provider@v0.3.0>`; the Pulumi CLI starts
-this program through the Python language host (PulumiPlugin.yaml), asks it for its schema and generates an SDK (or,
-for YAML, reads the schema directly). The SDK infers the schema from the components' type annotations: the TypedDict
-annotation of each constructor's `args` gives the inputs (camelCase in the schema, nested TypedDicts as object types,
-`Required[...]` keys as required, attribute docstrings as descriptions) and the class's `pulumi.Output[...]`
-annotations give the outputs. The constructor receives the inputs back in snake_case, as a Python program passes them,
-and validates them as it always does: a bad argument fails with the component's ConfigError before anything is
-registered.
+Consumers run `pulumi package add <this folder, or <your-git-host>/<org>/ray-tpu-gke/provider@v0.3.0>`; the Pulumi
+CLI starts this program through the Python language host (PulumiPlugin.yaml), asks it for its schema and generates
+an SDK (or, for YAML, reads the schema directly). The SDK infers the schema from the components' type annotations:
+the TypedDict annotation of each constructor's `args` gives the inputs (camelCase in the schema, nested TypedDicts
+as object types, `Required[...]` keys as required, attribute docstrings as descriptions) and the class's
+`pulumi.Output[...]` annotations give the outputs. The constructor receives the inputs back in snake_case, as a
+Python program passes them, and validates them as it always does: a bad argument fails with the component's
+ConfigError before anything is registered.
 
 The other components (GkeCluster, RayCluster, RayService, RayJob) take a Kubernetes provider object or several
 resources' outputs, so other languages compose them through RayTpuPlatform.

@@ -15,16 +15,35 @@ import plan as _checkout_plan  # noqa: E402,F401  binds ray_tpu_gke to this chec
 
 def pytest_addoption(parser):
     parser.addoption("--update-snapshots", action="store_true", help="rewrite tests/snapshots/ from the current plans")
+    parser.addoption("--stack", metavar="NAME", help="only the tests of stack NAME (a test parametrized with it) and "
+                                                     "those that check every stack at once (`make test STACK=NAME`)")
+
+
+# Tests that look at every stack at once (tests/test_new_stack.py runs them beside a new stack's own).
+ACROSS_STACKS = ("every_snapshot_has_a_stack", "every_stack_is_valid")
+
+
+def _of_stack(item, stack: str) -> bool:
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and stack in callspec.params.values():
+        return True
+    return any(name in item.name for name in ACROSS_STACKS)
 
 
 # What `pip install .` of the checkout writes into the tree (setuptools' build folder); .gitignore lists it too.
 TOOL_OUTPUT = ("build",)
 
 
-def pytest_collection_modifyitems(items):
+def pytest_collection_modifyitems(config, items):
     """The modules that start a local Ray cluster first: each takes minutes of mostly waiting, so, started first on
     workers of their own, they overlap the rest of the suite instead of running last (with
-    `--no-loadscope-reorder`, pytest-xdist hands out modules in this order). Otherwise the order is unchanged."""
+    `--no-loadscope-reorder`, pytest-xdist hands out modules in this order). Otherwise the order is unchanged.
+    With `--stack NAME`, only that stack's tests and those across every stack are kept."""
+    stack = config.getoption("--stack")
+    if stack:
+        kept = [item for item in items if _of_stack(item, stack)]
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        items[:] = kept
     items.sort(key=lambda item: item.get_closest_marker("local_ray") is None)
 
 

@@ -65,8 +65,9 @@ def test_the_text_plan_shows_dollars_per_slice_and_pool_after_the_capacity(plan)
     assert ["ray-tpu-staging", "gkeClusterFee", "standard", "1 cluster", "$0.10/cluster-hour", "$0.10", "$73.00",
             "fixed"] in table
     assert "total" in [r[0] for r in table] and "/chip-hour" in out
-    assert "every TPU slice and GPU pool scales from zero" in out and "as configured, " in out
-    assert "a zonal Standard cluster: the free tier's $74.40/month credit per billing account may cover it" in out
+    flowing = " ".join(out.split())  # long lines wrap at words to the console's width
+    assert "every TPU slice and GPU pool scales from zero" in flowing and "as configured, " in flowing
+    assert "a zonal Standard cluster: the free tier's $74.40/month credit per billing account may cover it" in flowing
     assert "Stranded: none" in out
     assert "Rates used:" in out and "price table, as of" in out
 

@@ -106,6 +106,20 @@ def gated_run(repo, changed):
                           env=dict(os.environ, PYTHONPATH=str(repo)))
 
 
+def grow_prod_training_slices(config: dict) -> None:
+    slices = config["ray-tpu-gke:tpuSlices"]
+    assert (slices[0]["name"], slices[0]["topology"], slices[0]["count"]) == ("v6e-64", "8x8", 2)
+    slices[0]["topology"] = "8x16"  # v6e 64 -> 128 chips, 16 -> 32 hosts per slice, both slices
+
+
+@pytest.fixture(scope="module")
+def prod_grown(repo, changed):
+    """prod's two reserved v6e-64 training slices grow from 8x8 to 8x16 (the other stacks as `changed` left them)."""
+    edit_stack(repo, "prod", grow_prod_training_slices)
+    report = diff.diff_stacks(["prod"], "base", root=repo)
+    return report.stacks[0], report
+
+
 def by_name(stack_diff, name):
     return next(c for c in stack_diff.changes if c.name == name)
 
@@ -499,3 +513,57 @@ def test_rayjobs_are_planned_to_be_replaced_when_their_spec_changes():
     (job,) = steps_of_type(plan_of("staging"), classify.RAYJOB)
     assert job["newState"]["options"]["replaceOnChanges"] == ["spec"]
     assert job["newState"]["options"]["deleteBeforeReplace"] is True
+
+
+def test_growing_prod_slices_states_the_budget_breach_the_reservation_and_the_name(prod_grown):
+    """The prod 8x8 -> 8x16 change: over the monthly budget (the policy rule's own verdict), the reservation must
+    hold twice the chips, and `v6e-64` is no longer 64 chips."""
+    from policy import engine
+
+    prod, report = prod_grown
+    assert prod.error is None, prod.error
+    found = prod.to_json()["consequences"]
+    # The budget: policy/rules/cost.py's rule on the new plan fails, and held on the old one.
+    verdict = [v for v in engine.check_plan(prod.new.plan, "prod") if v.rule.id == "cost-monthly-budget"]
+    assert len(verdict) == 1 and not [v for v in engine.check_plan(prod.old.plan, "prod")
+                                      if v.rule.id == "cost-monthly-budget"]
+    assert found["budget"] == {"rule": "cost-monthly-budget", "level": "mandatory", "verdict": "fail",
+                               "message": verdict[0].message, "before": "pass"}
+    assert "over its monthly budget $450,000.00" in verdict[0].message
+    # The reservation: 2 slices x 8x16 = 2 x 32 ct6e-standard-4t hosts of 4 chips (the catalogue's v6e).
+    from ray_tpu_gke import slice_shape
+
+    old_shape, new_shape = slice_shape("v6e", "8x8"), slice_shape("v6e", "8x16")
+    (reservation,) = found["reservations"]
+    assert reservation["reservation"] == "ml-training-v6e" and reservation["zone"] == "us-central1-b"
+    assert reservation["machineType"] == new_shape.machine_type.name
+    assert reservation["needs"] == {"vms": 2 * new_shape.hosts, "chips": 2 * new_shape.chips} == {"vms": 64,
+                                                                                                   "chips": 256}
+    assert reservation["before"] == {"vms": 2 * old_shape.hosts, "chips": 2 * old_shape.chips}
+    assert sorted(reservation["pools"]) == ["v6e-64-0", "v6e-64-1"]
+    assert "does not state what the reservation holds" in reservation["said"]
+    # The name: v6e-64 states 64 chips; the slice now has 128.
+    assert found["names"] == [{"kind": "slice", "name": "v6e-64", "states": "v6e with 64 chips",
+                               "is": "v6e with 128 chips"}]
+    # Each output states them: text, markdown (the pull-request comment) and JSON (above).
+    console = Console(width=300, record=True)
+    print_text(report, console)
+    text = console.export_text()
+    comment = markdown(report, diagrams=False)
+    for output in (text, comment):
+        assert "policy rule cost-monthly-budget (mandatory) fails" in output
+        assert "Reservation ml-training-v6e in us-central1-b: must hold 64 ct6e-standard-4t VMs, 256 chips" in output
+        assert "Name: slice v6e-64 states v6e with 64 chips, but is now v6e with 128 chips" in output
+    assert "> **Consequences** of this change" in comment
+
+
+def test_a_name_states_a_shape_by_the_catalogues_generations_or_a_topology():
+    from plan.review.consequences import stated
+
+    assert stated("v6e-64") == {"generation": "v6e", "chips": 64}
+    assert stated("train-v5p-128-a") == {"generation": "v5p", "chips": 128}
+    assert stated("tpu7x-4x4x4") == {"topology": "4x4x4"}
+    assert stated("v6e-8-serve") == {"generation": "v6e", "chips": 8}
+    assert stated("pool-2x4") == {"topology": "2x4"}
+    assert stated("ironwood-64") == {} and stated("v7-64") == {} and stated("system") == {}
+

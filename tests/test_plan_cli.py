@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -163,8 +164,14 @@ def test_console_script_plans_a_minimal_program_and_its_config(tmp_path, capsys,
     assert plan["cost"]["items"] == []
     assert cli.main(["plan", "qa"]) == 1
     assert capsys.readouterr().err.strip() == f"error: no stack config {root / 'Pulumi.qa.yaml'}; stacks here: dev"
-    assert cli.main(["diagram", "dev"]) == 1  # a stack-file command, for a project of its own schema only
-    assert "`ray-tpu-gke plan` serves it" in capsys.readouterr().err
+    # The other commands read what the program registered (nothing here: a cluster it does not create); compare
+    # reads the sides only a stack file declares, and says so in one line.
+    assert cli.main(["diagram", "dev"]) == 0
+    chart = capsys.readouterr().out
+    assert "existing: not created here" in chart and "system pool" not in chart and "worker group" not in chart
+    assert cli.main(["compare", "dev", "--local"]) == 2
+    refused = capsys.readouterr().err.strip().splitlines()
+    assert len(refused) == 1 and "ray-tpu-gke:rayJobs" in refused[0] and "'team' does not have" in refused[0]
     assert cli.main(["nonsense"]) == 2
 
 
@@ -191,3 +198,99 @@ def test_path_options_are_the_callers_not_the_programs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert cli._absolute_paths(["dev", "--config-file", "a.yaml", "--quotas=q.json", "--json"]) == [
         "dev", "--config-file", str(tmp_path / "a.yaml"), f"--quotas={tmp_path / 'q.json'}", "--json"]
+
+
+# --- a program that configures the library itself: the same toolchain ----------------------------------------------
+
+def _example(tmp_path, name: str, extra: str = "") -> Path:
+    import shutil
+
+    folder = tmp_path / name
+    shutil.copytree(ROOT / "examples" / name, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    if extra:
+        stack = folder / "Pulumi.dev.yaml"
+        stack.write_text(stack.read_text() + extra)
+    return folder
+
+
+def test_a_library_program_gets_the_version_set_the_image_warning_and_no_cluster_fee(tmp_path, capsys, monkeypatch):
+    from plan import cli
+
+    monkeypatch.chdir(_example(tmp_path, "existing-cluster"))
+    assert cli.main(["plan", "dev", "--json"]) == 0
+    out, err = capsys.readouterr()
+    versions = json.loads(out)["versions"]
+    assert versions["rayObjects"]["train"] == {
+        "kind": "RayCluster", "namespace": "ray", "rayVersion": "2.55.0", "image": "rayproject/ray:2.55.0-py311",
+        "imageRayVersion": "2.55.0", "workloadsImage": False}
+    assert versions["gke"]["releaseChannel"] == "the existing cluster's" and versions["gke"]["pin"] is None
+    assert "spec.workerGroupSpecs[].numOfHosts" in versions["kuberay"]["fields"]["RayCluster"]
+    # The warning a stack file gets for a TPU group on Ray's own image (no JAX), named by the object here.
+    assert ("warning: RayCluster ray/train: image: rayproject/ray:2.55.0-py311 has no JAX, which the TPU worker "
+            "groups tpu need") in err
+    assert cli.main(["plan", "dev"]) == 0
+    text = capsys.readouterr().out
+    assert "no GKE cluster fee (the program creates no cluster)" in text and "cluster fee ()" not in text
+    assert "Version set" in text
+
+
+def test_a_missing_rate_names_the_rates_file_a_library_program_can_give(tmp_path, capsys, monkeypatch):
+    from plan import cli
+
+    monkeypatch.chdir(_example(tmp_path, "own-config"))
+    assert cli.main(["plan", "prod", "--json"]) == 0
+    out, err = capsys.readouterr()
+    (missing,) = json.loads(out)["cost"]["missing"]
+    assert missing["problem"].startswith("`rates:` of a rates file given with `--rates FILE`: no rate for tpu v6e "
+                                         "reservation in us-east5")
+    assert "ray-tpu-gke:pricing.rates" not in err and "--rates FILE" in err
+    rates = tmp_path / "rates.yaml"
+    rates.write_text("rates:\n  - {kind: tpu, name: v6e, capacity: reservation, region: us-east5, hourly: 1.5}\n"
+                     "monthlyBudget: 1000\n")
+    assert cli.main(["plan", "prod", "--json", "--rates", str(rates)]) == 0
+    cost = json.loads(capsys.readouterr().out)["cost"]
+    assert cost["complete"] is True and cost.get("missing", []) == []
+    assert {i["name"]: i["rate"]["hourly"] for i in cost["items"]}["v6e-32"] == 1.5
+    rates.write_text("rates:\n  - {kind: tpu, name: v6e, capacity: someday, hourly: 1.5}\n")
+    assert cli.main(["plan", "prod", "--rates", str(rates)]) == 2
+    assert capsys.readouterr().err.startswith(f"--rates {rates}: rates[0].capacity: Input should be ")
+
+
+def test_every_component_of_a_library_program_is_checked_in_one_pass(tmp_path, capsys, monkeypatch):
+    from plan import cli
+
+    monkeypatch.chdir(_example(tmp_path, "existing-cluster", "  tpu-existing-cluster:topology: 3x3\n"
+                                                              "  tpu-existing-cluster:namespace: Bad_NS\n"))
+    assert cli.main(["plan", "dev"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""  # no plan
+    lines = err.strip().splitlines()
+    assert lines[0].startswith('TpuSlicePools(v6e-16).args.slice.topology: "3x3" is not a v6e topology')
+    assert lines[1].startswith('RayCluster(train).args.spec.namespace: "Bad_NS" is invalid')
+    assert len(lines) == 2 and "Traceback" not in err
+
+
+def _plain(*args: str, **env: str) -> subprocess.CompletedProcess:
+    import os
+
+    environ = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    return subprocess.run([sys.executable, "-m", "plan", *args], cwd=ROOT, env={**environ, **env},
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("stack", ["prod", "compare"])
+def test_text_output_follows_columns_and_warnings_wrap_at_words(stack):
+    """Tables fit COLUMNS (their cells wrap), long warnings wrap at words; in JSON mode each stays one line."""
+    text = _plain(stack, COLUMNS="90")
+    data = _plain(stack, "--json")
+    assert text.returncode == data.returncode == 0, text.stderr + data.stderr
+    lines = text.stdout.splitlines()
+    assert max(map(len, lines)) <= 90, max(lines, key=len)
+    assert "TPU capacity" in text.stdout and "Cost estimate" in text.stdout
+    warnings = [line for line in data.stderr.splitlines() if line.startswith("warning: ")]
+    assert any(len(w) > 90 for w in warnings), "a warning longer than the terminal, to wrap"
+    flowing = " ".join(text.stdout.split())
+    for warning in warnings:
+        assert " ".join(warning.split()) in flowing, warning  # every word, in order, wrapped only between words
+    off_terminal = _plain(stack)  # no COLUMNS, not a terminal: 200 columns
+    assert max(map(len, off_terminal.stdout.splitlines())) <= 200

@@ -12,7 +12,6 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -138,136 +137,7 @@ def test_ci_output_ends_with_the_test_suite():
     assert debian < len(commands) - 1
 
 
-# --- the console script, installed with the package, in projects of its own ----------------------------------------
-
-def _console(venv: Path, folder: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in clean_env().items() if k not in ("VIRTUAL_ENV",)}
-    return subprocess.run([str(venv / "bin" / "ray-tpu-gke"), *args], cwd=folder, env=env, capture_output=True,
-                          text=True, timeout=300)
-
-
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory):
-    """`pip install` of a copy of the sources into a fresh venv outside the repository, as tests/test_library.py
-    does (dependencies from this .venv's site-packages through a .pth), and the two examples copied into a git
-    repository of their own: a team's repository using the package."""
-    base = tmp_path_factory.mktemp("toolchain")
-    source = base / "src"
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, source / name)
-    for folder in ("components", "plan", "policy"):
-        shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    venv = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
-    install = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--no-deps",
-                              "--disable-pip-version-check", str(source)], env=clean_env(), capture_output=True,
-                             text=True, timeout=600)
-    assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
-    site = Path(subprocess.run([str(venv / "bin" / "python"), "-c",
-                                "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               check=True, capture_output=True, text=True, env=clean_env()).stdout.strip())
-    (site / "ray-tpu-gke-dependencies.pth").write_text(f"{sysconfig.get_paths()['purelib']}\n")
-    team = base / "team"
-    for example in ("existing-cluster", "own-config"):
-        shutil.copytree(ROOT / "examples" / example, team / example, ignore=shutil.ignore_patterns("__pycache__"))
-    from helpers import git
-
-    git(team, "init", "-q", "-b", "main")
-    git(team, "add", "-A")
-    git(team, "commit", "-q", "-m", "the team's platform")
-    return venv, site, team
-
-
-def test_console_script_is_installed_and_nothing_of_the_checkout_is(installed):
-    venv, site, team = installed
-    assert (venv / "bin" / "ray-tpu-gke").is_file()
-    assert (site / "ray_tpu_gke_tools" / "policy" / "PulumiPolicy.yaml").is_file()
-    assert not (site / "plan").exists() and not (site / "policy").exists()
-    done = _console(venv, team, "--help")
-    assert done.returncode == 0
-    assert all(command in done.stdout for command in ("plan", "verify", "compare", "diagram", "policy"))
-    lost = _console(venv, team, "plan", "dev")  # the repository root holds no Pulumi.yaml
-    assert lost.returncode == 1
-    assert lost.stderr.strip().startswith("error: no Pulumi.yaml in ") and "Traceback" not in lost.stderr
-
-
-def test_console_script_plans_and_prices_the_existing_cluster_example(installed):
-    from ray_tpu_gke.catalog import prices
-
-    venv, _, team = installed
-    folder = team / "existing-cluster"
-    text = _console(venv, folder, "plan", "dev")
-    assert text.returncode == 0, text.stderr
-    assert "Previewing update (dev)" in text.stdout and "tpu-existing-cluster-dev" in text.stdout
-    assert "TPU capacity" in text.stdout and "ct6e-standard-4t" in text.stdout and "ray/train:tpu" in text.stdout
-    assert "PREEMPTIBLE-TPU-V6E-per-project-region" in text.stdout
-
-    done = _console(venv, folder, "plan", "dev", "--json")
-    assert done.returncode == 0, done.stderr
-    plan = json.loads(done.stdout)
-    assert plan["project"] == "tpu-existing-cluster" and plan["stack"] == "dev"
-    pools = {s["newState"]["name"]: s["newState"]["inputs"] for s in plan["steps"]
-             if s["newState"]["type"] == "gcp:container/nodePool:NodePool"}
-    assert pools["v6e-16-0"]["nodeConfig"]["serviceAccount"] == "tpu-nodes@acme-ml.iam.gserviceaccount.com"
-    # The slice (16 spot v6e chips) and the program's own system pool (e2-standard-8, 1 to 3 nodes) at list prices;
-    # the cluster is not the program's, so neither its system pool default nor a GKE fee is counted.
-    table = prices.load_table()
-    chip = prices.find_rate("tpu", "v6e", "spot", "us-east5", [], table).hourly
-    node = prices.find_rate("cpu", "e2-standard-8", "onDemand", "us-east5", [], table).hourly
-    cost = plan["cost"]
-    assert {(i["name"], i["kind"]) for i in cost["items"]} == {("v6e-16", "tpuSlice"), ("system", "cpuPool")}
-    assert Decimal(str(cost["total"]["hourly"])) == 16 * chip + node
-    assert cost.get("fees", []) == []
-
-    manifests = _console(venv, folder, "plan", "dev", "--manifests")
-    assert manifests.returncode == 0 and "kind: RayCluster" in manifests.stdout
-
-    bad = folder / "Pulumi.bad.yaml"
-    bad.write_text((folder / "Pulumi.dev.yaml").read_text() + "  tpu-existing-cluster:topology: 3x3\n")
-    invalid = _console(venv, folder, "plan", "bad")
-    bad.unlink()
-    assert invalid.returncode == 2 and "Traceback" not in invalid.stderr
-    assert 'TpuSlicePools(v6e-16).args.slice.topology: "3x3" is not a v6e topology' in invalid.stderr
-
-    refused = _console(venv, folder, "verify", "dev", "--context", "none")
-    assert refused.returncode == 1 and "`ray-tpu-gke plan` serves it" in refused.stderr
-
-
-def test_console_script_diffs_the_example_against_git(installed):
-    venv, _, team = installed
-    folder = team / "existing-cluster"
-    stack = folder / "Pulumi.dev.yaml"
-    committed = stack.read_text()
-    stack.write_text(committed + "  tpu-existing-cluster:topology: 2x4\n")
-    try:
-        done = _console(venv, folder, "plan", "dev", "--diff-against", "main", "--format", "json")
-        gated = _console(venv, folder, "plan", "dev", "--diff-against", "main", "--fail-on-risk")
-    finally:
-        stack.write_text(committed)
-    assert done.returncode == 0, done.stderr
-    diff = json.loads(done.stdout)
-    ops = {c["urn"].rsplit("::", 1)[-1]: c["op"] for c in diff["changes"]}
-    assert ops["v6e-16-0"] == "replace"  # a new machine type: GKE replaces the pool, the slice is lost
-    assert gated.returncode == 3, gated.stderr
-
-
-def test_console_script_plans_the_own_config_example_and_runs_the_policy_pack(installed):
-    venv, _, team = installed
-    folder = team / "own-config"
-    dev = _console(venv, folder, "plan", "dev", "--json")
-    assert dev.returncode == 0, dev.stderr
-    plan = json.loads(dev.stdout)
-    assert plan["project"] == "tpu-own-config"
-    assert {i["name"] for i in plan["cost"]["items"]} == {"v6e-8", "v6e-16", "system"}
-    # prod's reserved slice has no list price: the plan still prints, names the missing rate, carries no amounts.
-    prod = _console(venv, folder, "plan", "prod", "--json")
-    assert prod.returncode == 0, prod.stderr
-    assert [m["capacity"] for m in json.loads(prod.stdout)["cost"]["missing"]] == ["reservation"]
-    policy = _console(venv, folder, "plan", "dev", "--policy-pack")
-    assert policy.returncode in (0, 1) and "Traceback" not in policy.stderr
-    assert "policy violation" in policy.stdout.lower(), policy.stdout[-2000:]
-
+# --- the console script in this checkout (the installed wheel: tests/test_package.py) ------------------------------
 
 def test_console_script_in_this_repository_is_python_m_plan():
     """This repository is one project of the toolchain: `ray-tpu-gke plan` in it prints `python -m plan`'s JSON."""
@@ -279,3 +149,78 @@ def test_console_script_in_this_repository_is_python_m_plan():
                             capture_output=True, text=True, timeout=300)
     assert mine.returncode == theirs.returncode == 0, mine.stderr + theirs.stderr
     assert json.loads(mine.stdout) == json.loads(theirs.stdout)
+
+
+# --- one version ---------------------------------------------------------------------------------------------------
+
+PROJECT_VERSION = re.search(r'(?m)^version = "([^"]+)"$', (ROOT / "pyproject.toml").read_text()).group(1)
+# What a reader installs or pins: `ray-tpu-gke @ git+https://<host>/<org>/ray-tpu-gke@vX.Y.Z`, the provider's
+# `.../ray-tpu-gke/provider@vX.Y.Z`, a release's wheel `ray_tpu_gke-X.Y.Z-py3-none-any.whl`.
+PINNED_RELEASE = re.compile(r"ray-tpu-gke(?:/provider)?@v(\d+\.\d+\.\d+)|ray_tpu_gke-(\d+\.\d+\.\d+)-py3")
+GIT_ADDRESS = re.compile(r"(?:git\+https://|pulumi package add )(\S*?)ray-tpu-gke\b")
+PLACEHOLDER = "<your-git-host>/<org>/"
+
+
+def _reader_files() -> list[Path]:
+    files = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "provider").glob("*.*"))]
+    files += [p for p in sorted((ROOT / "examples").rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
+    return [p for p in files if p.suffix in (".md", ".txt", ".yaml", ".py", ".toml", "")]
+
+
+def test_one_version_in_pyproject_which_the_changelog_library_and_docs_agree_with():
+    import ray_tpu_gke
+
+    fallback = re.search(r'(?m)^    __version__ = "([^"]+)"', (ROOT / "components" / "__init__.py").read_text())
+    assert fallback and fallback.group(1) == PROJECT_VERSION, "components/__init__.py's fallback __version__"
+    assert ray_tpu_gke.__version__ == PROJECT_VERSION
+    releases = re.findall(r"(?m)^## (\d+\.\d+\.\d+)\b", (ROOT / "CHANGELOG.md").read_text())
+    assert releases and releases[0] == PROJECT_VERSION, f"CHANGELOG.md's newest release is {releases[:1]}"
+    found = []
+    for path in _reader_files():
+        for match in PINNED_RELEASE.finditer(path.read_text(errors="replace")):
+            found.append((path.relative_to(ROOT).as_posix(), match.group(1) or match.group(2)))
+    assert {"examples/existing-cluster/requirements.txt", "examples/own-config/requirements.txt",
+            "docs/library.md", "README.md"} <= {name for name, _ in found}
+    assert [(name, v) for name, v in found if v != PROJECT_VERSION] == [], f"pyproject.toml says {PROJECT_VERSION}"
+
+
+def test_the_git_address_is_a_placeholder_the_reader_fills_in():
+    """No address that reads like a real repository: the host and organisation are the reader's."""
+    seen = 0
+    for path in _reader_files() + [ROOT / "pyproject.toml"]:
+        for match in GIT_ADDRESS.finditer(path.read_text(errors="replace")):
+            seen += 1
+            assert match.group(1).endswith(PLACEHOLDER) or match.group(1).startswith((".", "/")), \
+                f"{path.relative_to(ROOT)}: {match.group(0)}"
+    assert seen >= 4
+    assert "acme/ray-tpu-gke" not in (ROOT / "pyproject.toml").read_text()
+
+
+def test_make_test_stack_runs_one_stacks_tests_and_those_across_every_stack():
+    """`make test STACK=name` (the README's new-environment checklist): the name from the command line only."""
+    one = make("-n", "test", "STACK=staging", cwd=ROOT)
+    every = make("-n", "test", cwd=ROOT)
+    assert one.returncode == every.returncode == 0, one.stderr + every.stderr
+    assert one.stdout.splitlines()[-1].endswith(" --stack staging")
+    assert "--stack" not in every.stdout.splitlines()[-1]
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:randomly", "--stack",
+                           "staging", "tests/test_snapshots.py", "tests/test_policy.py"], cwd=ROOT,
+                          env=clean_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    ids = [line for line in done.stdout.splitlines() if "::" in line]
+    assert "tests/test_snapshots.py::test_plan_matches_snapshot[staging]" in ids
+    assert "tests/test_snapshots.py::test_every_snapshot_has_a_stack" in ids
+    assert all("staging" in i or "every_stack" in i or "every_snapshot" in i for i in ids), ids
+    assert not any("[prod]" in i or "[dev]" in i for i in ids)
+
+
+def test_ruff_passes_what_the_wheel_ships():
+    """`make lint`'s first step (pyproject.toml [tool.ruff], its exceptions written there); fast, so always run."""
+    ruff = Path(sys.executable).parent / "ruff"
+    if not ruff.is_file():
+        pytest.skip(f"{sys.prefix} has no ruff: requirements.txt pins it (`make` reinstalls the venv)")
+    done = subprocess.run([str(ruff), "check", "--no-cache", "components", "plan", "policy", "workloads"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    lines = (ROOT / "Makefile").read_text()
+    assert re.search(r"(?m)^lint:", lines) and "$(BIN)/mypy" in lines and "ruff format --check" in lines

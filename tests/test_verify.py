@@ -144,9 +144,12 @@ WEBHOOK = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWeb
 
 
 def healthy(stack: str) -> dict:
-    plan = planned(stack)
     _, _, config = stackfile.load_checked(stack)
-    images = {(o.namespace, o.name): o.image for o in config.ray_objects}
+    return cluster_as_planned(planned(stack), {(o.namespace, o.name): o.image for o in config.ray_objects})
+
+
+def cluster_as_planned(plan: expected.StackPlan, images: dict) -> dict:
+    """The stand-in kubectl's state of a cluster built as `plan` says, its Ray pods on `images` ((ns, name) ->)."""
     pools = defaultdict(list)
     for pool in plan.pools:
         pools[pool.slice].append(pool)

@@ -64,8 +64,12 @@ def test_every_action_is_pinned_and_permissions_are_least_privilege(path):
         commenting = "marocchino/sticky-pull-request-comment" in actions or any(
             s.get("with", {}).get("comment-on-pr") for s in uses(job, "pulumi/actions"))
         assert ("pull-requests" in granted) == commenting, name
-        assert ("id-token" in granted) == ("google-github-actions/auth" in actions), name
-        assert granted <= {"pull-requests", "id-token", "issues"}, name
+        # An OIDC token only for Google's Workload Identity Federation or PyPI's trusted publishing.
+        federated = {"google-github-actions/auth", "pypa/gh-action-pypi-publish"} & actions
+        assert ("id-token" in granted) == bool(federated), name
+        # contents: write only where a job creates a GitHub release and uploads its assets (release.yml)
+        assert ("contents" in granted) == ("gh release " in runs(job)), name
+        assert granted <= {"pull-requests", "id-token", "issues", "contents"}, name
         if "issues" in granted:
             assert actions == {"actions/github-script"}, name
 
@@ -129,6 +133,31 @@ def test_deploy_on_merge_with_production_protected_and_last():
         assert pulumi["with"]["command"] == "up" and pulumi["with"]["stack-name"] == stack
         (auth,) = uses(job, "google-github-actions/auth")
         assert auth["with"]["service_account"] == "${{ vars.GCP_SERVICE_ACCOUNT }}"  # the environment's deployer
+
+
+def test_a_version_tag_builds_checks_attaches_and_publishes_only_when_enabled():
+    workflow = load("release.yml")
+    assert workflow["on"] == {"push": {"tags": ["v*"]}}
+    jobs = workflow["jobs"]
+    build, attach, publish = jobs["build"], jobs["attach"], jobs["publish"]
+    script = runs(build)
+    assert "python -m build" in script and "twine check --strict dist/*" in script
+    # build and twine at requirements.txt's exact pins, as tests/test_package.py runs them
+    assert "grep -E '^build==' requirements.txt" in script and "grep -E '^twine==' requirements.txt" in script
+    assert re.search(r"^build==\S+$", (ROOT / "requirements.txt").read_text(), re.M)
+    assert re.search(r"^twine==\S+$", (ROOT / "requirements.txt").read_text(), re.M)
+    assert '"$TAG" != "v$version"' in script  # a tag that does not name pyproject's version stops the release
+    (upload,) = uses(build, "actions/upload-artifact")
+    assert upload["with"]["path"] == "dist/"
+    assert attach["needs"] == publish["needs"] == "build"
+    assert "gh release upload" in runs(attach) and "gh release create" in runs(attach)
+    assert publish["if"] == "vars.PUBLISH_TO_PYPI == 'true'"
+    assert publish["permissions"] == {"id-token": "write"} and publish["environment"] == "pypi"
+    (pypi,) = uses(publish, "pypa/gh-action-pypi-publish")
+    assert "with" not in pypi or not ({"password", "user"} & set(pypi["with"]))  # trusted publishing: no token
+    for job in (attach, publish):
+        (download,) = uses(job, "actions/download-artifact")
+        assert download["with"]["name"] == upload["with"]["name"]
 
 
 def test_scheduled_drift_check_expects_no_changes():

@@ -3,6 +3,7 @@ and what each alert means and what to do (shared with docs/operations.md)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -157,6 +158,19 @@ def _absent(title: str, series: dict, seconds: int) -> dict:
         "trigger": {"count": 1}}}
 
 
+def runbook_anchor(heading: str) -> str:
+    """The anchor a git host's Markdown view gives a heading: lower case, punctuation dropped, spaces as hyphens
+    (GitHub's and GitLab's rule for headings of letters, digits, spaces and hyphens, as the runbook's are)."""
+    return re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+
+
+def runbook_text(env: Environment, heading: str) -> str:
+    """The runbook line of an alert's documentation: a URL where the stack sets monitoring.runbookBaseUrl."""
+    if env.runbook_base_url:
+        return f"Runbook: [{heading}]({env.runbook_base_url}/{RUNBOOK}#{runbook_anchor(heading)})."
+    return f"Runbook: `{RUNBOOK}`, section \"{heading}\", in the ray-tpu-gke repository."
+
+
 def _policy(env: Environment, kind: str, subject: str, title: str, conditions: list[dict], combiner: str,
             facts: Mapping[str, Any]) -> dict:
     if not 1 <= len(conditions) <= limit("conditions_per_policy"):
@@ -170,8 +184,7 @@ def _policy(env: Environment, kind: str, subject: str, title: str, conditions: l
               "silent_minutes": 2 * t.slice_health_minutes, "health_namespace": HEALTH_NAMESPACE,
               "namespaces": ", ".join(env.ray_namespaces), **facts}
     content = (f"**{heading}**: {title}.\n\n{meaning.format(**values)}\n\n**What to do**: {action.format(**values)}"
-               f"\n\nRunbook: `{RUNBOOK}`, section \"{heading}\", in the ray-tpu-gke repository. Cluster "
-               f"`{env.cluster}`, project `{env.project}`.")
+               f"\n\n{runbook_text(env, heading)} Cluster `{env.cluster}`, project `{env.project}`.")
     labels = dict(env.labels)
     labels.update({"alert": kind, "subject": subject})
     return {

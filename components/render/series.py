@@ -72,6 +72,8 @@ class Environment:
     """Namespaces of the stack's Ray objects (the unschedulable-pods alert watches them)."""
     ray_kinds: tuple[str, ...] = ()
     """Kinds of the stack's Ray objects (RayCluster, RayService, RayJob), which the slice check reports on."""
+    runbook_base_url: str | None = None
+    """The https base under which the repository's files are served (monitoring.runbookBaseUrl): runbook links."""
 
     @property
     def production(self) -> bool:

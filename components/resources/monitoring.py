@@ -47,7 +47,8 @@ def _validated(args: Any, name: str) -> tuple[series.Environment, MonitoringConf
                                      cron_interval_minutes(monitoring.slice_health.schedule)),
         notification_channels=tuple(monitoring.notification_channels), ray_metrics=request.ray_metrics,
         labels=tuple(sorted(request.labels.items())), slice_health=request.slice_health,
-        ray_namespaces=request.ray_namespaces, ray_kinds=request.ray_kinds)
+        ray_namespaces=request.ray_namespaces, ray_kinds=request.ray_kinds,
+        runbook_base_url=monitoring.runbook_base_url)
     slice_targets = [t for _, t in slices]
     gpu_targets = [t for _, t in gpu_pools]
     try:

@@ -466,6 +466,24 @@ class MonitoringConfig(Model):
     """How long Ray pods may stay unschedulable (a stockout, quota, a flex-start wait) before their alert fires."""
     slice_health: SliceHealthConfig = SliceHealthConfig()
     """The in-cluster check of every TPU slice (a CronJob) and its alerts."""
+    runbook_base_url: Optional[str] = None
+    """Where the alerts' runbook links point: the https URL under which your git host serves this repository's
+    files, such as https://<your-git-host>/<org>/ray-tpu-gke/blob/main. Unset: the alerts name docs/operations.md
+    and its section, without a link."""
+
+    @field_validator("runbook_base_url")
+    @classmethod
+    def _runbook_base_url(cls, value: Optional[str]) -> Optional[str]:
+        from urllib.parse import urlsplit
+
+        if value is None:
+            return value
+        parts = urlsplit(value)
+        # RFC 3986 reserves < > " and spaces; a link Cloud Monitoring renders in Markdown must be whole.
+        if parts.scheme != "https" or not parts.netloc or parts.query or parts.fragment or re.search(r'[\s<>"]', value):
+            raise ValueError(f"{value!r} is not an https URL without query or fragment (the base under which the "
+                             "repository's files are served: https://<your-git-host>/<org>/ray-tpu-gke/blob/main)")
+        return value.rstrip("/")
 
     @field_validator("notification_channels")
     @classmethod

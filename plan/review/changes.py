@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from ..stackfile import EXIT_ERROR, EXIT_INVALID
 from .capacity import Capacity, of_changes
 from .change import OPS, Change, Detail
+from .consequences import Consequences, of_diff
 from .cost import CostDelta
 from .cost import delta as cost_delta
+from .replacement import NODE_POOL
 from .revisions import Side
 from .stranded import Stranded, of_sides
 
@@ -57,6 +59,14 @@ class StackDiff:
         return cost_delta(self.old, self.new, self.ref, self.changes)
 
     @property
+    def consequences(self) -> Consequences:
+        """A budget the change breaks, the reservation capacity it needs, names it contradicts (review.consequences)."""
+        if self.error:
+            return Consequences()
+        changed = {c.name for c in self.changes if c.type == NODE_POOL and c.op in ("create", "update", "replace")}
+        return of_diff(self.old.plan, self.new.plan, self.stack, changed)
+
+    @property
     def stranded(self) -> list[Stranded]:
         """What the working tree provisions that no Ray worker group uses (the plan's `cost.items[].stranded`)."""
         return of_sides(self.old, self.new)
@@ -71,6 +81,9 @@ class StackDiff:
         cost = self.cost
         if cost is not None:
             out["cost"] = cost.to_json()
+        consequences = self.consequences
+        if consequences:
+            out["consequences"] = consequences.to_json()
         if self.outputs:
             out["outputs"] = [d.to_json() for d in self.outputs]
         if self.old.status == "absent":

@@ -90,6 +90,16 @@ def _stranded(report: Report) -> list[str]:
     return out + [""]
 
 
+def _consequences(report: Report) -> list[str]:
+    """A budget the change breaks, the reservation capacity it needs, a name it contradicts (review.consequences)."""
+    rows = [(d, line) for d in report.stacks if not d.error for line in d.consequences.lines()]
+    if not rows:
+        return []
+    out = ["> [!WARNING]", "> **Consequences** of this change a reviewer must weigh:", ">"]
+    out += [f"> - **{d.stack}** · {line}" for d, line in rows]
+    return out + [""]
+
+
 def _capacity(report: Report) -> list[str]:
     """The TPU chips and hosts the change adds and removes, in all and per slice; nothing where it changes none."""
     rows = [(d, s) for d in report.stacks for s in d.capacity.slices]
@@ -155,7 +165,7 @@ def markdown(report: Report, root: Path = ROOT, detail_limit: int = 25, diagrams
             for reason in c.reasons:
                 out.append(f"> - **{d.stack}** · {c.op} · `{c.type}` **{c.name}**: {reason}")
         out.append("")
-    out += _gates(report) + _stranded(report) + _cost(report) + _capacity(report)
+    out += _gates(report) + _consequences(report) + _stranded(report) + _cost(report) + _capacity(report)
     if errors:
         for d in errors:
             first, _, rest = d.error.partition("\n")

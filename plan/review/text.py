@@ -68,7 +68,16 @@ def print_text(report: Report, console) -> None:
                 console.print(f"             {escape(s.slice)} ({escape(s.pools_text())}): {describe(s.counts())}")
         _print_cost(diff, console)
         _print_stranded(diff, console)
+        _print_consequences(diff, console)
         console.print()
+
+
+def _print_consequences(diff: StackDiff, console) -> None:
+    """A budget the change breaks, the reservation it needs, a name it contradicts: one line each, in bold red."""
+    from rich.markup import escape
+
+    for line in diff.consequences.lines():
+        console.print(f"  [bold red]{escape(line)}[/]", soft_wrap=True)
 
 
 def _print_stranded(diff: StackDiff, console) -> None:

@@ -34,7 +34,7 @@ from typing import Optional
 from ray_tpu_gke.resources.preflight import PreflightError
 from ray_tpu_gke.spec.problems import ConfigError
 
-from .. import harness, stackfile
+from .. import planned, stackfile
 from .checks import FAIL, PASS, SKIP, Check, group_checks, labels_of, name_of, object_checks, pool_checks
 from .labels import CLUSTER_LABEL, GROUP_LABEL, NODE_TYPE_LABEL
 from .expected import StackPlan, stack_plan
@@ -109,7 +109,8 @@ def report(checks: list[Check], out=None) -> None:
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="python -m plan.verify", description=(
         "After `pulumi up`: does the live cluster match the stack's plan, and does every TPU slice work?"))
-    parser.add_argument("stack", help="stack name: stacks/Pulumi.<stack>.yaml")
+    parser.add_argument("stack", help="stack name: Pulumi.<stack>.yaml in the project's stackConfigDir (this "
+                                      "repository: stacks/)")
     parser.add_argument("--context", required=True, help="the kubeconfig context of the stack's cluster")
     parser.add_argument("--kubeconfig", type=Path, help="kubeconfig file (default: kubectl's)")
     parser.add_argument("--config-file", type=Path, help="read this stack config file instead of the stack's own")
@@ -127,9 +128,9 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    try:
-        values, secret_keys, config = stackfile.load_checked(args.stack, args.config_file)
-        plan = harness.run_program(args.stack, values, secret_keys)
+    try:  # a stack file's config, or what a program of its own registered (plan/planned.py)
+        found = planned.load(args.stack, args.config_file)
+        plan, config = found.ran, found.config
     except (ConfigError, stackfile.StackNotFound) as error:
         return stackfile.report(error)
     except PreflightError as error:
@@ -143,7 +144,8 @@ def main(argv=None) -> int:
         from .. import version_set
 
         checks = verify(stack_plan(plan, config), kubectl, skip_smoke=args.skip_smoke, timeout=args.timeout,
-                        poll=args.poll, keep_jobs=args.keep_jobs, version_set=version_set.versions(plan, config))
+                        poll=args.poll, keep_jobs=args.keep_jobs,
+                        version_set=version_set.versions(plan, config, found.inventory))
     except KubectlError as error:
         print(f"error: cannot read the cluster: {error}", file=sys.stderr)
         return stackfile.EXIT_ERROR
