@@ -434,6 +434,10 @@ class MonitoringArgs(TypedDict, total=False):
     """How long Ray pods may stay unschedulable (a stockout, quota, a flex-start wait) before their alert fires."""
     slice_health: SliceHealthArgs
     """The in-cluster check of every TPU slice (a CronJob) and its alerts."""
+    runbook_base_url: str
+    """Where the alerts' runbook links point: the https URL under which your git host serves this repository's files,
+    such as https://<your-git-host>/<org>/ray-tpu-gke/blob/main. Unset: the alerts name docs/operations.md and its
+    section, without a link."""
 
 
 class RayTpuPlatformArgs(TypedDict, total=False):
