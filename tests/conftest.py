@@ -1,3 +1,4 @@
+import os
 import shutil
 import sys
 from dataclasses import dataclass
@@ -9,6 +10,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
+# pytest-xdist's workers run with COLUMNS=80 set (seen with pytest-xdist 3.8.0), which the text outputs follow (plan/preview.py console):
+# the tests read them off a terminal, at the 200 columns a user's pipe gets; a test of COLUMNS sets its own.
+os.environ.pop("COLUMNS", None)
+os.environ.pop("LINES", None)
 
 import plan as _checkout_plan  # noqa: E402,F401  binds ray_tpu_gke to this checkout's components/ first
 
