@@ -17,40 +17,41 @@ Layers, each importing only those before it: `catalog` (numbers and data tables)
 no Pulumi; `spec` (validated declarations); `render` (pure builders); `resources` (the ComponentResources).
 """
 
+from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 
-from . import admission, catalog
-from .catalog import CatalogError, SliceShape, slice_shape
-from .resources.cluster import GkeCluster
-from .resources.monitoring import SliceMonitoring, SliceMonitoringArgs
-from .resources.platform import RayTpuPlatform
-from .resources.ray import RayCluster, RayJob, RayService
-from .resources.slice_pool import TpuSlicePools
-from .resources.worker_pool import WorkerPool
-from .resources.workload_policy import ironwood_workload_policy
-from .spec.args import (
-    ClusterSpecArgs,
-    CpuPoolArgs,
-    GkeClusterArgs,
-    GpuPoolArgs,
-    PoolAutoscalingArgs,
-    RayClusterArgs,
-    RayJobArgs,
-    RayJobSpecArgs,
-    RayObjectArgs,
-    RayServiceArgs,
-    RayServiceSpecArgs,
-    RayTpuPlatformArgs,
-    SliceAutoscalingArgs,
-    StorageArgs,
-    TpuSliceArgs,
-    TpuSlicePoolsArgs,
-    WorkerGroupArgs,
-    WorkerPoolArgs,
-)
-from .spec.config import StackConfig
-from .spec.problems import ConfigError
-from .spec.stack import load_stack_config
+# Imported on first use (PEP 562), so that `from ray_tpu_gke import bench` (pure Python, for training jobs in images
+# without Pulumi) never imports Pulumi; `from ray_tpu_gke import RayTpuPlatform` works as before.
+_LAZY = {
+    "admission": None, "catalog": None, "bench": None,
+    "CatalogError": "catalog", "SliceShape": "catalog", "slice_shape": "catalog",
+    "GkeCluster": "resources.cluster", "SliceMonitoring": "resources.monitoring",
+    "SliceMonitoringArgs": "resources.monitoring", "RayTpuPlatform": "resources.platform",
+    "RayCluster": "resources.ray", "RayJob": "resources.ray", "RayService": "resources.ray",
+    "TpuSlicePools": "resources.slice_pool", "WorkerPool": "resources.worker_pool",
+    "ironwood_workload_policy": "resources.workload_policy",
+    **{name: "spec.args" for name in (
+        "ClusterSpecArgs", "CpuPoolArgs", "GkeClusterArgs", "GpuPoolArgs", "PoolAutoscalingArgs", "RayClusterArgs",
+        "RayJobArgs", "RayJobSpecArgs", "RayObjectArgs", "RayServiceArgs", "RayServiceSpecArgs",
+        "RayTpuPlatformArgs", "SliceAutoscalingArgs", "StorageArgs", "TpuSliceArgs", "TpuSlicePoolsArgs",
+        "WorkerGroupArgs", "WorkerPoolArgs")},
+    "StackConfig": "spec.config", "ConfigError": "spec.problems", "load_stack_config": "spec.stack",
+}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _LAZY[name]
+    value = import_module(f"{__name__}.{name}") if module is None else getattr(
+        import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 
 try:
     __version__ = version("ray-tpu-gke")
@@ -58,7 +59,7 @@ except PackageNotFoundError:  # imported from a checkout that is not installed
     __version__ = "0.3.0"
 
 __all__ = [
-    "admission", "catalog", "CatalogError", "SliceShape", "slice_shape", "ConfigError", "StackConfig",
+    "admission", "bench", "catalog", "CatalogError", "SliceShape", "slice_shape", "ConfigError", "StackConfig",
     "load_stack_config", "SliceMonitoring", "SliceMonitoringArgs", "ironwood_workload_policy",
     "GkeCluster", "TpuSlicePools", "WorkerPool",
     "RayCluster", "RayService", "RayJob",

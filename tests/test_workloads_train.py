@@ -136,7 +136,8 @@ def test_declared_reads_only_what_the_entrypoint_says():
             "--chips-per-host", "8"]
     assert train.declared(argv) == {
         "generation": "v6e", "topology": "2x4", "hosts": 1, "chipsPerHost": 8, "slices": None, "gpus": None,
-        "steps": 300, "batchSize": 256, "reportEvery": 50, "seed": 0, "name": "bench-tpu", "run": None, "side": None,
+        "steps": 300, "batchSize": 16, "preset": "tiny", "reportEvery": 50, "seed": 0, "name": "bench-tpu", "run": None,
+        "side": None,
         "resultDir": "/gcs/compare", "storagePath": "/gcs/ray-train", "simulate": False}
     assert train.declared(["--slices", "2"])["generation"] is None  # left to $SLICE_*: the planner fills it in
     assert train.declared(["--gpus", "8"])["gpus"] == 8
@@ -232,7 +233,7 @@ def test_the_result_document_from_a_ledger_record():
     assert results.validate(doc) == []
     assert doc["stepTimesS"] == pytest.approx([0.1, 0.2, 0.3]) and doc["compiledSteps"] == [0]
     assert (doc["processStartToFirstStepS"], doc["workerGroupStartS"]) == (21.0, 5.0)
-    assert doc["examplesPerS"] == pytest.approx(32 * 3 / 0.6)
+    assert doc["examplesPerS"] == pytest.approx(32 * 2 / 0.5)  # the steady steps: the compiling one left out
     assert doc["compilationCache"] == "/gcs/jax-cache" and doc["workers"][0]["slice"] == 0
 
 
@@ -241,7 +242,7 @@ def test_a_restart_keeps_every_executed_step_and_the_latest_loss_per_step():
     assert results.validate(doc) == []
     assert doc["stepTimesS"] == pytest.approx([0.1, 0.2, 0.3, 0.4]) and doc["compiledSteps"] == [0, 3]
     assert doc["loss"] == [[1, 1.0], [2, 0.5], [3, 0.3]]
-    assert doc["examplesPerS"] == pytest.approx(32 / 0.4)  # the final attempt's steps only
+    assert doc["examplesPerS"] == pytest.approx(32 * 2 / 0.5)  # every attempt's steady steps: both compiles out
     assert doc["restarts"] == [{"failureSeenAt": 105.0, "resumedAt": 120.0, "fromStep": 2, "stepsRedone": 1}]
 
 

@@ -17,7 +17,7 @@ import shlex
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
 
 from .report import Injection, NodeSpan, SideRun
 from .sides import SidePlan, entrypoint_for_run, runs_train_module
@@ -74,15 +74,18 @@ def side_run(side: SidePlan, seen: dict, inject_step: Optional[int]) -> SideRun:
 
 
 def run(sides: list[SidePlan], run_id: str, *, steps: int = DEFAULT_STEPS, report_every: int = DEFAULT_REPORT_EVERY,
-        inject_step: Optional[int] = DEFAULT_INJECT_STEP, seed: int = 0, side_timeout: float = SIDE_TIMEOUT_S,
-        quiet: bool = False) -> tuple[list[SideRun], float, dict]:
+        inject_step: Union[Optional[int], dict[str, Optional[int]]] = DEFAULT_INJECT_STEP, seed: int = 0,
+        side_timeout: float = SIDE_TIMEOUT_S, quiet: bool = False) -> tuple[list[SideRun], float, dict]:
     """Both sides, one after the other, on one local Ray cluster; what was seen of each, the collection time, and
-    facts of the local run (the cluster's start time)."""
+    facts of the local run (the cluster's start time). `inject_step`: the step at which each side loses a node, or
+    per side name (a job that does not run on Ray, such as a plain program, has no node to lose)."""
+    steps_by_side = inject_step if isinstance(inject_step, dict) else {s.name: inject_step for s in sides}
     python = workloads_python()
     with tempfile.TemporaryDirectory(prefix="compare-") as work:
         work_dir = Path(work)
         spec = {"root": str(ROOT), "sideTimeout": side_timeout,
-                "sides": [side_spec(s, run_id, steps=steps, report_every=report_every, inject_step=inject_step,
+                "sides": [side_spec(s, run_id, steps=steps, report_every=report_every,
+                                    inject_step=steps_by_side.get(s.name),
                                     seed=seed, result_dir=work_dir / "results", storage=work_dir / "checkpoints")
                           for s in sides]}
         spec_path, out_path = work_dir / "spec.json", work_dir / "seen.json"
@@ -97,5 +100,5 @@ def run(sides: list[SidePlan], run_id: str, *, steps: int = DEFAULT_STEPS, repor
             tail = (done.stderr or "")[-3000:] if quiet else "(its output is above)"
             raise LocalError(f"the local Ray run failed (exit {done.returncode}): {tail}")
         seen = json.loads(out_path.read_text())
-    runs = [side_run(s, seen["sides"].get(s.name, {}), inject_step) for s in sides]
+    runs = [side_run(s, seen["sides"].get(s.name, {}), steps_by_side.get(s.name)) for s in sides]
     return runs, seen["collectedAt"], {"clusterStartS": seen.get("clusterStartS")}

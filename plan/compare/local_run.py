@@ -27,9 +27,6 @@ import subprocess  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
-_DECODER = json.JSONDecoder()
-
-
 def progress(message: str) -> None:
     print(f"compare: {message}", file=sys.stderr, flush=True)
 
@@ -64,16 +61,10 @@ class SideNodes:
 
 
 def _step(line: str):
-    start = line.find("{")
-    if start < 0:
-        return None
-    try:
-        value, _ = _DECODER.raw_decode(line, start)
-    except ValueError:
-        return None
-    if isinstance(value, dict) and value.get("event") == "step" and isinstance(value.get("step"), int):
-        return value["step"]
-    return None
+    """The step a line reports, or None: read by `ray_tpu_gke.bench.read`, the parser of every collector."""
+    from ray_tpu_gke import bench
+
+    return bench.read([line]).last_step
 
 
 def run_side(cluster, side: dict, spec: dict) -> dict:
