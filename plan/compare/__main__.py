@@ -26,8 +26,8 @@ DEFAULT_OUT = Path("compare-report")  # in the current folder: `make compare` ru
 LIVE_TIMEOUT_S = 3600.0
 
 
-def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="python -m plan.compare", description=(
+def parse_args(argv, prog: str = "python -m plan.compare"):
+    parser = argparse.ArgumentParser(prog=prog, description=(
         "The stack's comparison jobs (TPU slice and GPU pool) run once each, measured and reported side by side."))
     parser.add_argument("stack", help="stack name: stacks/Pulumi.<stack>.yaml")
     where = parser.add_mutually_exclusive_group(required=True)
@@ -131,8 +131,9 @@ def _prices(plan: dict) -> dict:
             "rates": c.get("rates", [])}
 
 
-def main(argv=None, clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> int:
-    args = parse_args(argv)
+def main(argv=None, clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
+         prog: str = "python -m plan.compare") -> int:
+    args = parse_args(argv, prog)
     try:
         plan, values = load_plan(args.stack, args.config_file)
         found = with_entrypoints(sides.sides(plan, values), args.entrypoints)

@@ -2,7 +2,9 @@
 accelerators, each side marked simulated; the same report as the live one.
 
 This half runs in the project's virtualenv (it has the plan); the Ray half, `local_run.py`, runs in the workloads
-virtualenv ($WORKLOADS_PYTHON, default .venv-workloads/bin/python) as a subprocess. Each side's job is its stack
+virtualenv ($WORKLOADS_PYTHON, default .venv-workloads/bin/python: `workloads_python`) as a subprocess, with what the
+workloads images carry on its path (the workloads package and `ray_tpu_gke.bench`: `job_path`), from a checkout or
+from the installed wheel alike. Each side's job is its stack
 entrypoint, told the run, its side, the seed, `--simulate` and the checkpoint cadence; a `workloads.train` job also
 fewer steps, a local checkpoint folder and a short pause after each step (--throttle-s, outside the step's measured
 time), so that the failure injected at step K lands while the job still runs. Its nodes are the side's own shape
@@ -14,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -37,12 +40,43 @@ class LocalError(RuntimeError):
     pass
 
 
+def is_checkout() -> bool:
+    """Run from this repository's checkout (else from an installed wheel, where ROOT is site-packages)."""
+    return (ROOT / "workloads" / "__init__.py").exists() and (ROOT / "requirements-workloads.txt").exists()
+
+
 def workloads_python() -> str:
-    configured = os.environ.get("WORKLOADS_PYTHON") or str(ROOT / ".venv-workloads" / "bin" / "python")
+    """The interpreter with Ray 2.55 and JAX: $WORKLOADS_PYTHON; else, in a checkout, its .venv-workloads (`make
+    compare` builds it); else .venv-workloads in the current folder (docs/compare.md "Installed from the wheel")."""
+    where = ROOT if is_checkout() else Path.cwd()
+    configured = os.environ.get("WORKLOADS_PYTHON") or str(where / ".venv-workloads" / "bin" / "python")
     if not os.access(configured, os.X_OK):
-        raise LocalError(f"no workloads interpreter at {configured}: run `make compare` (it builds .venv-workloads), "
-                         "or set WORKLOADS_PYTHON to a python with requirements-workloads.txt installed")
+        raise LocalError(
+            f"no workloads interpreter at {configured}: set WORKLOADS_PYTHON to a python with Ray 2.55 and JAX, or "
+            f"build one there: python3 -m venv {where / '.venv-workloads'} && {where / '.venv-workloads'}/bin/pip "
+            "install -r requirements-workloads.txt (ray-tpu-gke's source; `make compare` in a checkout does both)")
     return configured
+
+
+def workloads_package() -> Path:
+    """The workloads package: the checkout's, or the copy the wheel ships (pyproject.toml: jobroot.workloads)."""
+    shipped = Path(__file__).resolve().parent / "jobroot" / "workloads"
+    return shipped if (shipped / "__init__.py").exists() else ROOT / "workloads"
+
+
+def job_path(work_dir: Path) -> Path:
+    """What the jobs import, as the workloads images give it (workloads/Dockerfile): the workloads package and
+    ray_tpu_gke with nothing but bench, so the workloads interpreter needs no Pulumi and no install of this library."""
+    from ray_tpu_gke import bench
+
+    root = work_dir / "jobpath"
+    shutil.copytree(workloads_package(), root / "workloads", ignore=shutil.ignore_patterns("__pycache__", "Dockerfile*",
+                                                                                           "cloudbuild.yaml"))
+    (root / "ray_tpu_gke").mkdir()
+    library = Path(bench.__file__).resolve().parent
+    for name in ("__init__.py", "bench.py"):
+        shutil.copy2(library / name, root / "ray_tpu_gke" / name)
+    return root
 
 
 def side_spec(side: SidePlan, run: str, *, steps: int, report_every: int, inject_step: Optional[int], seed: int,
@@ -83,7 +117,9 @@ def run(sides: list[SidePlan], run_id: str, *, steps: int = DEFAULT_STEPS, repor
     python = workloads_python()
     with tempfile.TemporaryDirectory(prefix="compare-") as work:
         work_dir = Path(work)
-        spec = {"root": str(ROOT), "sideTimeout": side_timeout,
+        jobs = job_path(work_dir)
+        # Relative paths in an entrypoint (`python my_job.py`) are the caller's, as in its shell.
+        spec = {"root": str(jobs), "cwd": os.getcwd(), "sideTimeout": side_timeout,
                 "sides": [side_spec(s, run_id, steps=steps, report_every=report_every,
                                     inject_step=steps_by_side.get(s.name),
                                     seed=seed, result_dir=work_dir / "results", storage=work_dir / "checkpoints")
@@ -92,7 +128,8 @@ def run(sides: list[SidePlan], run_id: str, *, steps: int = DEFAULT_STEPS, repor
         spec_path.write_text(json.dumps(spec, indent=1))
         budget = side_timeout * len(sides) + 300  # the cluster's start and shutdown on top of every side
         try:
-            done = subprocess.run([python, str(SCRIPT), str(spec_path), str(out_path)], cwd=ROOT, timeout=budget,
+            done = subprocess.run([python, str(SCRIPT), str(spec_path), str(out_path)], cwd=os.getcwd(),
+                                  timeout=budget, env={**os.environ, "PYTHONPATH": str(jobs)},
                                   stderr=subprocess.PIPE if quiet else None, text=True)
         except subprocess.TimeoutExpired:
             raise LocalError(f"the local Ray run did not end within {budget:.0f} s") from None
