@@ -299,7 +299,7 @@ def test_installed_in_a_fresh_venv_outside_the_repository(tmp_path):
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    for folder in ("components", "plan", "policy", "provider"):  # the library, the toolchain (pyproject.toml)
+    for folder in ("components", "plan", "policy", "provider", "workloads"):  # the library, the toolchain, the jobs
         shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__", "venv"))
 
     venv = tmp_path / "venv"
