@@ -124,7 +124,8 @@ def document(*, run: str, side: str, kind: Optional[str], platform: str, simulat
              step_records: list[dict], seed: int = 0, device_kind: Optional[str] = None, processes: int = 1,
              slices: int = 1, batch_size: Optional[int] = None, saves: Iterable[float] = (),
              restores: Iterable[float] = (), restarts: Iterable[dict] = (), compile_s: float = 0.0,
-             compile_events: int = 0, process_start: Optional[float] = None, worker_group_start_s: Optional[float] = None,
+             compile_events: int = 0, process_start: Optional[float] = None,
+             worker_group_start_s: Optional[float] = None,
              started_at: float, finished_at: float, final_loss: Optional[float] = None,
              metric: Optional[float] = None, metric_name: Optional[str] = None, fingerprint: Optional[dict] = None,
              flops_per_step: Optional[float] = None, flops_source: Optional[str] = None,
@@ -210,7 +211,8 @@ class Run:
                       "jax_version": jax_version}
         self.planned_steps, self.attempt, self.from_step = steps, attempt, from_step
         self.result_dir, self.warmup_steps = result_dir, warmup_steps
-        self.flops_per_step, self.flops_source = flops_per_step, flops_source or ("declared" if flops_per_step else None)
+        self.flops_per_step = flops_per_step
+        self.flops_source = flops_source or ("declared" if flops_per_step else None)
         self._emit = emit or (lambda line: print(line, flush=True))
         self._sink, self._clock, self._timer = sink, clock, timer
         self.records: list[dict] = []

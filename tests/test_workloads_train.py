@@ -123,6 +123,18 @@ def test_each_worker_checks_the_jobs_shape_against_its_pods():
     assert shape_problems(None, {}) == []
 
 
+def test_the_model_is_sized_by_a_preset_and_flags_and_the_batch_fits_the_devices(capsys):
+    _, args = train.parse_args(["--gpus", "8"], environ={})
+    assert (args.model.d_model, args.model.layers, args.batch_size) == (32, 2, 16)  # the tiny preset
+    _, args = train.parse_args(["--gpus", "8", "--preset", "gpt-100m", "--layers", "6"], environ={})
+    assert (args.model.d_model, args.model.layers, args.model.vocab, args.batch_size) == (768, 6, 32768, 256)
+    assert 100e6 < train.lm.config_for("gpt-100m").parameters < 120e6
+    assert "must be a multiple of the job's 8 chips or GPUs" in _usage_error(["--gpus", "8", "--batch-size", "12"],
+                                                                             {}, capsys)
+    assert "--d-model 30 is not a multiple of --heads 4" in _usage_error(
+        ["--gpus", "1", "--d-model", "30", "--heads", "4"], {}, capsys)
+
+
 def test_the_run_and_side_default_from_the_name():
     _, args = train.parse_args(["--gpus", "8", "--name", "bench-gpu"], environ=SHAPE_ENV)  # a GPU job ignores $SLICE_*
     assert args.side == "bench-gpu" and args.run.startswith("bench-gpu-") and len(args.run) == len("bench-gpu-") + 14

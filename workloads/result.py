@@ -10,7 +10,8 @@ from typing import Optional
 
 from ray_tpu_gke import bench
 
-SCHEMA, EVENTS, FIELDS, validate, event_line = bench.SCHEMA, bench.EVENTS, bench.FIELDS, bench.validate, bench.event_line
+SCHEMA, EVENTS, FIELDS = bench.SCHEMA, bench.EVENTS, bench.FIELDS
+validate, event_line = bench.validate, bench.event_line
 
 
 def parse_events(log: str) -> list[dict]:

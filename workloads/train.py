@@ -94,7 +94,8 @@ def make_trainer(spec: Optional[SliceSpec], *, steps: int, batch_size: Optional[
     return JaxTrainer(
         train_loop,
         train_loop_config={"steps": steps, "batch_size": batch_size, "model": dataclasses.asdict(model),
-                           "run": name, "side": side or name, "report_every": report_every, "seed": seed, "simulate": simulate, "kind": kind,
+                           "run": name, "side": side or name, "report_every": report_every, "seed": seed,
+                           "simulate": simulate, "kind": kind,
                            "platform": backend.expected_platform(kind, simulate), "asked": asked, "shape": shape,
                            "throttle_s": throttle_s, "ledger": ledger},
         scaling_config=scaling,
@@ -170,7 +171,6 @@ def parse_args(argv: Optional[list[str]] = None,
                                **{size: getattr(args, size) for size in lm.SIZE_FLAGS})
     if args.model.problems():
         parser.error("; ".join(args.model.problems()))
-    args.batch_size = args.batch_size or args.model.batch_size
     if args.max_failures < -1 or args.throttle_s < 0:
         parser.error("--max-failures must be -1 (unlimited) or more, --throttle-s not negative")
     given = {name: getattr(args, name) for name in ENV}
@@ -195,9 +195,12 @@ def parse_args(argv: Optional[list[str]] = None,
         from workloads.slice import from_args
 
         spec = from_args(parser, args)
-    workers = 1 if spec is None else spec.hosts * args.slices
-    if args.batch_size % workers:
-        parser.error(f"--batch-size must be a multiple of the {workers} hosts")
+    # The batch is sharded by rows over every device of the job (workloads.train_loop): one chip or GPU each.
+    devices = args.gpus if spec is None else spec.hosts * spec.chips_per_host * args.slices
+    if args.batch_size is None:  # the preset's batch, rounded up to a whole number of rows per device
+        args.batch_size = -(-args.model.batch_size // devices) * devices
+    if args.batch_size % devices:
+        parser.error(f"--batch-size {args.batch_size} must be a multiple of the job's {devices} chips or GPUs")
     args.run = args.run or f"{args.name}-{datetime.datetime.now(datetime.timezone.utc):%Y%m%d%H%M%S}"
     args.side = args.side or args.name
     return spec, args

@@ -82,8 +82,8 @@ def run_side(cluster, side: dict, spec: dict) -> dict:
            "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S": "900"}
     command = [sys.executable if i == 0 and word == "python" else word for i, word in enumerate(side["command"])]
     progress(f"{side['name']}: {' '.join(side['command'])}")
-    driver = subprocess.Popen(command, cwd=spec.get("cwd", spec["root"]), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, bufsize=1)
+    driver = subprocess.Popen(command, cwd=spec.get("cwd", spec["root"]), env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, bufsize=1)
     seen["driverStartedAt"] = time.time()
     timed_out = threading.Event()
 
