@@ -13,6 +13,7 @@ import argparse
 import json
 import math
 import random
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -44,8 +45,8 @@ def main(argv=None) -> int:
     # No accelerator here: the job runs on the CPU, and says so only when asked to stand in (--simulate); without it
     # the comparison refuses its numbers as a TPU or GPU measurement.
     run = bench.start(args=args, kind=None, platform="cpu", devices=1, device_kind="python", steps=args.steps,
-                      batch_size=args.batch_size, framework="python", framework_version=".".join(
-                          map(str, __import__("sys").version_info[:3])))
+                      batch_size=args.batch_size, framework="python",
+                      framework_version=".".join(map(str, sys.version_info[:3])))
     weights = [0.0] * FEATURES
     held_out = rows(random.Random(f"{args.seed}-eval"), 8)
     with tempfile.TemporaryDirectory() as directory:
