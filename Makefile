@@ -35,7 +35,7 @@ endef
 export CHECK_PYTHON
 GUARD = @$(PYTHON) -c "$$CHECK_PYTHON" pyproject.toml '$(PYTHON)'
 
-.PHONY: plan test test-tools policy snapshots bench clean check-python
+.PHONY: plan test test-tools policy snapshots generate bench clean check-python
 
 # Fails, with one line on stderr, when $(PYTHON) is outside pyproject.toml's requires-python.
 check-python:
@@ -103,6 +103,11 @@ policy: $(STAMP) $(ON_PATH)
 snapshots: $(STAMP) $(ON_PATH)
 	$(BIN)/python -m pytest -q tests/test_snapshots.py tests/test_admission.py::test_docs_list_every_rule_with_its_source \
 		tests/test_docs.py::test_each_documented_manifest_is_what_its_config_renders --update-snapshots
+
+# Rewrite what is generated from the argument declarations (components/spec/ models): components/spec/args.py and
+# the argument reference of docs/library.md; tests/test_generate.py fails when either is stale.
+generate: $(STAMP) $(ON_PATH)
+	$(BIN)/python -m scripts.generate
 
 # Plan synthetic stacks of 1 to 512 slices against the bare-SDK floor (docs/benchmarks.md).
 bench: $(STAMP) $(ON_PATH)

@@ -56,6 +56,8 @@ def resource_class(type_: str):
             return getattr(importlib.import_module(f"pulumi_kubernetes.{group}.{version}"), name)
         except (ImportError, AttributeError):  # a custom resource (ray.io/v1)
             return importlib.import_module("pulumi_kubernetes.apiextensions").CustomResource
+    if package == "time":  # pulumiverse-time (components/resources/metric_waits.py)
+        return getattr(importlib.import_module("pulumiverse_time"), name)
     raise ValueError(f"no SDK class for {type_}")
 
 

@@ -26,7 +26,7 @@ _LAZY = {
     "admission": None, "catalog": None, "bench": None,
     "CatalogError": "catalog", "SliceShape": "catalog", "slice_shape": "catalog",
     "GkeCluster": "resources.cluster", "SliceMonitoring": "resources.monitoring",
-    "SliceMonitoringArgs": "resources.monitoring", "RayTpuPlatform": "resources.platform",
+    "SliceMonitoringArgs": "spec.args", "RayTpuPlatform": "resources.platform",
     "RayCluster": "resources.ray", "RayJob": "resources.ray", "RayService": "resources.ray",
     "TpuSlicePools": "resources.slice_pool", "WorkerPool": "resources.worker_pool",
     "ironwood_workload_policy": "resources.workload_policy",

@@ -19,7 +19,7 @@ from rich.console import Console
 from ray_tpu_gke.resources.preflight import PreflightError
 from ray_tpu_gke.spec.problems import ConfigError
 
-from . import cost, harness, mocks, render, stackfile
+from . import cost, harness, mocks, preview, stackfile
 from . import project as projects
 from .review import gates
 
@@ -109,20 +109,20 @@ def main(argv=None, prog: str = "python -m plan") -> int:
         if not args.manifests:
             cost_result = inventory.cost(found)
             plan.cost = cost_result.json
-    if stack_files:  # the version set (plan/versions.py): warnings, the JSON's `versions`, the table
-        from . import versions
+    if stack_files:  # the version set (plan/version_set.py): warnings, the JSON's `versions`, the table
+        from . import version_set
 
-        plan.warnings.extend(versions.warnings(config))
+        plan.warnings.extend(version_set.warnings(config))
     if args.json:
-        sys.stdout.write(json.dumps(versions.attach(plan, config), indent=2, sort_keys=True) + "\n" if stack_files
+        sys.stdout.write(json.dumps(version_set.attach(plan, config), indent=2, sort_keys=True) + "\n" if stack_files
                          else plan.dumps())
     elif args.manifests:
-        sys.stdout.write(render.manifests_yaml(plan))
+        sys.stdout.write(preview.manifests_yaml(plan))
     else:
         console = Console(highlight=False)
         if not console.is_terminal:
             console = Console(highlight=False, width=200)
-        render.print_plan(plan, config, console, cost_result)
+        preview.print_plan(plan, config, console, cost_result)
     for note in plan.notes:  # what the offline answers were (plan/mocks.py), never mistaken for the project's
         if args.json or args.manifests:
             print(f"note: {note}", file=sys.stderr)
@@ -142,15 +142,13 @@ def main(argv=None, prog: str = "python -m plan") -> int:
 def policy_engine():
     """The policy pack's engine: inside the installed toolchain (`ray_tpu_gke_tools.policy`, pyproject.toml), or
     this repository's `policy/` beside `plan/`."""
-    import importlib
-
-    inside = f"{__package__}.policy"
     try:
-        return importlib.import_module(f"{inside}.engine")
+        from .policy import engine
     except ModuleNotFoundError as error:
-        if error.name != inside:
+        if error.name != f"{__package__}.policy":
             raise
-    return importlib.import_module("policy.engine")
+        from policy import engine
+    return engine
 
 
 if __name__ == "__main__":

@@ -90,7 +90,7 @@ def table(result: CostResult) -> Table:
     """$/hour and $/month per TPU slice entry, node pool and cluster fee, at the configured basis, the range where it
     scales, and the totals (of what is priced, where rates are missing)."""
     e = result.estimate
-    age = f", {e.age_days} days old" if e.age_days is not None else ""
+    age = (f", {e.age_days} days old; a warning past {prices.STALE_AFTER_DAYS}" if e.age_days is not None else "")
     oldest = f"; rates as of {e.oldest_as_of}{age}" if e.oldest_as_of else ""
     t = Table(title=f"Cost estimate ({e.currency}, {e.region}{oldest})", title_justify="left")
     for column in ("item", "kind", "capacity", "size", "rate", "$/hour", "$/month", "$/month range"):
@@ -113,12 +113,28 @@ def table(result: CostResult) -> Table:
     return t
 
 
+ACCELERATOR_ITEMS = ("tpuSlice", "gpuPool")
+
+
+def scales_from_zero(e: pricing.Estimate) -> bool:
+    """Whether every TPU slice entry and GPU pool of the stack has no node while no job asks for one."""
+    accelerators = [i for i in e.items if i.kind in ACCELERATOR_ITEMS]
+    return bool(accelerators) and all(i.autoscaled and i.min_quantity == 0 for i in accelerators)
+
+
 def bases_line(e: pricing.Estimate) -> str:
-    """The three bases side by side, each said for what it is."""
+    """The three bases side by side, each said for what it is. A stack whose accelerators all scale from zero is said
+    per hour of a running job first: a month of always-on hardware is not what it costs."""
     partial = "" if e.complete else f" (without {len(e.missing)} unpriced rate{'s' if len(e.missing) != 1 else ''})"
+    fee = f"each includes the GKE cluster fee ({'; '.join(f.credit_rule for f in e.fees)})"
+    if scales_from_zero(e):
+        running = ", ".join(f"{i.name} {usd(i.hourly)}/hour" for i in e.items if i.kind in ACCELERATOR_ITEMS)
+        return (f"Monthly{partial}: every TPU slice and GPU pool scales from zero, so the stack costs "
+                f"{usd(e.min.monthly)}/month while no job runs, and each job adds its hardware's price per hour only "
+                f"while it runs ({running}, at the size its Ray worker groups ask for). Had every pool run the whole "
+                f"month: {usd(e.total.monthly)} as configured, {usd(e.max.monthly)} at maximum; {fee}")
     return (f"Monthly{partial}: {usd(e.total.monthly)} as configured (autoscaled pools at their Ray worker groups' "
-            f"replicas), {usd(e.min.monthly)} at minimum, {usd(e.max.monthly)} at maximum; each includes the GKE "
-            f"cluster fee ({'; '.join(f.credit_rule for f in e.fees)})")
+            f"replicas), {usd(e.min.monthly)} at minimum, {usd(e.max.monthly)} at maximum; {fee}")
 
 
 def stranded_line(e: pricing.Estimate) -> str:

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from ray_tpu_gke.spec.config import StackConfig
-from ray_tpu_gke.spec.models import RayClusterConfig, RayJobConfig, RayObjectConfig, RayServiceConfig
+from ray_tpu_gke.spec.ray_models import RayClusterConfig, RayJobConfig, RayObjectConfig, RayServiceConfig
 from ray_tpu_gke.spec.problems import ConfigError
 
 from . import stackfile

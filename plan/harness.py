@@ -51,6 +51,7 @@ class Step:
     protect: bool
     ignore_changes: list[str]
     delete_before_replace: bool
+    replace_on_changes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {
@@ -68,6 +69,7 @@ class Step:
                     "protect": self.protect,
                     "ignoreChanges": self.ignore_changes,
                     "deleteBeforeReplace": self.delete_before_replace,
+                    "replaceOnChanges": self.replace_on_changes,
                 },
             },
         }
@@ -248,6 +250,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             protect=bool(request.protect),
             ignore_changes=list(request.ignoreChanges),
             delete_before_replace=bool(request.deleteBeforeReplace),
+            replace_on_changes=list(request.replaceOnChanges),
         ))
         if request.type == "pulumi:pulumi:Stack":
             self.stack_urn = urn

@@ -17,20 +17,25 @@ from typing import Any
 from pydantic import ValidationError
 
 from ray_tpu_gke import admission
+from ray_tpu_gke.catalog.resource_types import CLUSTER, NODE_POOL, RAY_KIND_PREFIX, UNKNOWN
 from ray_tpu_gke.render import manifests
 from ray_tpu_gke.spec.config import StackConfig
-from ray_tpu_gke.spec.models import (ClusterConfig, CpuPoolConfig, GpuPoolConfig, RayClusterConfig, StorageConfig,
-                                     TpuSliceConfig, validate_as)
+from ray_tpu_gke.spec.models import (
+    ClusterConfig,
+    CpuPoolConfig,
+    GpuPoolConfig,
+    StorageConfig,
+    TpuSliceConfig,
+    validate_as,
+)
+from ray_tpu_gke.spec.ray_models import RayClusterConfig
 
 from .harness import Plan
 
-NODE_POOL = "gcp:container/nodePool:NodePool"
-CLUSTER = "gcp:container/cluster:Cluster"
 # Where each KubeRay kind keeps its worker groups (KubeRay v1 CRDs: RayCluster.spec, RayService.spec.rayClusterConfig,
 # RayJob.spec.rayClusterSpec; ray-operator/apis/ray/v1 of ray-project/kuberay).
-RAY_KINDS = {"kubernetes:ray.io/v1:RayCluster": (), "kubernetes:ray.io/v1:RayService": ("rayClusterConfig",),
-             "kubernetes:ray.io/v1:RayJob": ("rayClusterSpec",)}
-UNKNOWN = "[unknown]"
+RAY_KINDS = {RAY_KIND_PREFIX + "RayCluster": (), RAY_KIND_PREFIX + "RayService": ("rayClusterConfig",),
+             RAY_KIND_PREFIX + "RayJob": ("rayClusterSpec",)}
 
 
 @dataclasses.dataclass
@@ -105,8 +110,8 @@ class _Reader:
             inputs = steps[0].inputs
             labels = inputs["nodeConfig"]["labels"]
             capacity, reservation = _capacity(inputs["nodeConfig"])
-            raw = {"name": name, "generation": labels.get("ray-tpu-gke/generation"),
-                   "topology": labels.get("ray-tpu-gke/topology"),
+            raw = {"name": name, "generation": labels.get(manifests.SLICE_GENERATION_LABEL),
+                   "topology": labels.get(manifests.SLICE_TOPOLOGY_LABEL),
                    "machine_type": inputs["nodeConfig"].get("machineType"), "count": len(steps),
                    "capacity": capacity, "reservation": reservation, "zone": _zone(inputs)}
             _, scaling = _nodes(inputs)

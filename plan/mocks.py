@@ -11,6 +11,7 @@ from typing import Any, Optional
 from pulumi.runtime import mocks as pulumi_mocks
 
 from ray_tpu_gke import admission
+from ray_tpu_gke.catalog import resource_types
 
 MOCK_CA = base64.b64encode(b"mock-cluster-ca").decode()
 
@@ -35,7 +36,7 @@ class PlanMocks(pulumi_mocks.Mocks):
             email = f"{inputs['accountId']}@{project}.iam.gserviceaccount.com"
             inputs.update(email=email, name=f"projects/{project}/serviceAccounts/{email}")
             return inputs["name"], inputs
-        if typ == "gcp:container/cluster:Cluster":
+        if typ == resource_types.CLUSTER:
             inputs.update(endpoint="192.0.2.10", masterAuth={"clusterCaCertificate": MOCK_CA})
             return f"projects/{project}/locations/{inputs.get('location')}/clusters/{name}", inputs
         if typ == "gcp:compute/network:Network":

@@ -12,13 +12,16 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Iterable, Mapping
 
-UNKNOWN = "[unknown]"  # what the offline plan prints for an unknown value; the pack adapter maps Pulumi's to it
-
-CLUSTER = "gcp:container/cluster:Cluster"
-NODE_POOL = "gcp:container/nodePool:NodePool"
-RESOURCE_POLICY = "gcp:compute/resourcePolicy:ResourcePolicy"
-RAY_KINDS = ("RayCluster", "RayService", "RayJob")
-RAY_API = "ray.io"
+# The plan JSON's type tokens, and what the offline plan prints for an unknown value (the pack adapter maps Pulumi's
+# to it): one home, read here by the rules as view.CLUSTER, view.UNKNOWN, ...
+from ray_tpu_gke.catalog.resource_types import (  # noqa: F401  (re-exported to the rules)
+    CLUSTER,
+    NODE_POOL,
+    RAY_API,
+    RAY_KINDS,
+    RESOURCE_POLICY,
+    UNKNOWN,
+)
 
 
 # Where a resource carries the stack's `environment` label (config `ray-tpu-gke:environment`; default: the stack).

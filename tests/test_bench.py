@@ -146,14 +146,14 @@ def test_the_example_jobs_import_and_take_the_comparison_flags(name, capsys):
 
 
 def test_entrypoint_overrides_name_a_side_and_replace_its_command():
-    args = compare_cli.parse_args(["compare", "--local", "--entrypoint", "bench-gpu=python job.py --steps 5",
+    args = compare_cli.parse_args(["compare", "--local", "--entrypoint", "bench-a100=python job.py --steps 5",
                                    "--inject-failure", "bench-tpu=12"])
-    assert args.entrypoints == {"bench-gpu": "python job.py --steps 5"}
+    assert args.entrypoints == {"bench-a100": "python job.py --steps 5"}
     assert (args.inject_failure, args.inject_by_side) == (None, {"bench-tpu": 12})
     plan, values = compare_cli.load_plan("compare")
     found = compare_cli.with_entrypoints(sides.sides(plan, values), args.entrypoints)
     by_name = {s.name: s for s in found}
-    assert by_name["bench-gpu"].entrypoint == "python job.py --steps 5"
+    assert by_name["bench-a100"].entrypoint == "python job.py --steps 5"
     assert by_name["bench-tpu"].entrypoint.startswith("python -m workloads.train")
     with pytest.raises(sides.SideError, match="--entrypoint names bench-cpu, not a side of this stack"):
         compare_cli.with_entrypoints(found, {"bench-cpu": "python x.py"})

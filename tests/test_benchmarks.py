@@ -42,3 +42,12 @@ def test_a_tiny_synthetic_stack_plans_and_its_floor_registers_the_same_resources
     # The same resources with the same inputs, parents, providers and dependencies; only the order may differ.
     assert sorted(map(_resource, bare.to_json()["steps"]), key=repr) == sorted(map(_resource, plan["steps"]), key=repr)
     assert bare.outputs == plan["outputs"]
+
+
+def test_the_largest_default_sizes_are_admitted_with_a_warning():
+    from benchmarks.__main__ import DEFAULT_SIZES
+
+    assert max(DEFAULT_SIZES) == 512 and 256 in DEFAULT_SIZES
+    config = parse_stack_config(synthetic.values(256), "bench")  # 257 node pools: planned, with GKE's latency note
+    assert len(config.tpu_slices) == 256
+    assert any("257 node pools in one cluster" in w for w in config.warnings)

@@ -135,3 +135,29 @@ def test_public_lookup():
         (16, 4, "ct6e-standard-4t", "1.31.2-gke.1115000")
     assert shape.node_selector == {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
                                    "cloud.google.com/gke-tpu-topology": "4x4"}
+
+
+# --- peaks -----------------------------------------------------------------------------------------------------------
+
+def test_every_generation_and_gpu_has_a_sourced_peak():
+    from ray_tpu_gke.catalog import GENERATIONS, GPU_PEAKS, GPUS, TPU_PEAKS
+
+    assert set(TPU_PEAKS) == set(GENERATIONS) and set(GPU_PEAKS) == set(GPUS)
+    for row in (*TPU_PEAKS.values(), *GPU_PEAKS.values()):
+        assert row.source.startswith("https://") and row.bf16_flops_per_s > 1e13 and row.hbm_bytes > 10**10
+
+
+def test_gpu_peaks_are_dense_half_of_the_sparse_data_sheet_figure():
+    from ray_tpu_gke.catalog import peak
+
+    # H100 SXM data sheet: 1,979 teraFLOPS bf16 with sparsity; the A100's 624 with sparsity.
+    assert peak("gpu", "nvidia-h100-80gb").bf16_flops_per_s == 1979e12 / 2
+    assert peak("gpu", "nvidia-a100-80gb").bf16_flops_per_s == 624e12 / 2
+    assert peak("tpu", "v6e").bf16_flops_per_s == 918e12
+
+
+def test_peak_of_an_unknown_accelerator_names_the_known_ones():
+    from ray_tpu_gke.catalog import CatalogError, peak
+
+    with pytest.raises(CatalogError, match="known: v4, v5e"):
+        peak("tpu", "v9")

@@ -28,13 +28,13 @@ def test_both_sides_share_the_compilation_cache_policy():
         for group in job["spec"]["rayClusterSpec"]["workerGroupSpecs"]:
             env = {e["name"]: e.get("value") for e in group["template"]["spec"]["containers"][0].get("env", [])}
             caches[job["metadata"]["name"]] = env.get("JAX_COMPILATION_CACHE_DIR")
-    assert len(caches) == 2 and len(set(caches.values())) == 1 and None not in caches.values(), caches
+    assert len(caches) == 4 and len(set(caches.values())) == 1 and None not in caches.values(), caches
 
 
 def test_both_sides_train_the_same_job_on_their_own_variant():
     jobs = {job.name: job for job in config_of("compare").ray_jobs}
     flags = {name: _flags(job.entrypoint) for name, job in jobs.items()}
-    assert len(jobs) == 2 and len({repr(sorted(f.items())) for f in flags.values()}) == 1, flags
+    assert len(jobs) == 4 and len({repr(sorted(f.items())) for f in flags.values()}) == 1, flags
     variants = {images.variant(job.image) for job in jobs.values()}
     assert variants == {"tpu", "gpu"}
 

@@ -88,9 +88,12 @@ def result_document(side: str, kind: str, platform: str, recovered: bool, start:
 
 
 def side_script(side: str, group: str, kind: str, node_name: str, offset: float, *, inject: bool = True,
-                nodes_come: bool = True, recovers: bool = True, platform: str | None = None) -> tuple[dict, list]:
+                nodes_come: bool = True, recovers: bool = True, platform: str | None = None,
+                submitter_lag: float = 0, declared: dict | None = None) -> tuple[dict, list]:
     """A side whose node is created at 30 - offset and Ready 20 s later, whose worker pod is Ready 30 s after that and
-    whose training loop starts 10 s later; step k is reported at loop + 2 + SPACING k."""
+    whose training loop starts 10 s later; step k is reported at loop + 2 + SPACING k. With `submitter_lag` (and no
+    injection), KubeRay shows jobStatus SUCCEEDED while the deployment still runs, and the submitter prints the result
+    and turns the deployment Complete that many seconds later (the order kuberay PR #1919 describes)."""
     created, ready = 30 - offset, 50 - offset
     pod_ready, loop = ready + 30, ready + 40
     worker = f"{{cluster}}-{group}-worker-a"
@@ -123,7 +126,10 @@ def side_script(side: str, group: str, kind: str, node_name: str, offset: float,
                     "event": {"event": "step", "time": {"$t": at}, "step": step, "stepS": 0.01, "loss": 1 / step}})
     recovered = inject and recovers
     end = loop + 2 + SPACING * STEPS + 1  # without a failure
-    finish = (lambda d: {"atd": d}) if inject else (lambda d: {"at": end + d})
+    finish = (lambda d: {"atd": d}) if inject else (lambda d: {"at": end + submitter_lag + d})
+    if submitter_lag and not inject:
+        status.append({"at": end + 1, "value": {"jobDeploymentStatus": "Running", "jobStatus": "SUCCEEDED",
+                                                "rayClusterName": "{cluster}"}})
     if inject:
         log += [{"atd": 8, "prefix": prefix, "event": {"event": "start", "time": {"$td": 8}, "attempt": 1,
                                                          "fromStep": 10}}]
@@ -137,20 +143,20 @@ def side_script(side: str, group: str, kind: str, node_name: str, offset: float,
                                                               "stepS": 0.01, "loss": 1 / (11 + i)}}
                 for i in range(STEPS - 10)]
     if not inject or recovered:
-        document = result_document(side, kind, platform or kind, recovered, loop)
+        document = result_document(side, kind, platform or kind, recovered, loop, **(declared or {}))
         log += [{**finish(22 if inject else 0), "result": document},
                 {**finish(22 if inject else 0), "line": "2027-01-15 08:02:40,000\tSUCC cli.py:64 -- Job "
                                                         "'raysubmit_Xq3v9' succeeded"}]
         status.append({**finish(23 if inject else 1), "value": {
             "jobDeploymentStatus": "Complete", "jobStatus": "SUCCEEDED", "rayClusterName": "{cluster}",
-            "endTime": {"$isod": 23} if inject else {"$iso": end + 1}}})
+            "endTime": {"$isod": 23} if inject else {"$iso": end + submitter_lag + 1}}})
     else:  # the restarted workers never get going: Ray Train gives up
         status.append({"atd": 60, "value": {"jobDeploymentStatus": "Complete", "jobStatus": "FAILED",
                                             "rayClusterName": "{cluster}", "endTime": {"$isod": 60},
                                             "message": "Job failed: TrainingFailedError"}})
     status.insert(2, {"at": pod_ready + 2, "value": {"jobDeploymentStatus": "Running", "jobStatus": "RUNNING",
                                                      "rayClusterName": "{cluster}", "startTime": {"$iso": pod_ready}}})
-    gone = {"untild": 103} if inject else {"until": end + 80}
+    gone = {"untild": 103} if inject else {"until": end + submitter_lag + 80}
     nodes = [{"at": created, "until": ready, "value": node(node_name, created, None)},
              {"at": ready, **gone, "value": node(node_name, created, ready)}]
     return {"status": status, "pods": pods, "log": log, "events": events}, nodes
@@ -158,13 +164,14 @@ def side_script(side: str, group: str, kind: str, node_name: str, offset: float,
 
 def cluster(inject: bool = True, **tpu_options) -> dict:
     gpu_platform = tpu_options.pop("gpu_platform", None)
+    lag = tpu_options.get("submitter_lag", 0)
     tpu, tpu_nodes = side_script("bench-tpu", "tpu", "tpu", "gke-ray-compare-v6e-8-1a2b", 0, inject=inject,
                                  **tpu_options)
-    gpu, gpu_nodes = side_script("bench-gpu", "gpu", "gpu", "gke-ray-compare-l4-8-3c4d", 10, inject=inject,
-                                 platform=gpu_platform)
+    gpu, gpu_nodes = side_script("bench-a100", "gpu", "gpu", "gke-ray-compare-a100-8-3c4d", 10, inject=inject,
+                                 platform=gpu_platform, submitter_lag=lag)
     system = {"at": -86400, "value": node("gke-ray-compare-system-0", -86400, -86300)}
     return {"context": CONTEXT, "base": T, "now": 0.0, "nodes": [system],
-            "scenario": {"bench-tpu": {**tpu, "nodes": tpu_nodes}, "bench-gpu": {**gpu, "nodes": gpu_nodes}}}
+            "scenario": {"bench-tpu": {**tpu, "nodes": tpu_nodes}, "bench-a100": {**gpu, "nodes": gpu_nodes}}}
 
 
 # --- running the command against it --------------------------------------------------------------------------------
@@ -214,13 +221,14 @@ def test_a_healthy_run_with_a_failure_injected_on_each_side(run):
     code, document, err, state = run(cluster(), "--inject-failure", "12", "--wait-for-removal", "300")
     assert document["problems"] == [] and code == 0, err
     assert len(err) == 1 and err[0].startswith("report complete: ")
-    tpu, gpu = by_name(document)["bench-tpu"], by_name(document)["bench-gpu"]
+    tpu, gpu = by_name(document)["bench-tpu"], by_name(document)["bench-a100"]
     # Start-up from the API's timestamps and the job's events (see side_script).
     assert tpu["startup"] == {"capacityWaitS": 50.0, "podStartS": 30.0, "rayStartS": 10.0, "firstStepS": 5.0}
     assert gpu["startup"] == {"capacityWaitS": 40.0, "podStartS": 30.0, "rayStartS": 10.0, "firstStepS": 5.0}
     assert tpu["cluster"]["imagePullS"] == 24.6 and tpu["cluster"]["eventReasons"]["FailedScheduling"] == 3
     # The failure: injected at the first poll that sees step 12 (every 10 s).
-    assert state["deleted"]["sides"] == {"bench-tpu": 130.0, "bench-gpu": 120.0}
+    assert state["deleted"]["sides"] == {"bench-tpu": 130.0, "bench-a100": 120.0}
+    assert tpu["recovery"].pop("why").startswith("the job resumes from the last checkpoint Ray Train had registered")
     assert tpu["recovery"] == {"injectedAtStep": 12, "injectedAt": T + 130, "target":
                                f"pod bench-tpu-{RUN[-14:]}-rc-tpu-worker-a", "recoveryS": 11.0, "detectS": 3.0,
                                "stepsRedone": 2, "fromStep": 10, "resumedAt": T + 130 + 11}
@@ -228,9 +236,9 @@ def test_a_healthy_run_with_a_failure_injected_on_each_side(run):
     # Cost: each node billed from its creation to the first poll that no longer sees it, at the plan's price.
     assert tpu["billing"]["nodes"] == [{"name": "gke-ray-compare-v6e-8-1a2b", "from": T + 30, "to": T + 240,
                                         "seconds": 210.0, "until": "removed"}]
-    assert tpu["hourlyUsd"] == hourly("v6e-8") and gpu["hourlyUsd"] == hourly("l4-8")
+    assert tpu["hourlyUsd"] == hourly("v6e-8") and gpu["hourlyUsd"] == hourly("a100-8")
     assert tpu["costPerJobUsd"] == pytest.approx(210 / 3600 * hourly("v6e-8"))
-    assert gpu["costPerJobUsd"] == pytest.approx((230 - 20) / 3600 * hourly("l4-8"))
+    assert gpu["costPerJobUsd"] == pytest.approx((230 - 20) / 3600 * hourly("a100-8"))
     assert tpu["costPer1kStepsUsd"] == pytest.approx(tpu["costPerJobUsd"] / STEPS * 1000)
     assert tpu["wallS"] == pytest.approx(130 + 21.5)
     assert document["agreement"]["agree"] is True and document["mode"] == "live"
@@ -238,10 +246,10 @@ def test_a_healthy_run_with_a_failure_injected_on_each_side(run):
 
 
 def test_fresh_valid_rayjobs_released_soon_and_a_node_still_up_billed_until_the_collection(run):
-    code, document, _, state = run(cluster(inject=False))
+    code, document, _, state = run(cluster(inject=False, declared={"flopsPerStep": 5e12}))
     assert code == 0
     created = state["created"]
-    assert sorted(created) == [f"bench-gpu-{RUN[-14:]}", f"bench-tpu-{RUN[-14:]}"]
+    assert sorted(created) == [f"bench-a100-{RUN[-14:]}", f"bench-tpu-{RUN[-14:]}"]
     for name, job in created.items():
         job["metadata"] = {k: v for k, v in job["metadata"].items() if k not in ("uid", "creationTimestamp")}
         for release in kuberay_schema.RELEASES:
@@ -259,14 +267,31 @@ def test_fresh_valid_rayjobs_released_soon_and_a_node_still_up_billed_until_the_
     assert "pods" not in state["deleted"]  # no --inject-failure: nothing deleted
     tpu = by_name(document)["bench-tpu"]
     assert "recovery" not in tpu  # none asked
+    # The job declared its FLOPs per step: MFU against 8 v6e chips at the catalogue's peak, at the steady p50.
+    assert tpu["flopsPerStep"] == 5e12 and tpu["peakFlopsPerS"] == 918e12
+    assert tpu["mfu"] == pytest.approx(5e12 / (tpu["stepTimeS"]["p50"] * 8 * 918e12))
     assert tpu["billing"]["stillUp"] == ["gke-ray-compare-v6e-8-1a2b"]
     assert tpu["billing"]["billedNodeS"] == pytest.approx(document["collectedAt"] - (T + 30))
+
+
+def test_a_job_is_followed_until_its_deployment_is_complete_not_until_ray_says_succeeded(run):
+    # jobStatus SUCCEEDED shows 25 s (more than two polls) before the submitter prints the result document and the
+    # deployment turns Complete: a collector that stopped at SUCCEEDED would have no result.
+    code, document, err, state = run(cluster(inject=False, submitter_lag=25))
+    assert code == 0 and document["problems"] == [], err
+    tpu = by_name(document)["bench-tpu"]
+    assert tpu["outcome"] == "SUCCEEDED" and tpu["steps"] == STEPS and tpu["finalLoss"] is not None
+    # The TPU side's loop ends at 153 (side_script): SUCCEEDED from 154, Complete from 179. The collector read the
+    # RayJob in between and went on.
+    succeeded_only = [c["now"] for c in state["calls"] if c["args"][:3] == ["get", "rayjob", f"bench-tpu-{RUN[-14:]}"]
+                      and 154 <= c["now"] < 179]
+    assert succeeded_only
 
 
 def test_a_job_that_never_gets_its_nodes_times_out_with_a_partial_report(run):
     code, document, err, state = run(cluster(nodes_come=False), "--inject-failure", "12", "--timeout", "160")
     assert code == 1
-    tpu, gpu = by_name(document)["bench-tpu"], by_name(document)["bench-gpu"]
+    tpu, gpu = by_name(document)["bench-tpu"], by_name(document)["bench-a100"]
     assert gpu["missing"] == []  # the other side ran, and is in the report
     assert tpu["outcome"].startswith("timeout: not finished within 160 s")
     for line in ("bench-tpu: startup.capacityWaitS: no worker node became Ready",
@@ -286,16 +311,16 @@ def test_a_recovery_that_never_happens(run):
     assert ("bench-tpu: recovery: no restart was reported after the failure injected at step 12 (pod "
             f"bench-tpu-{RUN[-14:]}-rc-tpu-worker-a); the job FAILED") in err
     assert "bench-tpu: finished: the job did not finish: FAILED" in err
-    assert by_name(document)["bench-gpu"]["missing"] == []
+    assert by_name(document)["bench-a100"]["missing"] == []
 
 
 def test_a_gpu_side_that_reports_the_cpu_platform_is_refused(run):
     code, document, err, _ = run(cluster(inject=False, gpu_platform="cpu"))
     assert code == 1
-    gpu = by_name(document)["bench-gpu"]
+    gpu = by_name(document)["bench-a100"]
     assert gpu["refused"] == ("the job ran on cpu, not gpu, and is not marked simulated: its numbers are not a gpu "
                               "measurement")
-    assert err[0] == f"bench-gpu: result: {gpu['refused']}"
+    assert err[0] == f"bench-a100: result: {gpu['refused']}"
     assert "finalLoss" not in gpu and document["agreement"] is None
 
 

@@ -1,7 +1,7 @@
 """The local comparison end to end (`make compare`, shortened): the compare stack's two sides on a real local Ray
 cluster in .venv-workloads, CPU standing in for the TPU slice and the GPU pool; the TPU side runs the stack's own
 `workloads.train` and loses a node when its job reports step 12 (a replacement added), the GPU side runs a team's own
-job instead (`--entrypoint bench-gpu=...`: examples/bench-jobs/plain_job.py, plain Python that reports through
+job instead (`--entrypoint bench-a100=...`: examples/bench-jobs/plain_job.py, plain Python that reports through
 `ray_tpu_gke.bench` and nothing else), and the report is written. One run for the module (its tests share it, so they
 run on one pytest-xdist worker, like the other Ray tests' shared clusters); skipped, saying so, only when there is no
 workloads interpreter ($WORKLOADS_PYTHON or .venv-workloads/bin/python)."""
@@ -34,7 +34,7 @@ def compared(tmp_path_factory):
     out = tmp_path_factory.mktemp("compare") / "report"
     done = subprocess.run([sys.executable, "-m", "plan.compare", "compare", "--local", "--out", str(out), "--steps",
                            str(STEPS), "--report-every", str(EVERY), "--inject-failure", f"bench-tpu={INJECT}",
-                           "--entrypoint", f"bench-gpu={OWN_JOB}", "--tolerance", str(TOLERANCE)],
+                           "--entrypoint", f"bench-a100={OWN_JOB}", "--tolerance", str(TOLERANCE)],
                           cwd=ROOT, env={**os.environ, "WORKLOADS_PYTHON": python}, capture_output=True, text=True,
                           timeout=900)
     written = out / "report.json"
@@ -76,7 +76,7 @@ def test_the_stack_job_is_the_transformer_language_model_with_xla_flops(compared
 
 def test_a_teams_own_job_outside_workloads_is_a_side_like_any_other(compared):
     _, document, _ = compared
-    side = result = by_name(document)["bench-gpu"]
+    side = result = by_name(document)["bench-a100"]
     assert result["framework"] == "python" and result["flopsPerStep"] > 0 and result["flopsSource"] == "declared"
     assert side["steps"] == 20 and side["compileS"] == 0 and "recovery" not in side  # no failure asked for it
     assert side["checkpoints"]["saves"] == 20 // EVERY

@@ -27,7 +27,8 @@ def side_plan(name="bench-tpu", kind="tpu", node_hourly=21.6, hosts=1, problem=N
     return SidePlan(name=name, namespace="compare", kind=kind, group=kind, item="v6e-8" if kind == "tpu" else "l4-8",
                     accelerator="v6e 2x4, 8 chips" if kind == "tpu" else "8 x nvidia-l4 on g2-standard-96",
                     hosts=hosts, replicas=1, units_per_node=8, entrypoint="python -m workloads.train", manifest={},
-                    capacity="onDemand", node_hourly=node_hourly, price_problem=problem)
+                    capacity="onDemand", node_hourly=node_hourly, price_problem=problem,
+                    generation="v6e" if kind == "tpu" else None, gpu_accelerator="nvidia-l4" if kind == "gpu" else None)
 
 
 def job_log(**changes) -> str:
@@ -118,6 +119,10 @@ def test_a_live_tpu_side_from_its_log_and_the_clusters_timestamps():
     assert side["costPer1kStepsUsd"] == pytest.approx(side["costPerJobUsd"] / 20 * 1000)
     assert side["hourlyUsd"] == 21.6
     restart = RESULT["restarts"][0]
+    # Why steps were redone: the last registered checkpoint (10); the log's saves are 5, 10 (before the failure at 12).
+    assert side["recovery"].pop("why") == ("the job resumes from the last checkpoint Ray Train had registered (step "
+                                           "10), so every step after it that ran before the failure (injected when "
+                                           "step 12 was reported) ran again")
     assert side["recovery"] == pytest.approx({
         "injectedAtStep": 12, "injectedAt": T + 93.0, "target": "pod bench-tpu-rc-tpu-worker-x",
         "recoveryS": restart["resumedAt"] - (T + 93.0), "detectS": restart["failureSeenAt"] - (T + 93.0),
@@ -239,9 +244,11 @@ def test_the_report_files(tmp_path):
         assert (tmp_path / chart).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert json.loads((tmp_path / "report.json").read_text()) == document
     text = (tmp_path / "report.md").read_text()
-    assert text.startswith(f"# Comparison `{RUN}` of stack `compare` (local, simulated)")
-    assert "| cost per 1,000 steps | " in text and "| ran on | cpu (simulated) | cpu (simulated) |" in text
-    assert "Simulated: the sides ran on this machine's CPU" in text
+    assert text.splitlines()[0] == markdown.REHEARSAL
+    assert text.splitlines()[2] == f"# Comparison `{RUN}` of stack `compare` (local, simulated)"
+    assert "| cost per 1,000 steps (real price x simulated node time) | " in text
+    assert "| ran on | cpu (simulated) | cpu (simulated) |" in text
+    assert "Simulated: the times say how the pipeline behaves" in text
     assert "pod and image start" not in text  # not a local phase
     assert output.say(document, tmp_path, stream=open(tmp_path / "stderr", "w")) == 0
 
@@ -268,3 +275,88 @@ def test_job_logs_are_read_from_the_first_brace_of_each_line():
     assert log.last_step == 99  # text after the object (Ray's log deduplication) is ignored
     assert len(log.of("restart")) == 1 and len(log.of("checkpoint")) == 4
     assert events.parse('{"event": "step"}\n{"event": "nonsense", "time": 1}').events == []
+
+
+# --- against the chip's limit, and what a simulated report may say ---------------------------------------------------
+
+FLOPS = 4.0e12  # a job's declared model FLOPs per step (the result document's flopsPerStep)
+
+
+def test_a_live_side_reaches_a_fraction_of_its_chips_peak():
+    run = tpu_run(log=job_log(flopsPerStep=FLOPS, tokensPerStep=2048))
+    side, _ = report.side_report(run, "live", RUN, COLLECTED)
+    p50 = side["stepTimeS"]["p50"]
+    assert side["flopsPerStep"] == FLOPS and side["peakFlopsPerS"] == 918e12 and side["mfuDevices"] == 8
+    assert side["mfu"] == pytest.approx(FLOPS / (p50 * 8 * 918e12))
+    # Throughput two ways, reconciled: per steady step from the batch, and the job's own over its last attempt.
+    throughput = side["throughput"]
+    assert throughput["steadyExamplesPerS"] == pytest.approx(RESULT["batchSize"] / p50)
+    assert throughput["steadyTokensPerS"] == pytest.approx(2048 / p50)
+    assert throughput["jobExamplesPerS"] == RESULT["examplesPerS"] and "compiling step included" in throughput["basis"]
+
+
+def test_a_job_without_declared_flops_or_a_simulated_one_has_no_mfu():
+    undeclared, _ = report.side_report(tpu_run(), "live", RUN, COLLECTED)
+    assert undeclared["flopsPerStep"] is None and undeclared["mfu"] is None and undeclared["peakFlopsPerS"] == 918e12
+    simulated, _ = report.side_report(tpu_run(log=job_log(platform="cpu", simulated=True, flopsPerStep=FLOPS),
+                                              pods_ready_at=None), "local", RUN, COLLECTED)
+    assert simulated["flopsPerStep"] == FLOPS and simulated["mfu"] is None
+
+
+def test_a_live_report_opens_with_its_findings_and_mfu_beside_each_step_time(tmp_path):
+    runs = [tpu_run(log=job_log(flopsPerStep=FLOPS)), gpu_run(flopsPerStep=FLOPS)]
+    document = report.build("compare", "live", RUN, runs, COLLECTED)
+    text = markdown.render(document, [])
+    lines = text.splitlines()
+    assert lines[0].startswith("# Comparison") and lines[2].startswith("- Per 1,000 steps: ")
+    tpu, gpu = document["sides"]
+    assert f"(MFU {tpu['mfu']:.1%})" in lines[3] and f"(MFU {gpu['mfu']:.1%})" in lines[3]
+    assert f"(MFU {tpu['mfu']:.1%} at p50)" in text  # in the table's step-time row too
+    assert text.index("- Per 1,000 steps") < text.index("| stands for |")
+    assert markdown.REHEARSAL not in text
+
+
+def test_a_simulated_report_says_it_is_a_rehearsal_and_states_no_ratio(tmp_path):
+    runs = [tpu_run(log=job_log(platform="cpu", simulated=True, flopsPerStep=FLOPS), pods_ready_at=None),
+            gpu_run(platform="cpu", simulated=True, flopsPerStep=FLOPS)]
+    document = report.build("compare", "local", RUN, runs, COLLECTED)
+    output.write(document, tmp_path)
+    text = (tmp_path / "report.md").read_text()
+    assert text.splitlines()[0] == markdown.REHEARSAL
+    assert "nothing about a TPU's or a GPU's speed or cost" in text.splitlines()[0]
+    for ratio in ("x what", "x)", "between the slowest and the fastest", "winner", "faster", "cheaper"):
+        assert ratio not in text, ratio
+    assert f"Agreement ({markdown.SAME_CPU}): the sides agree" in text
+    assert "| MFU (FLOPs / (p50 x devices x peak)) | none (simulated) | none (simulated) |" in text
+    assert "per steady step (batch / p50)" in text and "compiling step included (the job's)" in text
+    assert "steps redone: the job resumes from the last checkpoint Ray Train had registered" in text
+
+
+def test_every_chart_title_of_a_simulated_report_says_so(monkeypatch, tmp_path):
+    from plan.compare import charts
+
+    titles = []
+    real = charts.title
+    monkeypatch.setattr(charts, "title", lambda report, text: titles.append(real(report, text)) or titles[-1])
+    simulated = report.build("compare", "local", RUN, [tpu_run(log=job_log(platform="cpu", simulated=True),
+                                                               pods_ready_at=None),
+                                                       gpu_run(platform="cpu", simulated=True)], COLLECTED)
+    charts.draw(simulated, tmp_path)
+    assert len(titles) == 3 and all(t.startswith("SIMULATED") for t in titles)
+    live = report.build("compare", "live", RUN, [tpu_run(), gpu_run()], COLLECTED)
+    titles.clear()
+    charts.draw(live, tmp_path)
+    assert len(titles) == 3 and not any("SIMULATED" in t for t in titles)
+
+
+def test_axis_labels_are_wrapped_and_turned_when_there_are_many_sides():
+    from plan.compare import charts
+
+    plt = charts._pyplot()
+    fig, ax = plt.subplots()
+    long = ["bench-a100\nGPU 8 x nvidia-a100-80gb on a2-ultragpu-8g"] * 4
+    charts.axis_labels(ax, long)
+    ticks = ax.get_xticklabels()
+    assert all(max(len(line) for line in t.get_text().split("\n")) <= charts.LABEL_WIDTH for t in ticks)
+    assert all(t.get_rotation() == 30 for t in ticks)
+    plt.close(fig)

@@ -32,11 +32,14 @@ def item(plan: dict, name: str) -> dict:
 
 def test_the_sides_are_the_rayjobs_on_a_tpu_slice_and_a_gpu_pool():
     plan, values = planned()
-    tpu, gpu = sides.sides(plan, values)
+    tpu, a100, h100, gpu = sides.sides(plan, values)
     assert (tpu.name, tpu.kind, tpu.item, tpu.group, tpu.namespace) == ("bench-tpu", "tpu", "v6e-8", "tpu", "compare")
-    assert (gpu.name, gpu.kind, gpu.item, gpu.group) == ("bench-gpu", "gpu", "l4-8", "gpu")
+    assert (gpu.name, gpu.kind, gpu.item, gpu.group) == ("bench-l4", "gpu", "l4-8", "gpu")
     assert tpu.accelerator == "v6e 2x4, 8 chips" and (tpu.hosts, tpu.units_per_node) == (1, 8)
-    assert gpu.accelerator == "8 x nvidia-l4 on g2-standard-96"
+    assert gpu.accelerator == "8 x nvidia-l4 on g2-standard-96 (inference-class)"
+    # The training-class sides, with the catalogue's machine types for 8 A100 80GB and 8 H100 80GB.
+    assert (a100.item, a100.accelerator) == ("a100-8", "8 x nvidia-a100-80gb on a2-ultragpu-8g")
+    assert (h100.item, h100.accelerator) == ("h100-8", "8 x nvidia-h100-80gb on a3-highgpu-8g")
     # The price of the side's hardware is the plan's, for its slice or pool and capacity: never a constant here.
     assert tpu.hourly == pytest.approx(item(plan, "v6e-8")["hourly"])
     assert gpu.hourly == pytest.approx(item(plan, "l4-8")["hourly"])
@@ -47,7 +50,7 @@ def test_the_sides_are_the_rayjobs_on_a_tpu_slice_and_a_gpu_pool():
 def test_a_plan_without_the_sides_rate_has_no_price_and_says_why():
     plan, values = planned()
     plan["cost"]["items"] = [i for i in plan["cost"]["items"] if i["name"] != "l4-8"]
-    _, gpu = sides.sides(plan, values)
+    gpu = sides.sides(plan, values)[-1]
     assert gpu.node_hourly is None and gpu.hourly is None
     assert gpu.price_problem == "the plan's cost has no item for l4-8"
 
@@ -61,6 +64,8 @@ def test_a_runs_rayjob_is_fresh_valid_and_released_a_minute_after_the_job():
         assert job["metadata"]["name"] == f"{side.name}-{RUN[-14:]}"
         assert "annotations" not in job["metadata"]  # not a Pulumi-managed object
         assert job["spec"]["shutdownAfterJobFinishes"] is True
+        # The stack's template is suspended; the run's copy is not, or it would never start.
+        assert side.manifest["spec"]["suspend"] is True and job["spec"]["suspend"] is False
         assert job["spec"]["ttlSecondsAfterFinished"] == sides.TTL_AFTER_FINISHED_S == 60
         # The job's own parser reads what the run adds: its run, side, result folder and seed, and a checkpoint
         # folder of the side's own (the two sides share the run id).
@@ -72,9 +77,21 @@ def test_a_runs_rayjob_is_fresh_valid_and_released_a_minute_after_the_job():
         assert args.steps == train.parse_args(shlex.split(side.entrypoint)[3:], environ={})[1].steps
 
 
+def test_sides_are_chosen_by_name_and_default_to_the_tpu_and_the_first_gpu():
+    plan, values = planned()
+    found = sides.sides(plan, values)
+    assert [s.name for s in sides.default_run_sides(found)] == ["bench-tpu", "bench-a100"]
+    assert [s.name for s in sides.select(found, "bench-h100,bench-tpu")] == ["bench-h100", "bench-tpu"]
+    assert sides.select(found, None) == found
+    with pytest.raises(sides.SideError, match="bench-v100 is not a side of the stack; allowed: bench-tpu, bench-a100"):
+        sides.select(found, "bench-tpu,bench-v100")
+    with pytest.raises(sides.SideError, match="each side once"):
+        sides.select(found, "bench-tpu,bench-tpu")
+
+
 def test_the_local_job_is_simulated_short_and_checkpoints_locally(tmp_path):
     plan, values = planned()
-    tpu, gpu = sides.sides(plan, values)
+    tpu, gpu = sides.sides(plan, values)[:2]
     spec = local.side_spec(tpu, RUN, steps=30, report_every=5, inject_step=12, seed=0, result_dir=tmp_path / "r",
                            storage=tmp_path / "c")
     assert (spec["generation"], spec["topology"], spec["hosts"], spec["unitsPerNode"]) == ("v6e", "2x4", 1, 8)

@@ -198,6 +198,23 @@ def test_ray_job_rules():
     assert one_problem(values).startswith("ray-tpu-gke:rayJobs[0].ttlSecondsAfterFinished: 60 is only allowed with")
 
 
+def test_a_suspended_ray_job_needs_its_own_cluster_shut_down_after_it():
+    # KubeRay v1.7.0 validation.go ValidateRayJobSpec refuses both; the plan says so before registering anything.
+    job = {"name": "job", "entrypoint": "python x.py", "suspend": True,
+           "workerGroups": [{"name": "tpu", "slice": "v6e-4", "replicas": 1}]}
+    problem = one_problem(minimal_values(rayJobs=[{**job, "shutdownAfterJobFinishes": False}], rayClusters=[]))
+    assert problem.startswith("ray-tpu-gke:rayJobs[0].suspend: true is only allowed with shutdownAfterJobFinishes")
+    assert "kuberay-rayjob-suspend-shutdown" in problem
+    cluster = {"name": "rc", "workerGroups": [{"name": "tpu", "slice": "v6e-4", "replicas": 1}]}
+    on_cluster = {"name": "job", "entrypoint": "python x.py", "suspend": True, "cluster": "rc",
+                  "shutdownAfterJobFinishes": False}
+    problem = one_problem(minimal_values(rayJobs=[on_cluster], rayClusters=[cluster]))
+    assert problem.startswith('ray-tpu-gke:rayJobs[0].suspend: true is not allowed with cluster "rc"')
+    problem = one_problem(minimal_values(rayJobs=[{**job, "waitForReady": True}], rayClusters=[]))
+    assert problem.startswith("ray-tpu-gke:rayJobs[0].suspend: true is not allowed with waitForReady: true")
+    assert parse_stack_config(minimal_values(rayJobs=[job], rayClusters=[]), "t").ray_jobs[0].suspend is True
+
+
 def test_serve_config_must_be_a_mapping():
     service = {"name": "serve", "serveConfig": "applications: []",
                "workerGroups": [{"name": "tpu", "slice": "v6e-4", "replicas": 0}]}

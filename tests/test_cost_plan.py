@@ -65,7 +65,7 @@ def test_the_text_plan_shows_dollars_per_slice_and_pool_after_the_capacity(plan)
     assert ["ray-tpu-staging", "gkeClusterFee", "standard", "1 cluster", "$0.10/cluster-hour", "$0.10", "$73.00",
             "fixed"] in table
     assert "total" in [r[0] for r in table] and "/chip-hour" in out
-    assert "as configured (autoscaled pools at their Ray worker groups' replicas)" in out
+    assert "every TPU slice and GPU pool scales from zero" in out and "as configured, " in out
     assert "a zonal Standard cluster: the free tier's $74.40/month credit per billing account may cover it" in out
     assert "Stranded: none" in out
     assert "Rates used:" in out and "price table, as of" in out
@@ -135,3 +135,16 @@ def test_the_harness_alone_adds_no_cost():
     assert "cost" not in plan.to_json()
     plan.cost = {"currency": "USD"}
     assert plan.to_json()["cost"] == {"currency": "USD"}
+
+
+def test_a_stack_whose_accelerators_scale_from_zero_is_priced_per_hour_of_a_running_job(plan, tmp_path):
+    out = plan("compare").stdout
+    line = next(line for line in out.splitlines() if line.startswith("Monthly"))
+    assert line.startswith("Monthly: every TPU slice and GPU pool scales from zero, so the stack costs ")
+    rate = next(r.hourly for r in prices.load_table() if (r.kind, r.name, r.capacity, r.region)
+                == ("tpu", "v6e", "onDemand", "us-central1"))
+    assert f"v6e-8 {pricing.format_usd(8 * rate)}/hour" in line and "Had every pool run the whole month" in line
+    # A slice that is always up keeps the monthly bases first.
+    fixed = plan("test", "--config-file", str(stack_file(tmp_path, minimal_values()))).stdout
+    assert next(line for line in fixed.splitlines() if line.startswith("Monthly")).startswith(
+        "Monthly: $") and "scales from zero" not in fixed

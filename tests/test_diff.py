@@ -472,3 +472,30 @@ def test_documented_sample_comment_has_the_current_format():
     assert "-/+ replace gcp:container/nodePool:NodePool v6e-16-0" in review
     assert "placementPolicy.tpuTopology: \"4x4\" => \"4x8\"  (forces replacement)" in review
     assert "```mermaid\nflowchart LR" in review
+
+
+def test_a_changed_rayjob_is_replaced_and_the_diff_says_it_runs_again():
+    from ray_tpu_gke.resources import ray
+
+    # The program's option, as the plan records it (plan/harness.py): a changed spec replaces the job.
+    job = {"metadata": {"name": "smoke", "namespace": "ray"}, "spec": {"entrypoint": "python -m a"}}
+    edited = {"metadata": job["metadata"], "spec": {"entrypoint": "python -m b"}}
+    options = {"protect": False, "ignoreChanges": [], "deleteBeforeReplace": True,
+               "replaceOnChanges": list(ray.RAYJOB_REPLACE.replace_on_changes)}
+    old, new = step(classify.RAYJOB, "ray-smoke", job), step(classify.RAYJOB, "ray-smoke", edited)
+    for s in (old, new):
+        s["newState"]["options"] = options
+    (change,) = classify.compare(planned(old), planned(new), "s").changes
+    assert change.op == "replace" and change.diffs == ["spec.entrypoint"] and change.risky
+    assert any("the job runs again" in r for r in change.reasons)
+    new["newState"]["options"] = {**options, "replaceOnChanges": []}  # without the option: an update, run by nobody
+    (change,) = classify.compare(planned(old), planned(new), "s").changes
+    assert change.op == "update"
+
+
+def test_rayjobs_are_planned_to_be_replaced_when_their_spec_changes():
+    from helpers import plan_of, steps_of_type
+
+    (job,) = steps_of_type(plan_of("staging"), classify.RAYJOB)
+    assert job["newState"]["options"]["replaceOnChanges"] == ["spec"]
+    assert job["newState"]["options"]["deleteBeforeReplace"] is True

@@ -43,3 +43,30 @@ def test_readme_links_resolve():
     readme = (ROOT / "README.md").read_text()
     for target in re.findall(r"\]\(((?!https?:)[^)#]+)\)", readme):
         assert (ROOT / target).exists(), target
+
+
+def test_the_docs_stand_on_their_own():
+    """No page of the repository's docs points at a file outside the checkout (a user has only the repository): no
+    relative link leaves it, and no text names a path above it such as ../shared."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    for page in pages:
+        text = page.read_text()
+        for target in re.findall(r"\]\(((?!https?:|mailto:)[^)#\s]+)", text):
+            resolved = (page.parent / target).resolve()
+            assert resolved.is_relative_to(ROOT), f"{page.name} links {target}, outside the repository"
+        outside = re.findall(r"(?<![\w/.])\.\./(?:\.\./)*[\w.-]+", text)  # not an ellipsis (.../x)
+        # A path is the repository's when it names a file of it from the page's folder.
+        outside = [o for o in outside if not ((page.parent / o).resolve().is_relative_to(ROOT)
+                                              and (page.parent / o).exists())]
+        assert not outside, f"{page.name} names {outside}, outside the repository"
+
+
+def test_the_maintenance_policy_is_not_said_to_keep_slices_whole_through_host_maintenance():
+    """GKE's windows and exclusions govern GKE's upgrades, not Compute Engine's host maintenance: the docs say both."""
+    from ray_tpu_gke.render import upgrades
+
+    for text in (upgrades.__doc__, (ROOT / "docs/operations.md").read_text()):
+        flat = " ".join(text.split())
+        assert "keeps a running slice whole" not in flat
+        assert "Compute Engine" in flat and "host maintenance" in flat
+        assert "including Compute Engine" in flat  # GKE's own words on what the policy does not govern

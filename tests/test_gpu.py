@@ -171,15 +171,18 @@ def test_compare_stack_runs_one_job_on_each_accelerator():
     plan = plan_of("compare")
     jobs = {s["newState"]["inputs"]["metadata"]["name"]: s["newState"]["inputs"] for s in plan["steps"]
             if s["newState"]["type"] == "kubernetes:ray.io/v1:RayJob"}
-    assert set(jobs) == {"bench-tpu", "bench-gpu"}
+    assert set(jobs) == {"bench-tpu", "bench-a100", "bench-h100", "bench-l4"}
+    # Templates: created suspended, so a deploy starts no Ray cluster (KubeRay rayjob_types.go RayJobSpec.Suspend).
+    assert all(job["spec"]["suspend"] is True for job in jobs.values())
     # The same program and steps; only the run name and where it runs differ.
     common = {name: job["spec"]["entrypoint"].replace(name, "NAME").split(" --generation")[0].split(" --gpus")[0]
               for name, job in jobs.items()}
     assert set(common.values()) == {"python -m workloads.train --steps 300 --name NAME"}
     limits = {name: job["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]
               ["resources"]["limits"] for name, job in jobs.items()}
-    assert limits["bench-tpu"]["google.com/tpu"] == "8" and limits["bench-gpu"]["nvidia.com/gpu"] == "8"
-    assert jobs["bench-gpu"]["spec"]["entrypoint"].endswith("--gpus 8")
+    assert limits["bench-tpu"]["google.com/tpu"] == "8"
+    for gpu in ("bench-a100", "bench-h100", "bench-l4"):
+        assert limits[gpu]["nvidia.com/gpu"] == "8" and jobs[gpu]["spec"]["entrypoint"].endswith("--gpus 8")
 
 
 def test_replacing_or_deleting_a_gpu_pool_is_a_risky_change():
@@ -290,11 +293,70 @@ def test_a_gpu_pool_without_zone_in_a_regional_cluster_is_refused_the_same_way()
 # --- issue #22.5: Autopilot's maxima are not recorded, so GPU and CPU workers sized from the machine are flagged ----
 
 
-def test_autopilot_gpu_and_cpu_workers_are_flagged_against_autopilots_maxima():
+def test_autopilot_gpu_workers_are_flagged_against_autopilots_maxima():
     values = gpu_values(mode="autopilot", machineType="a2-highgpu-1g", accelerator="nvidia-tesla-a100",
                         allowUnlistedZone=False)
     values["ray-tpu-gke:cpuPools"] = [{"name": "data", "machineType": "n2-standard-16"}]
     warnings = [w for w in _config(values).warnings if "Autopilot rejects requests above its maximum" in w]
-    assert [w.split(":", 2)[1] for w in warnings] == ["gpuPools[0]", "cpuPools[0]"]
+    assert [w.split(":", 2)[1] for w in warnings] == ["gpuPools[0]"]  # the CPU pool is within general-purpose's
     assert "a2-highgpu-1g (12 vCPUs, 85 GB)" in warnings[0] and "kubectl apply --dry-run=server" in warnings[0]
     assert not [w for w in _config(gpu_values()).warnings if "Autopilot" in w]  # Standard: no such maximum
+
+
+# --- issue #29.7: what Autopilot accepts per pod ---------------------------------------------------------------------
+
+
+def test_autopilot_cpu_workers_above_the_general_purpose_maximum_are_refused():
+    # autopilot-cost-calculator config.ini: general-purpose at most 30 vCPU and 110,000 MB per pod.
+    values = gpu_values(mode="autopilot")
+    values["ray-tpu-gke:cpuPools"] = [{"name": "data", "machineType": "n2-standard-64"}]
+    (problem,) = problems(values)
+    assert problem.startswith('ray-tpu-gke:cpuPools[0].machineType: "n2-standard-64": its Ray worker pod, ')
+    assert "above the general-purpose class's maximum of 30 vCPU and 110,000 MB per pod (gke-autopilot-class-range)" \
+        in problem
+    values["ray-tpu-gke:cpuPools"] = [{"name": "data", "machineType": "n2-standard-32"}]  # about 31 vCPU: too many
+    assert problems(values)
+    values["ray-tpu-gke:cpuPools"] = [{"name": "data", "machineType": "n2-standard-16"}]
+    _config(values)
+    values["ray-tpu-gke:cluster"]["mode"] = "standard"
+    values["ray-tpu-gke:cpuPools"] = [{"name": "data", "machineType": "n2-standard-64", "zone": "us-central1-a"}]
+    _config(values)  # Standard: the node pool's own machine
+
+
+@pytest.mark.parametrize("accelerator, gpus, allowed", [
+    ("nvidia-h100-mega-80gb", 4, False), ("nvidia-b200", 8, True), ("nvidia-tesla-t4", 8, False),
+    ("nvidia-tesla-a100", 16, True), ("nvidia-a100-80gb", 16, False), ("nvidia-l4", 2, True),
+])
+def test_autopilot_gpu_counts_are_those_autopilot_offers(accelerator, gpus, allowed):
+    from ray_tpu_gke import admission
+
+    problem = admission.autopilot_gpu_count_problem(accelerator, gpus)
+    assert (problem is None) == allowed
+    if problem:
+        assert f"not {gpus}" in problem and "gke-autopilot-gpu-count" in problem
+
+
+def test_every_catalogued_gpu_machine_has_a_count_autopilot_offers():
+    from ray_tpu_gke import admission
+
+    for accelerator, gpu in catalog.GPUS.items():
+        for machine in gpu.machines:
+            assert admission.autopilot_gpu_count_problem(accelerator, machine.gpus) is None, machine.name
+
+
+def test_fewer_than_8_h100_per_pod_in_autopilot_need_gke_1_31_4_gke_1072000():
+    values = gpu_values(mode="autopilot", accelerator="nvidia-h100-80gb", machineType="a3-highgpu-2g",
+                        capacity="spot")
+    values["ray-tpu-gke:cluster"]["minMasterVersion"] = "1.31.1-gke.1146000"
+    found = [p for p in problems(values) if "1.31.4-gke.1072000" in p]
+    assert found and "2 nvidia-h100-80gb per pod in Autopilot" in found[0]
+    values["ray-tpu-gke:gpuPools"][0]["machineType"] = "a3-highgpu-8g"
+    assert not [p for p in _problems_or_none(values) if "1.31.4-gke.1072000" in p]
+
+
+def _problems_or_none(values):
+    try:
+        parse_stack_config(values, "test")
+    except ConfigError as error:
+        return [str(p) for p in error.value.problems]
+    return []

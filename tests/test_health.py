@@ -99,11 +99,12 @@ def test_the_alert_reads_the_checks_metric_for_the_configured_time_and_names_sli
     threshold = wrong["conditionThreshold"]
     assert f'metric.type="{metrics.SLICE_HEALTHY}"' in threshold["filter"]
     assert 'resource.labels.job="slice-health"' in threshold["filter"]
+    # 25 minutes in whole 10-minute windows (two runs of the default */5 schedule each): 30
     assert (threshold["comparison"], threshold["thresholdValue"], threshold["duration"]) == ("COMPARISON_LT", 1,
-                                                                                            "1500s")
+                                                                                            "1800s")
     assert threshold["aggregations"][0]["groupByFields"] == [
         'metric.label."entry"', 'metric.label."slice"', 'metric.label."problem"']
-    assert silent["conditionAbsent"]["duration"] == "3000s"
+    assert silent["conditionAbsent"]["duration"] == "3600s"
     content = policy["documentation"]["content"]
     assert "${metric.label.slice}" in content and "${metric.label.problem}" in content
 
@@ -121,7 +122,8 @@ def test_a_stack_on_the_default_image_goes_without_and_asking_for_it_names_the_k
 
 @pytest.mark.parametrize("health_config, message", [
     ({"schedule": "every 5 minutes"}, "five fields"),
-    ({"schedule": "*/61 * * * *"}, "is not a minute field"),
+    ({"schedule": "*/0 * * * *"}, "a step is at least 1"),  # robfig/cron takes */61 (minute 0 hourly), not */0
+    ({"schedule": "60 * * * *"}, "above the minute's maximum 59"),
     ({"schedule": "*/10 * * * *", "alertAfterMinutes": 15}, "shorter than two runs"),
     ({"alertAfterMinutes": 2}, "greater than or equal to 5"),
 ])

@@ -225,12 +225,33 @@ def test_a_ray_head_that_does_not_answer_fails_its_slices(check):
 def test_a_failed_rayjob_and_an_unready_raycluster_are_written_as_such(check):
     def breaks(state):
         state["objects"]["rayjob/ray/smoke"]["status"] = {"jobDeploymentStatus": "Failed", "jobStatus": "FAILED"}
-        state["objects"]["raycluster/ray/train"]["status"]["state"] = "suspended"
+        # The head pod died after the cluster was first ready: KubeRay leaves the deprecated status.state at ready
+        # and turns HeadPodReady False (v1.7 raycluster_types.go).
+        status = state["objects"]["raycluster/ray/train"]["status"]
+        assert status["state"] == "ready"
+        head = next(c for c in status["conditions"] if c["type"] == "HeadPodReady")
+        head.update(status="False", reason="HeadPodNotFound")
 
     _, objects, _, _ = check("staging", breaks)
     job, cluster = objects["RayJob/ray/smoke"], objects["RayCluster/ray/train"]
     assert (job["points"][0]["value"]["boolValue"], job["metric"]["labels"]["state"]) == (False, "Failed")
-    assert (cluster["points"][0]["value"]["boolValue"], cluster["metric"]["labels"]["state"]) == (False, "suspended")
+    assert (cluster["points"][0]["value"]["boolValue"], cluster["metric"]["labels"]["state"]) == (
+        False, "HeadPodReady False (HeadPodNotFound)")
+
+
+def test_a_raycluster_is_ready_by_its_conditions_not_its_deprecated_state():
+    def cluster(**conditions: str) -> dict:
+        return {"status": {"state": "ready", "conditions": [{"type": t, "status": v} for t, v in conditions.items()]}}
+
+    assert slice_checks.ready_state("RayCluster", cluster(HeadPodReady="True", RayClusterProvisioned="True")) == (
+        True, "ready")
+    assert slice_checks.ready_state("RayCluster", cluster(HeadPodReady="False", RayClusterProvisioned="True")) == (
+        False, "HeadPodReady False")
+    assert slice_checks.ready_state("RayCluster", cluster(HeadPodReady="True")) == (
+        False, "RayClusterProvisioned unset")
+    checks, _ = slice_checks.object_checks("RayCluster ray/train", "RayCluster", "train", cluster(
+        HeadPodReady="False", RayClusterProvisioned="True"))
+    assert [(c.name, c.status, c.detail) for c in checks][-1] == ("ready", slice_checks.FAIL, "HeadPodReady False")
 
 
 def test_the_api_server_unreachable_exits_1_without_writing(tmp_path, capsys):

@@ -379,8 +379,8 @@ def test_a_surrogate_escape_is_refused_by_either_parser(monkeypatch):
 # Crashes the fuzz test found in code this file does not own --------------------------------------------------------
 
 def test_a_tpu_slice_name_that_is_not_a_string_is_a_config_error(tmp_path):
-    """Found by the fuzz test below: components/spec/checks.py (check_ray_objects) collected the names of unparsable
-    tpuSlices entries into a set, so a name that is a list or a mapping raised TypeError: unhashable type."""
+    """Found by the fuzz test below: components/spec/cross_section.py (check_ray_objects) collected the names of
+    unparsable tpuSlices entries into a set, so a name that is a list or a mapping raised TypeError: unhashable type."""
     path = write(tmp_path, "config:\n  gcp:project: acme-ml-dev\n  ray-tpu-gke:cluster:\n    name: ray-tpu-dev\n"
                            "    location: us-east5-b\n  ray-tpu-gke:tpuSlices:\n    - name: [v6e-4]\n"
                            "    - name: {a: 1}\n")

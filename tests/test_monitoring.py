@@ -308,7 +308,8 @@ def test_gpu_pools_are_checked_with_the_slices(tmp_path):
      ["SliceMonitoring(mon).args.monitoring.idle_minutes: 2 is invalid: input should be greater than or equal to 5",
       'SliceMonitoring(mon).args.monitoring.notification_channels: ["me@example.com"] is invalid: '
       "'me@example.com' is not a notification channel ID: projects/<project>/notificationChannels/<number>",
-      "SliceMonitoring(mon).args.monitoring.idleMinutes: unknown key (given 30); allowed: enabled, "
+      "SliceMonitoring(mon).args.monitoring.idleMinutes: unknown key (did you mean idle_minutes?) (given 30); "
+      "allowed: enabled, "
       "notification_channels, idle_duty_cycle_percent, idle_minutes, unavailable_minutes, interruptions_per_day"]),
     ({"slices": [{"slice": {"name": "v5p-16", "generation": "v5p", "topology": "3x3"}, "pools": ["v5p-16-0"]},
                  {"slice": {"name": "v6e-8", "generation": "v6e", "topology": "2x4", "count": 2},

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from helpers import ROOT, minimal_values
 
-from plan import entrypoints, render, stackfile
+from plan import entrypoints, preview, stackfile
 from ray_tpu_gke.catalog import ray_versions
 from ray_tpu_gke.render import manifests
 from ray_tpu_gke.spec import multislice
@@ -109,9 +109,9 @@ def test_multislice_group_started_from_zero_by_ray_autoscaling_needs_its_max_rep
 
 def test_multislice_group_that_fits_plans_and_the_plan_says_so():
     config = parse_stack_config(two_slice_job(), "test")
-    (row,) = render.multislice_rows(config)
+    (row,) = preview.multislice_rows(config)
     assert (row["object"], row["slices"], row["chips"], row["hosts"]) == ("ray/pretrain", 2, 32, 8)
-    (line,) = render.multislice_lines(config)
+    (line,) = preview.multislice_lines(config)
     assert "runs one JaxTrainer over 2 slices of v6e-16 (32 chips, 8 hosts)" in line and "All or nothing" in line
 
 
@@ -122,7 +122,7 @@ def test_a_rayservice_with_two_slices_is_not_multislice():
                                           "workerGroups": [{"name": "tpu", "slice": "v6e-16", "replicas": 2}]}]
     values["ray-tpu-gke:rayJobs"] = []
     config = parse_stack_config(values, "test")
-    assert render.multislice_rows(config) == [] and not any("MEGASCALE" in w for w in config.warnings)
+    assert preview.multislice_rows(config) == [] and not any("MEGASCALE" in w for w in config.warnings)
 
 
 # --- Ray versions and capacity ---------------------------------------------------------------------------------------
@@ -257,9 +257,9 @@ def test_multislice_prod_declares_a_two_slice_job_that_plans():
     values, _ = stackfile.load("prod")
     config = parse_stack_config(values, "prod")
     assert entrypoints.problems(config) == []
-    rows = {(r["object"], r["slices"]) for r in render.multislice_rows(config)}
+    rows = {(r["object"], r["slices"]) for r in preview.multislice_rows(config)}
     assert ("training/train", 2) in rows
-    jobs = [r["jobs"] for r in render.multislice_rows(config) if r["object"] == "training/train"][0]
+    jobs = [r["jobs"] for r in preview.multislice_rows(config) if r["object"] == "training/train"][0]
     assert "training/train-multislice" in jobs
 
 

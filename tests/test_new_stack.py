@@ -1,6 +1,6 @@
-"""A stack of one's own is routine (issue #25): a copy of this checkout gains stacks/Pulumi.teamx.yaml, a team's
-environment unlike the repository's own (its own program and image, a CPU pool beside its slice, a fixed-size slice
-the policy pack advises against, versioning off), and `make snapshots` records its plan. The suite's tests of that
+"""A stack of one's own is routine (issue #25): a copy of this checkout gains a stack file, `Pulumi.teamx.yaml`: a
+team's environment unlike the repository's own (its own program and image, a CPU pool beside its slice, a fixed-size
+slice the policy pack advises against, versioning off), and `make snapshots` records its plan. The suite's tests of that
 stack then pass there, with the expectations taken from its config: nothing in tests/ names it.
 
 The copy runs the same pytest as this one, the way `make snapshots` and `make test` would, restricted by `-k` to the

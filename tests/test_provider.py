@@ -111,6 +111,47 @@ def test_slice_pools_inputs_are_typed_with_required_marked(schema):
     assert set(autoscaling["properties"]) == {"enabled", "minNodes"}
 
 
+def test_schema_has_every_field_the_declarations_accept(schema):
+    """Every key the models accept (a stack file's, in camelCase) is a property of its schema type, and nothing else
+    is: the schema's types and the components' inputs are generated from the same declarations (scripts/generate.py).
+    Types of the components the provider does not host (GkeCluster's, the Ray objects', SliceMonitoring's) are not
+    in the schema."""
+    from pydantic.alias_generators import to_camel
+
+    from scripts import generate
+
+    declared = generate.declarations()
+    types = {name.removeprefix(f"{PACKAGE}:index:"): spec for name, spec in schema["types"].items()}
+    assert types, "the schema has no object types"
+    for name, spec in types.items():
+        model = declared[name]
+        fields = {to_camel(f) for f in model.model_fields}
+        assert set(spec["properties"]) == fields, f"{name}: schema {sorted(spec['properties'])} != {sorted(fields)}"
+        required = {to_camel(f) for f, info in model.model_fields.items() if info.is_required()}
+        assert set(spec.get("required", [])) == required, name
+    inputs = generate.inputs
+    for token, model in ((PLATFORM, inputs.RayTpuPlatformInputs), (POOLS, inputs.TpuSlicePoolsInputs)):
+        assert set(schema["resources"][token]["inputProperties"]) == {to_camel(f) for f in model.model_fields}, token
+    # The keys the issue found missing from the hand-written TypedDicts are there.
+    assert {"upgrade"} <= set(types["TpuSliceArgs"]["properties"])
+    assert {"maintenance"} <= set(types["ClusterSpecArgs"]["properties"])
+    assert {"sliceHealth", "pendingPodsMinutes"} <= set(types["MonitoringArgs"]["properties"])
+    # Every model a hosted component nests is in the schema.
+    hosted = {"RayTpuPlatformArgs", "TpuSlicePoolsArgs"}
+    nested = set()
+
+    def walk(model):
+        for info in model.model_fields.values():
+            for inner in generate._models_in(info.annotation):
+                if generate.args_name(inner) not in nested:
+                    nested.add(generate.args_name(inner))
+                    walk(inner)
+
+    for name in hosted:
+        walk(declared[name])
+    assert nested == set(types)
+
+
 def test_slice_pools_outputs(schema):
     pools = schema["resources"][POOLS]
     assert sorted(pools["required"]) == ["nodeSelector", "poolNames"]
@@ -134,12 +175,12 @@ def test_platform_inputs_and_outputs(schema):
     assert sorted(cluster["required"]) == ["location", "name"]
     assert cluster["properties"]["mode"]["description"].startswith("standard or autopilot")
     ray = ref_type(schema, inputs["rayClusters"]["items"])
-    assert ray["required"] == ["name"]
+    assert sorted(ray["required"]) == ["name", "workerGroups"]  # a RayCluster's model requires its worker groups
     group = ref_type(schema, ray["properties"]["workerGroups"]["items"])
     assert sorted(group["required"]) == ["name"]  # and exactly one of slice, gpuPool, cpuPool (checked on construct)
     assert group["properties"]["replicas"]["type"] == "integer"
     service = ref_type(schema, inputs["rayServices"]["items"])
-    assert sorted(service["required"]) == ["name", "serveConfig"]
+    assert sorted(service["required"]) == ["name", "serveConfig", "workerGroups"]
     assert service["properties"]["serveConfig"]["additionalProperties"]["$ref"] == "pulumi.json#/Any"
     job = ref_type(schema, inputs["rayJobs"]["items"])
     assert sorted(job["required"]) == ["entrypoint", "name"]

@@ -41,7 +41,8 @@ def test_plan_json_shape():
     assert first["op"] == "create" and first["newState"]["type"] == "pulumi:pulumi:Stack"
     assert set(first["newState"]) == {"type", "name", "custom", "parent", "provider", "dependencies", "inputs",
                                       "options"}
-    assert set(first["newState"]["options"]) == {"protect", "ignoreChanges", "deleteBeforeReplace"}
+    assert set(first["newState"]["options"]) == {"protect", "ignoreChanges", "deleteBeforeReplace",
+                                                  "replaceOnChanges"}
     components = [s for s in plan["steps"] if not s["newState"]["custom"]]
     assert {s["newState"]["type"] for s in components} >= {"ray-tpu-gke:index:RayTpuPlatform",
                                                            "ray-tpu-gke:index:GkeCluster"}

@@ -156,7 +156,10 @@ def healthy(stack: str) -> dict:
         key = f"{obj.kind.lower()}/{obj.namespace}/{obj.name}"
         cluster = obj.name
         if obj.kind == "RayCluster":
-            status = {"state": "ready", "readyWorkerReplicas": sum(g.replicas for g in obj.groups)}
+            # KubeRay v1.7 raycluster_types.go: the readiness conditions beside the deprecated state
+            status = {"state": "ready", "readyWorkerReplicas": sum(g.replicas for g in obj.groups), "conditions": [
+                {"type": "RayClusterProvisioned", "status": "True", "reason": "AllPodRunningAndReadyFirstTime"},
+                {"type": "HeadPodReady", "status": "True", "reason": "HeadPodRunningAndReady"}]}
         elif obj.kind == "RayService":
             cluster = f"{obj.name}-raycluster-x7k2p"
             status = {"serviceStatus": "Running", "activeServiceStatus": {"rayClusterName": cluster}}

@@ -15,9 +15,9 @@ import yaml
 from helpers import ROOT, config_of, minimal_values
 from test_verify import GROUP, TRAIN, WEBHOOK, failures, healthy, run  # noqa: F401  (run: the fixture)
 
-from plan import harness, stackfile, versions
+from plan import harness, stackfile, version_set
 from plan.review import classify
-from plan.verify import versions as live
+from plan.verify import live_versions as live
 from ray_tpu_gke.spec.config import parse_stack_config
 from ray_tpu_gke.spec.problems import ConfigError
 
@@ -27,7 +27,7 @@ WORKLOADS = "us-east5-docker.pkg.dev/acme-ml-test/ray-tpu-gke/workloads-tpu"
 def plan_json(stack: str, values=None) -> dict:
     values = values if values is not None else stackfile.load(stack)[0]
     config = parse_stack_config(values, stack)
-    return versions.attach(harness.run_program(stack, values), config)
+    return version_set.attach(harness.run_program(stack, values), config)
 
 
 def test_the_plan_json_carries_the_version_set():
@@ -85,12 +85,12 @@ def test_a_ray_version_the_image_tag_contradicts_is_refused():
 
 def test_a_tpu_group_on_rays_own_image_warns_naming_the_repositorys_image():
     config = parse_stack_config(minimal_values(), "test")  # rayproject/ray:2.55.0-py311, the default
-    (warning,) = versions.warnings(config)
+    (warning,) = version_set.warnings(config)
     assert warning.startswith("ray-tpu-gke:rayClusters[0].image: rayproject/ray:2.55.0-py311 has no JAX")
     assert "us-east5-docker.pkg.dev/acme-ml-test/ray-tpu-gke/workloads-tpu:2.55.0" in warning
     values = minimal_values()
     values["ray-tpu-gke:rayClusters"][0]["image"] = f"{WORKLOADS}:2.55.0"
-    assert versions.warnings(parse_stack_config(values, "test")) == []
+    assert version_set.warnings(parse_stack_config(values, "test")) == []
 
 
 def test_a_changed_element_is_one_risky_line_in_the_diff():

@@ -3,7 +3,7 @@
 The Ray programs take the slice from their command line, or from the environment: every Ray pod of a worker group
 carries its group's shape (`SLICE_GENERATION`, `SLICE_TOPOLOGY`, `SLICE_HOSTS`, `SLICE_CHIPS_PER_HOST`, and
 `SLICE_COUNT`, the group's replicas: slices). Generation names are the stack's (`tpuSlices[].generation`,
-components/catalog.py). No Ray import: `plan.verify` builds these arguments too.
+components/catalog/tpu.py). No Ray import: `plan.verify` builds these arguments too.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ PASS, FAIL, SKIP = "pass", "fail", "skip"
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"  # GKE, "About node pools": every node carries its pool's name
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"  # Kubernetes well-known label: the node's machine type
 # GKE's TPU node labels and extended resource (GKE "Deploy TPU workloads in GKE Standard"); the same strings as
-# ray_tpu_gke.catalog ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE (tests/test_health_checks.py compares them).
+# ray_tpu_gke.catalog ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE (tests/test_health_check.py compares them).
 ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
 TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 TPU_RESOURCE = "google.com/tpu"
@@ -41,10 +41,14 @@ WORKER_ID_ENV, NAME_ENV, HOSTNAMES_ENV = "TPU_WORKER_ID", "TPU_NAME", "TPU_WORKE
 # KubeRay RayJob status (ray-operator/apis/ray/v1/rayjob_types.go): Ray's job status and KubeRay's deployment status.
 JOB_DONE = {"SUCCEEDED", "FAILED", "STOPPED"}
 DEPLOYMENT_FAILED = {"Failed", "ValidationFailed"}
-# The status field and value that say a RayCluster or RayService is ready (KubeRay v1 raycluster_types.go
-# ClusterState "ready", rayservice_types.go ServiceStatus "Running"): the same as the library's pulumi.com/waitFor
-# annotation (ray_tpu_gke.render.manifests._READY; tests/test_health_checks.py compares them).
-READY_FIELD = {"RayCluster": (("status", "state"), "ready"), "RayService": (("status", "serviceStatus"), "Running")}
+# The status field and value that say a RayService is ready (KubeRay v1 rayservice_types.go ServiceStatus "Running"):
+# the same as the library's pulumi.com/waitFor annotation (ray_tpu_gke.render.manifests._READY; tests compare them).
+READY_FIELD = {"RayService": (("status", "serviceStatus"), "Running")}
+# A RayCluster is ready while these conditions of status.conditions are True (KubeRay v1.7 raycluster_types.go:
+# HeadPodReady "whether RayCluster's head Pod is ready for requests", RayClusterProvisioned "whether all Ray Pods are
+# ready for the first time"; set by default since v1.3, feature gate RayClusterStatusConditions). Its status.state is
+# deprecated: set to ready once and never reset, so a head pod that dies later would still read ready.
+READY_CONDITIONS = {"RayCluster": ("HeadPodReady", "RayClusterProvisioned")}
 
 
 @dataclass
@@ -102,15 +106,15 @@ class GroupPlan:
         return cls(**{**data, "spec": SliceSpec(**data["spec"])})
 
 
-def _labels(obj: dict) -> dict:
+def labels_of(obj: dict) -> dict:
     return obj.get("metadata", {}).get("labels") or {}
 
 
-def _name(obj: dict) -> str:
+def name_of(obj: dict) -> str:
     return obj.get("metadata", {}).get("name", "?")
 
 
-def _ready(obj: dict) -> bool:
+def is_ready(obj: dict) -> bool:
     conditions = (obj.get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
@@ -119,7 +123,7 @@ def _status(problems: list[str]) -> str:
     return FAIL if problems else PASS
 
 
-def _listing(items: list[str], limit: int = 6) -> str:
+def listing(items: list[str], limit: int = 6) -> str:
     return "; ".join(items[:limit]) + (f"; and {len(items) - limit} more" if len(items) > limit else "")
 
 
@@ -133,7 +137,7 @@ def tpu_container(pod_spec: dict) -> Optional[dict]:
 
 def pool_checks(pool: PoolPlan, nodes: list[dict]) -> list[Check]:
     subject = f"node pool {pool.name}"
-    mine = [n for n in nodes if _labels(n).get(NODE_POOL_LABEL) == pool.name]
+    mine = [n for n in nodes if labels_of(n).get(NODE_POOL_LABEL) == pool.name]
     hosts = pool.hosts
     if not mine and pool.autoscaled_from_zero:
         detail = f"0 nodes: the pool autoscales from zero ({hosts} when in use)"
@@ -144,19 +148,19 @@ def pool_checks(pool: PoolPlan, nodes: list[dict]) -> list[Check]:
     checks = [Check(subject, "nodes", PASS if len(mine) == hosts else FAIL, f"{len(mine)} nodes{short}")]
     expected = {ACCELERATOR_LABEL: pool.accelerator, TOPOLOGY_LABEL: pool.topology, SLICE_LABEL: pool.slice,
                 INSTANCE_TYPE_LABEL: pool.machine_type}
-    problems = [f"{_name(n)} {key}={_labels(n).get(key)!r}" for n in mine for key, value in expected.items()
-                if _labels(n).get(key) != value]
-    checks.append(Check(subject, "labels", _status(problems), _listing(problems) or ", ".join(
+    problems = [f"{name_of(n)} {key}={labels_of(n).get(key)!r}" for n in mine for key, value in expected.items()
+                if labels_of(n).get(key) != value]
+    checks.append(Check(subject, "labels", _status(problems), listing(problems) or ", ".join(
         f"{k}={v}" for k, v in expected.items())))
-    problems = [_name(n) for n in mine if not _ready(n)]
+    problems = [name_of(n) for n in mine if not is_ready(n)]
     checks.append(Check(subject, "ready", _status(problems),
-                        f"not Ready: {_listing(problems)}" if problems else f"{len(mine)} nodes Ready"))
+                        f"not Ready: {listing(problems)}" if problems else f"{len(mine)} nodes Ready"))
     return checks
 
 
 # --- Ray objects ---------------------------------------------------------------------------------------------------
 
-def _field(obj: Any, path: tuple[str, ...]) -> Any:
+def field_at(obj: Any, path: tuple[str, ...]) -> Any:
     for key in path:
         obj = obj.get(key) if isinstance(obj, dict) else None
     return obj
@@ -178,13 +182,32 @@ def object_checks(subject: str, kind: str, name: str, live: Optional[dict],
             detail += f": {status['message']}"
         checks.append(Check(subject, "ready", FAIL if bad else PASS, detail))
         return checks, cluster_selector or status.get("rayClusterName") or None
-    path, value = READY_FIELD[kind]
-    actual = _field(live, path)
-    checks.append(Check(subject, "ready", PASS if actual == value else FAIL,
-                        f"{'.'.join(path)} {actual!r}" + ("" if actual == value else f", expected {value!r}")))
+    ready, said = ready_state(kind, live)
+    if kind in READY_CONDITIONS:
+        detail = said if not ready else f"{', '.join(READY_CONDITIONS[kind])} True"
+    else:
+        path, value = READY_FIELD[kind]
+        detail = f"{'.'.join(path)} {said!r}" + ("" if ready else f", expected {value!r}")
+    checks.append(Check(subject, "ready", PASS if ready else FAIL, detail))
     if kind == "RayService":
-        return checks, _field(live, ("status", "activeServiceStatus", "rayClusterName")) or None
+        return checks, field_at(live, ("status", "activeServiceStatus", "rayClusterName")) or None
     return checks, name
+
+
+def ready_state(kind: str, live: dict) -> tuple[bool, str]:
+    """Whether a RayCluster or RayService is ready, and what its status says: the field's value, or the first
+    readiness condition that is not True with its status and reason ("HeadPodReady False (HeadPodNotFound)")."""
+    if kind in READY_CONDITIONS:
+        conditions = {c.get("type"): c for c in (live.get("status") or {}).get("conditions") or []}
+        for wanted in READY_CONDITIONS[kind]:
+            condition = conditions.get(wanted) or {}
+            if condition.get("status") != "True":
+                reason = condition.get("reason")
+                return False, f"{wanted} {condition.get('status') or 'unset'}" + (f" ({reason})" if reason else "")
+        return True, "ready"
+    path, value = READY_FIELD[kind]
+    actual = field_at(live, path)
+    return actual == value, str(actual) if actual is not None else "unset"
 
 
 def job_finished(status: dict) -> bool:
@@ -214,11 +237,11 @@ def group_checks(subject: str, group: GroupPlan, pods: list[dict], nodes: dict[s
         return checks + [Check(subject, name, SKIP, "no worker pods") for name in
                          ("running", "tpu request", "webhook env", "slices", "nodes")]
 
-    problems = [f"{_name(p)} {p.get('status', {}).get('phase', 'unknown')}" + ("" if _ready(p) else ", not Ready")
-                for p in pods if p.get("status", {}).get("phase") != "Running" or not _ready(p)]
-    checks.append(Check(subject, "running", _status(problems), _listing(problems) or f"{len(pods)} pods Running"))
+    problems = [f"{name_of(p)} {p.get('status', {}).get('phase', 'unknown')}" + ("" if is_ready(p) else ", not Ready")
+                for p in pods if p.get("status", {}).get("phase") != "Running" or not is_ready(p)]
+    checks.append(Check(subject, "running", _status(problems), listing(problems) or f"{len(pods)} pods Running"))
 
-    containers = {_name(p): tpu_container(p.get("spec", {})) for p in pods}
+    containers = {name_of(p): tpu_container(p.get("spec", {})) for p in pods}
     problems = []
     for pod, container in containers.items():
         if container is None:
@@ -229,14 +252,14 @@ def group_checks(subject: str, group: GroupPlan, pods: list[dict], nodes: dict[s
         if got != [str(spec.chips_per_host)] * 2:
             problems.append(f"{pod} requests/limits {TPU_RESOURCE} {'/'.join(got)}")
     checks.append(Check(subject, "tpu request", _status(problems),
-                        _listing(problems) or f"{TPU_RESOURCE} {spec.chips_per_host} per pod"))
+                        listing(problems) or f"{TPU_RESOURCE} {spec.chips_per_host} per pod"))
 
     wanted = [WORKER_ID_ENV, NAME_ENV] + ([HOSTNAMES_ENV] if spec.hosts > 1 else [])
     envs = {pod: _env(c) for pod, c in containers.items() if c is not None}
     problems = [f"{pod} lacks {', '.join(k for k in wanted if not env.get(k))}" for pod, env in envs.items()
                 if not all(env.get(k) for k in wanted)]
     checks.append(Check(subject, "webhook env", _status(problems),
-                        _listing(problems) or f"{', '.join(wanted)} on every TPU container"))
+                        listing(problems) or f"{', '.join(wanted)} on every TPU container"))
     if problems:
         checks.append(Check(subject, "slices", SKIP, "the TPU webhook's environment is missing"))
     else:
@@ -256,19 +279,19 @@ def slice_problems(group: GroupPlan, pods: list[dict], nodes: dict[str, dict]) -
         container = tpu_container(pod.get("spec", {}))
         env = _env(container) if container else {}
         if env.get(NAME_ENV):
-            envs[_name(pod)] = env
+            envs[name_of(pod)] = env
             by_slice.setdefault(env[NAME_ENV], []).append(pod)
     out: dict[str, list[str]] = {}
     for name, members in sorted(by_slice.items()):
         problems = out.setdefault(name, [])
         if not name.startswith(f"{group.group}-"):
             problems.append(f"{NAME_ENV} {name!r} is not {group.group}-<replica>")
-        ids = sorted(str(envs[_name(p)].get(WORKER_ID_ENV)) for p in members)
+        ids = sorted(str(envs[name_of(p)].get(WORKER_ID_ENV)) for p in members)
         want = sorted(str(i) for i in range(spec.hosts))
         if ids != want:
             problems.append(f"{name}: {WORKER_ID_ENV} {', '.join(ids)}, expected {', '.join(want)}")
         if spec.hosts > 1:
-            counts = sorted({len((envs[_name(p)].get(HOSTNAMES_ENV) or "").split(",")) for p in members})
+            counts = sorted({len((envs[name_of(p)].get(HOSTNAMES_ENV) or "").split(",")) for p in members})
             if counts != [spec.hosts]:
                 problems.append(f"{name}: {HOSTNAMES_ENV} lists {counts} hosts, expected {spec.hosts}")
         pools = sorted(pools_of(members, nodes))
@@ -280,7 +303,7 @@ def slice_problems(group: GroupPlan, pods: list[dict], nodes: dict[str, dict]) -
 def pools_of(pods: list[dict], nodes: dict[str, dict]) -> set[str]:
     """The node pools the pods are scheduled on."""
     scheduled = [nodes.get(p.get("spec", {}).get("nodeName") or "") for p in pods]
-    return {_labels(n).get(NODE_POOL_LABEL, "?") for n in scheduled if n}
+    return {labels_of(n).get(NODE_POOL_LABEL, "?") for n in scheduled if n}
 
 
 def _slice_check(subject: str, group: GroupPlan, pods: list[dict], envs: dict[str, dict],
@@ -288,7 +311,7 @@ def _slice_check(subject: str, group: GroupPlan, pods: list[dict], envs: dict[st
     by_slice = slice_problems(group, pods, nodes)
     problems = [p for name in sorted(by_slice) for p in by_slice[name]]
     return Check(subject, "slices", _status(problems),
-                 _listing(problems) or f"{len(by_slice)} slices, {WORKER_ID_ENV} 0..{group.spec.hosts - 1} in each")
+                 listing(problems) or f"{len(by_slice)} slices, {WORKER_ID_ENV} 0..{group.spec.hosts - 1} in each")
 
 
 def _node_check(subject: str, group: GroupPlan, pods: list[dict], nodes: dict[str, dict]) -> Check:
@@ -296,15 +319,15 @@ def _node_check(subject: str, group: GroupPlan, pods: list[dict], nodes: dict[st
     for pod in pods:
         node_name = pod.get("spec", {}).get("nodeName")
         if not node_name:
-            problems.append(f"{_name(pod)} is not scheduled")
+            problems.append(f"{name_of(pod)} is not scheduled")
             continue
         node = nodes.get(node_name)
         if node is None:
-            problems.append(f"{_name(pod)} runs on {node_name}, which is not a node of the cluster")
+            problems.append(f"{name_of(pod)} runs on {node_name}, which is not a node of the cluster")
             continue
-        problems += [f"{node_name} {key}={_labels(node).get(key)!r}, expected {value!r}"
-                     for key, value in group.selector.items() if _labels(node).get(key) != value]
-    return Check(subject, "nodes", _status(problems), _listing(problems) or "every pod on a node with " + ", ".join(
+        problems += [f"{node_name} {key}={labels_of(node).get(key)!r}, expected {value!r}"
+                     for key, value in group.selector.items() if labels_of(node).get(key) != value]
+    return Check(subject, "nodes", _status(problems), listing(problems) or "every pod on a node with " + ", ".join(
         f"{k}={v}" for k, v in group.selector.items()))
 
 
@@ -316,7 +339,7 @@ def slice_of_pods(pods: list[dict]) -> dict[str, str]:
         container = tpu_container(pod.get("spec", {}))
         name = _env(container).get(NAME_ENV) if container else None
         if name:
-            out[_name(pod)] = name
+            out[name_of(pod)] = name
     return out
 
 
@@ -331,7 +354,7 @@ def ray_nodes_of_state_api(answer: Any) -> Optional[list[dict]]:
     ray/dashboard/modules/state/state_head.py, ray/util/state/common.py NodeState)."""
     if not (isinstance(answer, dict) and answer.get("result") is True):
         return None
-    rows = _field(answer, ("data", "result", "result"))
+    rows = field_at(answer, ("data", "result", "result"))
     if not isinstance(rows, list):
         return None
     return [{"NodeID": n.get("node_id", ""), "NodeManagerAddress": n.get("node_ip", ""),
@@ -355,6 +378,6 @@ def ray_view_checks(subject: str, group: GroupPlan, ray_nodes: Optional[list[dic
     for c in found:
         if c.slice and c.status == FAIL:
             per_slice[c.slice].append(c.name)
-    detail = (_listing(problems) if problems else
+    detail = (listing(problems) if problems else
               f"{len(observed.slices)} slices of {group.spec.hosts} hosts with ray.io/tpu-* labels as declared")
     return [Check(subject, "ray view", _status(problems), detail)], per_slice

@@ -146,7 +146,7 @@ def check_cluster(config: dict, api: KubernetesApi, ray_nodes: Callable[[str, st
     /api/v0/nodes (raising ReadError when the head does not answer)."""
     checks: list[sc.Check] = []
     node_list = api.nodes()
-    nodes = {sc._name(n): n for n in node_list}
+    nodes = {sc.name_of(n): n for n in node_list}
     slices: dict[str, SliceState] = {}
 
     def state(entry: str, key: str) -> SliceState:
@@ -184,7 +184,7 @@ def check_cluster(config: dict, api: KubernetesApi, ray_nodes: Callable[[str, st
         except ReadError as failure:
             error = str(failure)
         for group in groups:
-            mine = [p for p in pods if sc._labels(p).get(sc.GROUP_LABEL) == group.group]
+            mine = [p for p in pods if sc.labels_of(p).get(sc.GROUP_LABEL) == group.group]
             checks += sc.group_checks(subject, group, mine, nodes)
             slices_with_pods = len(mine) // group.spec.hosts
             ray_checks, ray_problems = sc.ray_view_checks(subject, group, answer, slices_with_pods, error)
@@ -198,14 +198,14 @@ def _attribute(group: sc.GroupPlan, pods: list[dict], nodes: dict, ray_problems:
     """Each problem of a group's pods and of Ray's view, on the slice (node pool) it belongs to."""
     by_name: dict[str, list[dict]] = {}
     for pod, name in sc.slice_of_pods(pods).items():
-        by_name.setdefault(name, []).append(next(p for p in pods if sc._name(p) == pod))
+        by_name.setdefault(name, []).append(next(p for p in pods if sc.name_of(p) == pod))
     pod_problems = sc.slice_problems(group, pods, nodes)
-    lacking = [p for p in pods if sc._name(p) not in sc.slice_of_pods(pods)]
+    lacking = [p for p in pods if sc.name_of(p) not in sc.slice_of_pods(pods)]
     for pod in lacking:  # no TPU_NAME: the webhook did not run for this pod
-        key = next(iter(sc.pools_of([pod], nodes)), sc._name(pod))
+        key = next(iter(sc.pools_of([pod], nodes)), sc.name_of(pod))
         s = state(group.slice, key)
         s.problems.append("webhook-env")
-        s.details.append(f"{sc._name(pod)} lacks the TPU webhook's {sc.NAME_ENV}")
+        s.details.append(f"{sc.name_of(pod)} lacks the TPU webhook's {sc.NAME_ENV}")
     for name, members in sorted(by_name.items()):
         key = ",".join(sorted(sc.pools_of(members, nodes))) or name
         s = state(group.slice, key)
@@ -213,12 +213,12 @@ def _attribute(group: sc.GroupPlan, pods: list[dict], nodes: dict, ray_problems:
         if len(members) < group.spec.hosts:
             s.problems.append("missing-host")
             s.details.append(f"{name}: {len(members)} worker pods of {group.spec.hosts} hosts")
-        down = [sc._name(p) for p in members if p.get("status", {}).get("phase") != "Running" or not sc._ready(p)]
+        down = [sc.name_of(p) for p in members if p.get("status", {}).get("phase") != "Running" or not sc.is_ready(p)]
         if down:
             s.problems.append("host-not-ready")
             s.details.append(f"{name}: not running and Ready: {', '.join(down)}")
         unlabelled = sorted({p["spec"]["nodeName"] for p in members if p.get("spec", {}).get("nodeName") in nodes
-                             and any(sc._labels(nodes[p["spec"]["nodeName"]]).get(k) != v
+                             and any(sc.labels_of(nodes[p["spec"]["nodeName"]]).get(k) != v
                                      for k, v in group.selector.items())})
         if unlabelled:
             s.problems.append("host-labels")
@@ -243,8 +243,7 @@ def _object_state(kind: str, namespace: str, name: str, live: Optional[dict], ch
     if kind == "RayJob":
         said = status.get("jobDeploymentStatus") or "unset"
     else:
-        path, _ = sc.READY_FIELD[kind]
-        said = str(sc._field(live, path) or "unset")
+        said = sc.ready_state(kind, live)[1]
     return ObjectState(kind, namespace, name, ready.status == sc.PASS, said, ready.detail)
 
 

@@ -244,7 +244,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     from workloads import result
     from workloads.ledger import start_ledger
 
-    ray.init(address=os.environ.get("RAY_ADDRESS", "auto"))
+    try:
+        ray.init(address=os.environ.get("RAY_ADDRESS", "auto"))
+    except ConnectionError as error:  # Ray 2.55 services.py: "Could not find any running Ray instance"
+        print(f"workloads.train runs on a Ray cluster: as a RayJob's entrypoint, with RAY_ADDRESS naming one, or on "
+              f"a local one of workloads.local_cluster (as make compare starts); Ray: {str(error).splitlines()[0]}",
+              file=sys.stderr)
+        return 2
     ledger = start_ledger()
     trainer = make_trainer(spec, steps=args.steps, batch_size=args.batch_size, model=args.model,
                            storage_path=args.storage_path, name=args.run, side=args.side, slices=args.slices,

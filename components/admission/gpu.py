@@ -10,6 +10,7 @@ from .rules import rule
 from .versions import RAY_OPERATOR_MIN_GKE_VERSION, VersionNeed
 
 __all__ = ["GPU_VERSION", "GPU_CAPACITY", "GPU_TAINT", "GPU_FLEX_START_MIN_GKE_VERSION", "gpu_version_needs",
+    "AUTOPILOT_GPU_COUNT", "autopilot_gpu_count_problem",
     "GPU_QUOTA_IDS", "GPU_FAMILY_QUOTA", "gpu_quota_need"]
 
 
@@ -31,15 +32,33 @@ GPU_TAINT = rule(
     "exists, so the pools set it themselves); pods that request nvidia.com/gpu tolerate it.",
     "https://cloud.google.com/kubernetes-engine/docs/how-to/gpus (GPU node taint)")
 GPU_FLEX_START_MIN_GKE_VERSION = "1.32.2-gke.1652000"
+AUTOPILOT_GPU_COUNT = rule(
+    "gke-autopilot-gpu-count", "In Autopilot a pod asks for a GPU count its accelerator is offered with: B200, H200 "
+    "and H100 Mega 8; H100 1, 2, 4 or 8 (1, 2 and 4 from 1.31.4-gke.1072000); A100 80GB and L4 1, 2, 4 or 8; A100 "
+    "40GB 1, 2, 4, 8 or 16; T4 1, 2 or 4.",
+    "https://cloud.google.com/kubernetes-engine/docs/how-to/autopilot-gpus (Request GPUs in your containers)")
 
 
-def gpu_version_needs(accelerator: str, capacity: str, autopilot: bool) -> list[VersionNeed]:
+def autopilot_gpu_count_problem(accelerator: str, gpus: int) -> Optional[str]:
+    """Why Autopilot refuses a pod of this many GPUs of this accelerator, or None."""
+    counts = catalog.AUTOPILOT_GPU_COUNTS.get(accelerator)
+    if counts is None or gpus in counts:
+        return None
+    return (f"Autopilot offers {accelerator} with {', '.join(map(str, counts))} GPUs per pod, not {gpus} "
+            f"({AUTOPILOT_GPU_COUNT.id})")
+
+
+def gpu_version_needs(accelerator: str, capacity: str, autopilot: bool,
+                      gpus: Optional[int] = None) -> list[VersionNeed]:
     gpu = catalog.gpu(accelerator)
     needs = [VersionNeed(RAY_OPERATOR_MIN_GKE_VERSION, "the Ray Operator add-on")]
     if autopilot and gpu.min_gke_version_autopilot:
         needs.append(VersionNeed(gpu.min_gke_version_autopilot, f"{accelerator} in Autopilot"))
     else:
         needs.append(VersionNeed(gpu.min_gke_version, f"{accelerator} with GKE-installed drivers"))
+    if autopilot and accelerator == "nvidia-h100-80gb" and gpus is not None and gpus < 8:
+        needs.append(VersionNeed(catalog.AUTOPILOT_SMALL_H100_MIN_VERSION,
+                                 f"{gpus} {accelerator} per pod in Autopilot"))
     if capacity == "flexStart":
         needs.append(VersionNeed(GPU_FLEX_START_MIN_GKE_VERSION, "flex-start GPUs"))
     return needs

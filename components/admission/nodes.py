@@ -7,12 +7,14 @@ import math
 import re
 from typing import Iterable, Optional
 
+from .. import catalog
 from .names import parse_quantity
 from .rules import rule
 
-__all__ = ["AUTOPILOT_REGIONAL", "PER_ZONE_LIMITS", "NODE_POOLS_PER_CLUSTER", "MAX_NODE_POOLS", "MAX_SLICES",
+__all__ = ["AUTOPILOT_REGIONAL", "PER_ZONE_LIMITS", "NODE_POOLS_AUTOSCALING_LATENCY", "NODE_POOLS_WARNING",
     "MAX_SLICES_PER_ENTRY", "MACHINE_TYPES", "cpu_machine", "cpu_machine_sizes", "check_cpu_machine_type",
-    "ALLOCATABLE", "NODE_AGENTS", "AUTOPILOT_MAX_REQUESTS", "FITS", "NODE_DAEMONSETS", "daemonset_allowance",
+    "ALLOCATABLE", "NODE_AGENTS", "AUTOPILOT_MAX_REQUESTS", "AUTOPILOT_CLASS_RANGE", "autopilot_class_problem", "FITS",
+    "NODE_DAEMONSETS", "daemonset_allowance",
     "EVICTION_THRESHOLD_GIB",
     "AUTOSCALER_SIDECAR", "GCS_FUSE_SIDECAR", "allocatable", "pod_requests", "node_worker_resources"]
 
@@ -28,13 +30,15 @@ PER_ZONE_LIMITS = rule(
     "node locations runs them in every zone, so pools are sized with total limits (GKE 1.24.1+).",
     "pulumi-gcp NodePoolAutoscalingArgs (min_node_count: 'per zone'; total_min_node_count: 'Total ... in the "
     "NodePool'); https://cloud.google.com/kubernetes-engine/docs/concepts/cluster-autoscaler#minimum_and_maximum_node_pool_size")
-NODE_POOLS_PER_CLUSTER = rule(
-    "gke-node-pools-per-cluster", "A Standard cluster has at most 200 node pools, counted over the system pool, every "
-    "slice of every tpuSlices entry, every gpuPools and every cpuPools entry.",
-    "https://cloud.google.com/kubernetes-engine/quotas (Node pools per cluster: 200; not re-read in 2026-12, re-check)")
-MAX_NODE_POOLS = 200
-MAX_SLICES = NODE_POOLS_PER_CLUSTER
-MAX_SLICES_PER_ENTRY = MAX_NODE_POOLS
+NODE_POOLS_AUTOSCALING_LATENCY = rule(
+    "gke-node-pools-autoscaling-latency", "Past 200 node pools in a cluster (the system pool, every slice of every "
+    "tpuSlices entry, every gpuPools and cpuPools entry) GKE's autoscaling may take longer: a warning, not a limit.",
+    "https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning (Limitations: \"Clusters that have "
+    "more than 200 total node pools might have increased latency during autoscaling\")")
+NODE_POOLS_WARNING = 200
+# One tpuSlices entry is one worker group's slices; this project keeps an entry to as many pools as GKE's autoscaling
+# handles without added latency (a bound of its own, not GKE's): more slices take more entries.
+MAX_SLICES_PER_ENTRY = NODE_POOLS_WARNING
 MACHINE_TYPES = rule(
     "gce-predefined-machine-type", "A CPU pool (and the system pool) uses a predefined machine type that Compute "
     "Engine has: E2, N2, N2D, N4 or C3, standard/highmem/highcpu, only in the sizes each series is sold in (no "
@@ -59,7 +63,9 @@ _CPU_SERIES: dict[str, dict[str, tuple[int, tuple[int, ...]]]] = {
            "highcpu": (2, (4, 8, 22, 44, 88, 176))},
 }
 _MEMORY_EXCEPTIONS = {"n2-highmem-128": 864.0}  # the snapshot's n2-highmem-128 row: 864 GB, not 8 per vCPU
-_CPU_MACHINE = re.compile(r"([a-z0-9]+)-(standard|highmem|highcpu)-([0-9]+)")
+# SERIES-TYPE-VCPUS with the vCPU count as Compute Engine writes it, without leading zeros (n2-standard-8; the API
+# knows no n2-standard-08: Compute Engine "Machine families resource and comparison guide", machine type names).
+_CPU_MACHINE = re.compile(r"([a-z0-9]+)-(standard|highmem|highcpu)-([1-9][0-9]*)")
 
 
 def cpu_machine(name: str) -> Optional[tuple[int, float]]:
@@ -115,11 +121,29 @@ NODE_AGENTS = rule(
     "nvidia-driver-installer/cos; the rest as observed on GKE nodes (kubectl describe node, GKE 1.36.3)")
 AUTOPILOT_MAX_REQUESTS = rule(
     "gke-autopilot-max-requests", "Autopilot rejects a pod whose requests exceed the maximum of its compute class or "
-    "accelerator. The per-accelerator and per-class maxima could not be read back from GKE's page, so no figure is "
-    "recorded: GPU and CPU worker pods in Autopilot (sized from the whole machine) get a warning, and a live "
-    "cluster's admission answers with kubectl apply --dry-run=server.",
+    "accelerator. The per-accelerator maxima could not be read back from a source for every GPU, so no figure is "
+    "recorded: GPU worker pods in Autopilot (sized from the whole machine) get a warning, and a live cluster's "
+    "admission answers with kubectl apply --dry-run=server (the classes' maxima: gke-autopilot-class-range).",
     "https://cloud.google.com/kubernetes-engine/docs/concepts/autopilot-resource-requests#hardware-min-max "
     "(\"If your requests are greater than the maximum, Autopilot rejects your workload\")")
+AUTOPILOT_CLASS_RANGE = rule(
+    "gke-autopilot-class-range", "In Autopilot a pod of the general-purpose class (no compute class selected: this "
+    "project's CPU workers) requests at most 30 vCPU and 110,000 MB; Balanced at most 222 vCPU and 851,000 MB, "
+    "Scale-Out 54 vCPU and 216,000 MB. Above it Autopilot rejects the pod.",
+    "GoogleCloudPlatform/autopilot-cost-calculator config.ini [limits] (from GKE's \"Resource requests in "
+    "Autopilot\"); https://cloud.google.com/kubernetes-engine/docs/concepts/autopilot-resource-requests")
+
+
+def autopilot_class_problem(compute_class: str, cpu: float, memory_gib: float) -> Optional[str]:
+    """Why Autopilot refuses a pod requesting this much in this compute class, or None."""
+    limits = catalog.AUTOPILOT_CLASSES[compute_class]
+    memory_mb = memory_gib * 2**30 / 10**6
+    if cpu * 1000 <= limits.max_mcpu and memory_mb <= limits.max_memory_mb:
+        return None
+    return (f"{cpu:g} vCPU and {memory_gib:g} GiB ({memory_mb:,.0f} MB) is above the {compute_class} class's maximum "
+            f"of {limits.max_mcpu / 1000:g} vCPU and {limits.max_memory_mb:,} MB per pod ({AUTOPILOT_CLASS_RANGE.id})")
+
+
 FITS = rule(
     "pod-fits-node", "Every Ray pod (containers, the KubeRay autoscaler sidecar of the head, the GCS FUSE sidecar) "
     "requests no more CPU and memory than its node type allocates.",
@@ -221,6 +245,10 @@ def node_worker_resources(vcpus: float, memory_gib: float, gcs_fuse: bool,
     return math.floor(cpu), math.floor(memory)
 
 
+def needs_workload_policy(shape) -> bool:
+    """GKE places multi-host Ironwood slices through a HIGH_THROUGHPUT workload policy, which replaces the TPU topology
+    flag (GKE "About Ironwood (TPU7x) in GKE"); `shape` is a catalog.SliceShape."""
+    return shape.multi_host and shape.generation.name == "tpu7x"
 
 
-
+__all__ += ["needs_workload_policy"]

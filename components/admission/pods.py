@@ -11,7 +11,8 @@ from .rules import rule
 
 __all__ = ["RESERVATION_SELECTOR", "check_reservation", "RAYSERVICE_SURGE", "NEVER_RUNS", "RAY_AUTOSCALER_TPU",
     "RAY_AUTOSCALER_ACCELERATORS", "check_ray_version", "ray_autoscaler_accelerators", "pod_label_problems",
-    "RAY_DRAIN_GRACE", "RAY_TRAIN_START_TIMEOUT", "RAY_MULTISLICE"]
+    "RAY_DRAIN_GRACE", "RAY_TRAIN_START_TIMEOUT", "RAY_MULTISLICE", "RAY_REQUEST_FITS", "RAYJOB_SUSPEND_SHUTDOWN",
+    "RAYJOB_SUSPEND_CLUSTER_SELECTOR", "RAYJOB_SUSPEND_WAIT"]
 
 
 # --- capacity, reservations, Ray -----------------------------------------------------------------------------------
@@ -39,6 +40,14 @@ RAYSERVICE_SURGE = rule(
     "an upgrade, so its TPU worker groups need twice their slices while it runs.",
     "https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/rayservice-incremental-upgrade.html; KubeRay "
     "rayservice_types.go (NewCluster: create new upgraded cluster and switch to it when it becomes ready)")
+RAY_REQUEST_FITS = rule(
+    "ray-request-fits-a-host", "A Ray Serve deployment's ray_actor_options (resources TPU, num_gpus) ask for no more "
+    "of a resource than one host of one of the object's worker groups has: KubeRay gives each Ray node the TPU and "
+    "GPU resources of its pod's google.com/tpu and nvidia.com/gpu limits, and Ray places an actor on one node that "
+    "has all it asks for, or never.",
+    "https://docs.ray.io/en/latest/ray-core/scheduling/resources.html (\"Ray only schedules a task or actor on a node "
+    "if there are enough required resources\"); KubeRay ray-operator/controllers/ray/common/pod.go (TPU and GPU "
+    "from the container's limits)")
 NEVER_RUNS = rule(
     "kuberay-group-never-runs", "A worker group with replicas 0 and Ray autoscaling off never gets a pod.",
     "KubeRay raycluster_controller.go: the operator creates `replicas` pods per group; only the autoscaler "
@@ -102,5 +111,21 @@ def pod_label_problems(pod_spec: dict, labels: dict | None = None) -> list[str]:
     return problems
 
 
+# --- RayJob suspend ------------------------------------------------------------------------------------------------
 
-
+RAYJOB_SUSPEND_SHUTDOWN = rule(
+    "kuberay-rayjob-suspend-shutdown", "A RayJob may be suspended (spec.suspend: true) only with "
+    "shutdownAfterJobFinishes: true.",
+    "KubeRay v1.7.0 ray-operator/controllers/ray/utils/validation.go ValidateRayJobSpec: \"a RayJob with "
+    "shutdownAfterJobFinishes set to false is not allowed to be suspended\"")
+RAYJOB_SUSPEND_CLUSTER_SELECTOR = rule(
+    "kuberay-rayjob-suspend-cluster-selector", "A RayJob on an existing RayCluster (clusterSelector) cannot be "
+    "suspended; a suspended RayJob of its own gets no RayCluster until suspend is false.",
+    "KubeRay v1.7.0 ray-operator/controllers/ray/utils/validation.go ValidateRayJobSpec: \"the ClusterSelector mode "
+    "doesn't support the suspend operation\"; rayjob_controller.go: Initializing turns to Suspending before "
+    "getOrCreateRayClusterInstance")
+RAYJOB_SUSPEND_WAIT = rule(
+    "kuberay-rayjob-suspend-wait", "A suspended RayJob never runs, so a deploy that waits for it to run "
+    "(waitForReady: the pulumi.com/waitFor annotation on jobDeploymentStatus Running) never ends.",
+    "KubeRay v1.7.0 rayjob_controller.go: a suspended RayJob goes to Suspending, then Suspended, and stays there "
+    "until spec.suspend is false; Pulumi Kubernetes provider, pulumi.com/waitFor: waits until the condition holds")

@@ -24,7 +24,10 @@ UNITS = {"tpu": "chip-hour", "gpu": "VM-hour", "cpu": "VM-hour"}
 TABLE_CAPACITIES = ("onDemand", "spot", "flexStart")  # list prices; reservation and committed use are user-supplied
 CAPACITIES = (*TABLE_CAPACITIES, "reservation")
 ITEM_KINDS = ("tpuSlice", "gpuPool", "cpuPool")
-STALE_AFTER_DAYS = 180  # older list prices are flagged: Google changes them a few times a year
+# The cost table states the rates' date on every plan; a warning is kept for a table older than a year, which has
+# missed at least one of Google's yearly price revisions (list prices change a few times a year, Spot up to every 30
+# days: Compute Engine "Spot VMs" pricing).
+STALE_AFTER_DAYS = 365
 
 
 # --- rates ---------------------------------------------------------------------------------------------------------

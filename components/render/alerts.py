@@ -6,12 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from .. import admission
 from ..catalog.metrics import ObservabilityError, limit
 from .series import (
     RUNBOOK,
     Environment,
     GpuPoolTarget,
     SliceTarget,
+    Thresholds,
     duty_cycle,
     interruptions,
     pool_available,
@@ -126,16 +128,20 @@ class PolicySpec:
 
 
 def _condition(title: str, series: dict, comparison: str, value: float, seconds: int) -> dict:
-    return {"displayName": title, "conditionThreshold": {
+    body = {"displayName": title, "conditionThreshold": {
         "filter": series["filter"],
         "aggregations": [series["aggregation"]],
         "comparison": comparison,
         "thresholdValue": value,
         "duration": f"{seconds}s",
         "trigger": {"count": 1},
-        # No data is no problem: a pool scaled to zero has no nodes, and a quiet pool reports no interruptions.
-        "evaluationMissingData": "EVALUATION_MISSING_DATA_INACTIVE",
     }}
+    if seconds >= 60:
+        # No data is no problem: a pool scaled to zero has no nodes, and a quiet pool reports no interruptions. The
+        # API refuses it on a condition of duration 0 (admission ALERT_CONDITION_MISSING_DATA), where a missing
+        # point cannot hold a condition open anyway.
+        body["conditionThreshold"]["evaluationMissingData"] = "EVALUATION_MISSING_DATA_INACTIVE"
+    return body
 
 
 SEVERITY = {"idle": "WARNING", "unavailable": "ERROR", "interruptions": "WARNING", "gpu-idle": "WARNING",
@@ -248,33 +254,48 @@ def _gpu_policies(env: Environment, g: GpuPoolTarget) -> list[PolicySpec]:
     return specs
 
 
+def check_alignment_seconds(t: Thresholds) -> int:
+    """The alignment period of the conditions on the slice check's series: the check writes one point per run, so
+    every window holds at least two runs (twice the longest time between runs). With an aligner over 60 s, four
+    windows in five would hold no point and count as not failing (missing data), resetting the duration."""
+    return 2 * t.slice_check_minutes * 60
+
+
+def _multiple(seconds: int, period: int) -> int:
+    """`seconds` rounded up to a whole number of alignment periods (a duration the windows can fill)."""
+    return -(-seconds // period) * period
+
+
 def _stack_policies(env: Environment, slices: Sequence[SliceTarget]) -> list[PolicySpec]:
     """The policies of the whole stack: the slice check's verdicts (and its silence), unschedulable Ray pods, Ray
     objects not ready and RayJobs failed (from the slice check's series of the objects' status)."""
     t, specs = env.thresholds, []
     facts = {"groups": "", "hosts": ""}
     if env.slice_health and slices:
-        seconds = t.slice_health_minutes * 60
+        period = check_alignment_seconds(t)
+        seconds = _multiple(t.slice_health_minutes * 60, period)
+        facts.update(slice_health_minutes=seconds // 60, silent_minutes=2 * seconds // 60)
         conditions = [
-            _condition(f"a slice wrong for {t.slice_health_minutes} min", slice_health(env, None, 60),
+            _condition(f"a slice wrong for {seconds // 60} min", slice_health(env, None, period),
                        "COMPARISON_LT", 1, seconds),
-            _absent(f"no slice check result for {2 * t.slice_health_minutes} min", slice_check_runs(env, 300),
+            _absent(f"no slice check result for {2 * seconds // 60} min", slice_check_runs(env, period),
                     2 * seconds),
         ]
         specs.append(PolicySpec("slice-health", "slice-health", env.cluster, _policy(
             env, "slice-health", env.cluster, f"{env.cluster}: TPU slice wrong in the cluster's own check",
             conditions, "OR", facts)))
         clusters = [k for k in ("RayCluster", "RayService") if k in env.ray_kinds]
+        not_ready = _multiple(t.unavailable_minutes * 60, period)
         if clusters:
             specs.append(PolicySpec("ray-not-ready", "ray-not-ready", env.cluster, _policy(
                 env, "ray-not-ready", env.cluster, f"{env.cluster}: Ray cluster not ready",
-                [_condition(f"a {' or '.join(clusters)} not ready for {t.unavailable_minutes} min",
-                            ray_objects_ready(env, clusters), "COMPARISON_LT", 1, t.unavailable_minutes * 60)],
-                "OR", facts)))
+                [_condition(f"a {' or '.join(clusters)} not ready for {not_ready // 60} min",
+                            ray_objects_ready(env, clusters, period), "COMPARISON_LT", 1, not_ready)],
+                "OR", {**facts, "unavailable_minutes": not_ready // 60})))
         if "RayJob" in env.ray_kinds:
             specs.append(PolicySpec("rayjob-failed", "rayjob-failed", env.cluster, _policy(
                 env, "rayjob-failed", env.cluster, f"{env.cluster}: RayJob failed",
-                [_condition("a RayJob failed", ray_objects_ready(env, ["RayJob"]), "COMPARISON_LT", 1, 0)],
+                [_condition("a RayJob failed", ray_objects_ready(env, ["RayJob"], period), "COMPARISON_LT", 1, 0)],
                 "OR", facts)))
     if env.ray_namespaces and (slices or env.ray_kinds):
         specs.append(PolicySpec("pending-pods", "pending-pods", env.cluster, _policy(
@@ -308,6 +329,10 @@ def alert_policies(env: Environment, slices: Sequence[SliceTarget],
             [_condition(f"a node pool: more than {t.interruptions_per_day} interruptions in 24 h",
                         interruptions(env, None, 86400), "COMPARISON_GT", t.interruptions_per_day, 0)],
             "OR", {"groups": "", "hosts": ""})))
+    for spec in specs:  # what the Monitoring API refuses, before anything is registered (library path included)
+        problems = admission.alert_policy_problems(spec.policy)
+        if problems:
+            raise ObservabilityError(f"alert policy {spec.key}: {'; '.join(problems)}")
     keys = [s.key for s in specs]
     duplicate = next((k for k in keys if keys.count(k) > 1), None)
     if duplicate is not None:

@@ -14,9 +14,13 @@ import yaml
 from .. import admission, catalog
 from ..spec import multislice
 from ..spec.config import StackConfig
-from ..spec.models import CpuPoolConfig, GpuPoolConfig, RayJobConfig, RayObjectConfig, RayServiceConfig, TpuSliceConfig
+from ..spec.models import CpuPoolConfig, GpuPoolConfig, TpuSliceConfig
+from ..spec.ray_models import RayJobConfig, RayObjectConfig, RayServiceConfig
 
 SLICE_LABEL = "ray-tpu-gke/slice"
+# Also on a TPU pool's nodes: the slice's shape, which a plan of any program is read back from (plan/inventory.py).
+SLICE_GENERATION_LABEL = "ray-tpu-gke/generation"
+SLICE_TOPOLOGY_LABEL = "ray-tpu-gke/topology"
 POOL_LABEL = "ray-tpu-gke/pool"  # on the system, GPU and CPU pools' nodes
 SYSTEM_POOL = "system"
 TPU_TAINT = {"key": catalog.TPU_RESOURCE, "value": "present", "effect": "NoSchedule"}
@@ -44,10 +48,7 @@ def render_context(config: StackConfig, service_account: str) -> RenderContext:
                          labels=dict(config.labels), cluster_name=config.cluster.name)
 
 
-def needs_workload_policy(shape: catalog.SliceShape) -> bool:
-    """GKE places multi-host Ironwood slices through a HIGH_THROUGHPUT workload policy, which replaces the TPU topology
-    flag (GKE "About Ironwood (TPU7x) in GKE")."""
-    return shape.multi_host and shape.generation.name == "tpu7x"
+needs_workload_policy = admission.needs_workload_policy  # a GKE placement rule (admission/nodes.py), read here too
 
 
 def workload_policy_name(cluster_name: str, tpu_slice: TpuSliceConfig) -> str:
@@ -273,6 +274,8 @@ def ray_cluster_spec(obj: RayObjectConfig, targets: Mapping[str, Mapping], ctx: 
 
 # Status fields that say a Ray object is ready, for Pulumi's `pulumi.com/waitFor`.
 _READY = {
+    # Creation waits for the first ready state (KubeRay sets it once; the slice check reads the HeadPodReady condition
+    # for what happens later, workloads/slice_checks.py READY_CONDITIONS).
     "RayCluster": "jsonpath={.status.state}=ready",
     "RayService": "jsonpath={.status.serviceStatus}=Running",
     "RayJob": "jsonpath={.status.jobDeploymentStatus}=Running",
@@ -304,6 +307,8 @@ def ray_manifest(obj: RayObjectConfig, targets: Mapping[str, Mapping], ctx: Rend
             # A job on an existing RayCluster never shuts that cluster down.
             "shutdownAfterJobFinishes": obj.shutdown_after_job_finishes and obj.cluster is None,
         }
+        if obj.suspend:
+            spec["suspend"] = True  # KubeRay creates no RayCluster while it is set (rayjob_types.go RayJobSpec.Suspend)
         if obj.runtime_env is not None:
             spec["runtimeEnvYAML"] = yaml.safe_dump(obj.runtime_env, sort_keys=True)
         if obj.ttl_seconds_after_finished is not None:

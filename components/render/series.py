@@ -48,6 +48,8 @@ class Thresholds:
     interruptions_per_day: int = 3
     pending_pods_minutes: int = 30
     slice_health_minutes: int = 15
+    slice_check_minutes: int = 5
+    """The longest time between two runs of the slice check's CronJob (monitoring.sliceHealth.schedule)."""
 
 
 @dataclass(frozen=True)

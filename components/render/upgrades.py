@@ -3,9 +3,13 @@ maintenance policy (`cluster.maintenance`) and each TPU or GPU pool's upgrade se
 
 A node upgrade recreates a node; on a multi-host TPU slice the hosts share one lifecycle (GKE "Perform host maintenance
 for nodes running training and inference workloads": the nodes of a multi-host TPU slice node pool "have a shared
-lifecycle"), so upgrading one host stops the whole slice. What keeps a running slice whole is therefore the
-maintenance policy: a window for when upgrades may happen and, for environments that train, an exclusion of node
-upgrades (scope NO_MINOR_OR_NODE_UPGRADES), lifted by the runbook (docs/operations.md, "Upgrading the version set").
+lifecycle"), so upgrading one host stops the whole slice. The maintenance policy governs GKE's own maintenance only:
+a window for when GKE may upgrade and, for environments that train, an exclusion of node upgrades (scope
+NO_MINOR_OR_NODE_UPGRADES), lifted by the runbook (docs/operations.md, "Upgrading the version set"). It does not
+govern Compute Engine's host maintenance of the TPU and GPU VMs, which stops a slice on Compute Engine's schedule
+whatever the window (GKE "Maintenance windows and exclusions": they "don't impact the timing of maintenance for
+services on which GKE depends, including Compute Engine"); that is announced ahead ("View maintenance
+notifications", Cloud TPU) and shows on the slice's alerts (MaintenanceTaint, RebootEvent).
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ def upgrade_settings(entry: TpuSliceConfig | GpuPoolConfig) -> Optional[dict]:
       strategies": "For nodes that use Flex-start VMs, GKE uses short-lived upgrades").
     - A multi-host TPU slice: None. Its hosts share one lifecycle, so any node upgrade stops the slice whatever the
       surge settings; no GKE page read says which maxSurge/maxUnavailable a multi-host pool honours, so none is
-      claimed. The maintenance exclusion is what protects a running slice.
+      claimed. The maintenance exclusion is what holds GKE's node upgrades back from a running slice.
     - Single-host TPU and GPU pools: FIXED_CAPACITY.
     """
     if entry.upgrade is not None:

@@ -7,20 +7,15 @@ import json
 import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
-from pydantic import ValidationError
-
 from .. import admission
 from ..render import manifests, upgrades
 from ..spec.args import GkeClusterArgs
-from ..spec.models import ClusterConfig, validate_as
-from ..spec.paths import Paths
-from ..spec.problems import ConfigError, Problem, _problems, component_args, show
+from ..spec.component_args import validate_cluster_args
 from . import preflight
 
 RAY_KSA = "ray"  # the Kubernetes service account of Ray pods in each Ray namespace
 
 OAUTH_SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]  # access is limited by IAM, not scopes
-NODE_LABEL_POOL = "ray-tpu-gke/pool"
 
 
 def node_hardening(service_account: pulumi.Input[str]) -> dict:
@@ -54,32 +49,6 @@ def kubeconfig(name: pulumi.Input[str], endpoint: pulumi.Input[str], ca_certific
         }, sort_keys=True)
 
     return pulumi.Output.secret(pulumi.Output.all(name, endpoint, ca_certificate).apply(render))
-
-
-def validate_cluster_args(args: GkeClusterArgs, name: str) -> ClusterConfig:
-    root = f"GkeCluster({name}).args"
-    problems = component_args(args, root, "GkeClusterArgs", (
-        "project", "cluster", "network", "subnetwork", "pods_range_name", "services_range_name",
-        "node_service_account"))
-    cluster = None
-    if args.get("cluster") is not None:
-        try:
-            cluster = validate_as(ClusterConfig, args["cluster"], "args")
-        except ValidationError as exc:
-            problems += _problems(exc, f"{root}.cluster", ClusterConfig, "args")
-    for i, namespace in enumerate(args.get("namespaces") or []):
-        try:
-            admission.check_namespace(namespace)
-        except (TypeError, ValueError) as error:
-            problems.append(Problem(f"{root}.namespaces[{i}]", f"{show(namespace)} is invalid: {error}"))
-    if cluster is not None:
-        from ..spec.checks import check_cluster
-        from ..spec.paths import ClusterContext
-
-        problems += check_cluster(cluster, ClusterContext(cluster.mode, cluster.location), Paths("args", root))
-    if problems:
-        raise ConfigError(problems)
-    return cluster
 
 
 class GkeCluster(pulumi.ComponentResource):
@@ -216,7 +185,7 @@ class GkeCluster(pulumi.ComponentResource):
                     machine_type=pool.machine_type,
                     disk_size_gb=pool.disk_size_gb,
                     disk_type="pd-balanced",
-                    labels={NODE_LABEL_POOL: manifests.SYSTEM_POOL},
+                    labels={manifests.POOL_LABEL: manifests.SYSTEM_POOL},
                     resource_labels=labels,
                     shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
                         enable_secure_boot=True, enable_integrity_monitoring=True),

@@ -1,6 +1,6 @@
 """The in-cluster slice check of a stack (render/health.py builds its objects): a Google service account that may
 only write metrics, bound by Workload Identity to the check's Kubernetes service account; the metric descriptors
-it writes to; and the Namespace, ServiceAccount, read-only RBAC, ConfigMap and CronJob in the cluster."""
+it writes to are SliceMonitoring's (resources/metric_waits.py), whose policies wait for them; and the Namespace, ServiceAccount, read-only RBAC, ConfigMap and CronJob in the cluster."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-from ..catalog import metrics
 from ..render import health
 from ..render.manifests import RenderContext
 from ..spec.config import StackConfig
@@ -20,17 +19,6 @@ from ..spec.problems import ConfigError, Problem
 # (IAM "Monitoring roles"): the only role the check's Google identity has.
 METRIC_WRITER = "roles/monitoring.metricWriter"
 WORKLOAD_IDENTITY_USER = "roles/iam.workloadIdentityUser"
-
-# The labels of the check's two metrics, as workloads/slice_health.py writes them (data/metrics.yaml lists them).
-DESCRIPTORS = {
-    metrics.SLICE_HEALTHY: ("TPU slice healthy (in-cluster check)", {
-        "entry": "the tpuSlices entry", "slice": "the slice's node pool, or its Ray slice name",
-        "problem": "the first thing wrong, or none"}),
-    metrics.RAY_OBJECT_READY: ("Ray object ready (in-cluster check)", {
-        "kind": "RayCluster, RayService or RayJob", "namespace": "the object's namespace",
-        "name": "the object's name", "state": "what the object's status says"}),
-}
-
 
 class SliceHealth(pulumi.ComponentResource):
     """The stack's slice check: every few minutes, in the cluster, the checks of `python -m plan.verify` (hosts,
@@ -64,20 +52,6 @@ class SliceHealth(pulumi.ComponentResource):
             member=f"serviceAccount:{config.project}.svc.id.goog[{health.NAMESPACE}/{health.SERVICE_ACCOUNT}]",
             opts=child,
         )
-        for metric_type, (display, label_docs) in DESCRIPTORS.items():
-            metric = metrics.metric_list().metric(metric_type)
-            gcp.monitoring.MetricDescriptor(
-                f"{name}-{metric_type.rsplit('/', 1)[-1].replace('_', '-')}",
-                project=config.project,
-                type=metric_type,
-                metric_kind=metric.kind,
-                value_type=metric.value_type,
-                display_name=display,
-                description=metric.description,
-                labels=[gcp.monitoring.MetricDescriptorLabelArgs(key=key, value_type="STRING", description=doc)
-                        for key, doc in label_docs.items()],
-                opts=child,
-            )
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(depends_on))
         created: list[pulumi.Resource] = []
         for manifest in health.objects(plan, labels):

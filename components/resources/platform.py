@@ -6,6 +6,7 @@ import pulumi
 from ..render import manifests
 from ..render.health import runs as health_runs
 from ..spec.args import RayTpuPlatformArgs
+from ..spec.component_args import Validated
 from ..spec.config import StackConfig, validate_platform_args
 from . import preflight
 from .cluster import RAY_KSA, GkeCluster
@@ -48,31 +49,33 @@ class RayTpuPlatform(pulumi.ComponentResource):
                           identity.ray_email, labels, c.deletion_protection, opts=child) \
             if config.storage.enabled else None
         need = config.gke_version_need
-        cluster = GkeCluster(c.name, {
+        # Validated: every argument below was validated with the whole stack (config), so the components do not
+        # validate it again (spec/component_args.py).
+        cluster = GkeCluster(c.name, Validated({
             "project": config.project, "cluster": c, "network": network.network, "subnetwork": network.subnetwork,
             "pods_range_name": network.pods_range_name, "services_range_name": network.services_range_name,
             "node_service_account": identity.node_email, "ray_service_account": identity.ray_email,
             "namespaces": config.namespaces, "labels": labels,
             "minimum_version": need.version, "minimum_version_reason": need.reason,
-        }, opts=child)
+        }), opts=child)
 
         pools_of: dict[str, list] = {}
         if config.standard:
             # Node pools wait for the project's TPU quota to be checked: a shortfall stops before any is created.
             cluster_name = preflight.accelerator_quota(config.project, config.quota_needs(), cluster.cluster.name)
             for tpu_slice in config.tpu_slices:
-                pools_of[tpu_slice.name] = TpuSlicePools(tpu_slice.name, {
+                pools_of[tpu_slice.name] = TpuSlicePools(tpu_slice.name, Validated({
                     "project": config.project, "cluster": cluster_name, "location": c.location,
                     "slice": tpu_slice, "node_service_account": identity.node_email, "labels": labels,
                     "environment": config.environment, "deletion_protection": c.deletion_protection,
-                }, opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster.cluster])).pools
+                }), opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster.cluster])).pools
             for kind, pools in (("gpu", config.gpu_pools), ("cpu", config.cpu_pools)):
                 for pool in pools:
-                    pools_of[pool.name] = [WorkerPool(pool.name, {
+                    pools_of[pool.name] = [WorkerPool(pool.name, Validated({
                         "project": config.project, "cluster": cluster_name, "location": c.location, kind: pool,
                         "node_service_account": identity.node_email, "labels": labels,
                         "deletion_protection": c.deletion_protection,
-                    }, opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster.cluster])).pool]
+                    }), opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster.cluster])).pool]
 
         k8s_child = pulumi.ResourceOptions(parent=self, provider=cluster.provider, depends_on=[cluster.cluster])
         compute_classes: dict[str, list] = {}
@@ -112,7 +115,9 @@ class RayTpuPlatform(pulumi.ComponentResource):
         if config.monitoring.enabled:
             from .monitoring import SliceMonitoring, platform_args
 
-            SliceMonitoring(c.name, platform_args(config, labels), opts=child)
+            # After the cluster: its kube state metrics exist only once it collects them (resources/metric_waits.py).
+            SliceMonitoring(c.name, platform_args(config, labels),
+                            opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster.cluster]))
             if health_runs(config):
                 from .health import SliceHealth
 

@@ -4,22 +4,12 @@ from __future__ import annotations
 
 import pulumi
 import pulumi_kubernetes as k8s
-from pydantic import ValidationError
 
 from ..render import manifests
 from ..spec.args import RayClusterArgs, RayJobArgs, RayServiceArgs
-from ..spec.models import (
-    CpuPoolConfig,
-    GpuPoolConfig,
-    RayClusterConfig,
-    RayJobConfig,
-    RayObjectConfig,
-    RayServiceConfig,
-    TpuSliceConfig,
-    validate_as,
-)
-from ..spec.paths import ClusterContext, Paths
-from ..spec.problems import ConfigError, Problem, _problems, component_args, show
+from ..spec.component_args import service_account_warning, validate_ray_args
+from ..spec.problems import ConfigError, Problem
+from ..spec.ray_models import RayClusterConfig, RayJobConfig, RayObjectConfig, RayServiceConfig
 
 
 def custom_resource(name: str, manifest: dict, opts: pulumi.ResourceOptions) -> k8s.apiextensions.CustomResource:
@@ -34,61 +24,24 @@ def custom_resource(name: str, manifest: dict, opts: pulumi.ResourceOptions) -> 
     )
 
 
-_TARGET_MODELS = (("tpu_slices", "slice", TpuSliceConfig), ("gpu_pools", "gpu_pool", GpuPoolConfig),
-                  ("cpu_pools", "cpu_pool", CpuPoolConfig))
+# KubeRay runs a RayJob once: on a finished job (JobDeploymentStatusComplete or Failed) rayjob_controller.go only runs
+# the deletion and TTL logic, so a changed spec applied in place would run nothing. A changed spec replaces the
+# object instead, deleted first since the new one has the same name: `pulumi up` re-runs the job.
+RAYJOB_REPLACE = pulumi.ResourceOptions(replace_on_changes=["spec"], delete_before_replace=True)
 
 
 def _validate(kind: str, model: type[RayObjectConfig], args, name: str):
-    """The validated Ray object, what its groups run on and the render context, from RayClusterArgs (or its
-    RayService/RayJob forms); ConfigError names every bad argument."""
-    from ..spec import checks
-
-    root = f"{kind}({name}).args"
-    paths = Paths("args", root)
-    problems = component_args(args, root, f"{kind}Args", ("kubernetes_provider", "spec"))
-    mode = args.get("mode", "standard")
-    if mode not in ("standard", "autopilot"):
-        problems.append(Problem(f"{root}.mode", f"{show(mode)} is invalid: allowed: standard, autopilot"))
-    obj = None
-    try:
-        obj = validate_as(model, args.get("spec"), "args") if args.get("spec") is not None else None
-    except ValidationError as exc:
-        problems += _problems(exc, f"{root}.spec", model, "args")
-    lists: dict[str, list] = {"ray_clusters": [], "ray_services": [], "ray_jobs": []}
-    for section, _, entry_model in _TARGET_MODELS:
-        lists[section] = []
-        for i, item in enumerate(args.get(section) or []):
-            try:
-                lists[section].append(validate_as(entry_model, item, "args"))
-            except ValidationError as exc:
-                problems += _problems(exc, f"{root}.{section}[{i}]", entry_model, "args")
-                lists[section].append(None)
-    if obj is not None and not problems:
-        section = {"RayCluster": "ray_clusters", "RayService": "ray_services", "RayJob": "ray_jobs"}[kind]
-        lists[section] = [obj]
-        raw = {k: list(v) for k, v in lists.items()}
-        problems += [Problem(p.path.replace(f"{root}.{section}[0]", f"{root}.spec"), p.message)
-                     for p in checks.check_ray_objects(ClusterContext(mode), raw, lists, paths, [])]
-    if problems:
-        raise ConfigError(problems)
-    if not args.get("service_account"):
-        pulumi.log.warn(f"{kind}({name}): its pods run as the Kubernetes service account `default` of namespace "
-                        f"{obj.namespace}, with no Workload Identity: they act as no Google service account; set "
-                        "`service_account` to one annotated iam.gke.io/gcp-service-account and bound by "
-                        "roles/iam.workloadIdentityUser (RayTpuPlatform's namespaces have one, `ray`)")
-    targets = {key: {e.name: e for e in lists[section] if e is not None} for section, key, _ in _TARGET_MODELS}
-    cluster_name = args.get("cluster_name") or ""
-    if mode == "autopilot" and not cluster_name:
-        ironwood = sorted({g.slice for g in obj.worker_groups if g.slice in targets["slice"]
-                           and manifests.needs_workload_policy(targets["slice"][g.slice].shape)})
-        if ironwood:
-            raise ConfigError([Problem(f"{root}.cluster_name", "required in Autopilot mode for the multi-host Ironwood "
-                                       f"slices {', '.join(ironwood)}: their pods select the workload policy "
-                                       "<cluster>-<slice> (ironwood_workload_policy creates it)")])
-    ctx = manifests.RenderContext(standard=mode == "standard", service_account=args.get("service_account", "default"),
-                                  bucket=args.get("bucket"), labels=dict(args.get("labels") or {}),
-                                  head_pool=args.get("head_pool") or manifests.SYSTEM_POOL, cluster_name=cluster_name)
-    return obj, targets, ctx
+    """The validated Ray object (spec/component_args.py), what its groups run on and the render context."""
+    valid = validate_ray_args(kind, model, args, name)
+    warning = service_account_warning(kind, name, args, valid.obj)
+    if warning:
+        pulumi.log.warn(warning)
+    ctx = manifests.RenderContext(standard=valid.mode == "standard",
+                                  service_account=args.get("service_account", "default"), bucket=args.get("bucket"),
+                                  labels=dict(args.get("labels") or {}),
+                                  head_pool=args.get("head_pool") or manifests.SYSTEM_POOL,
+                                  cluster_name=valid.cluster_name)
+    return valid.obj, valid.targets, ctx
 
 
 class RayWorkload(pulumi.ComponentResource):
@@ -105,9 +58,10 @@ class RayWorkload(pulumi.ComponentResource):
         problems = [f"{manifest['kind']} {name}: {p}" for p in manifests.label_problems(manifest)]
         if problems:
             raise ConfigError([Problem(name, p) for p in problems])
-        self.resource = custom_resource(
-            name, manifest, pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends_on)
-        )
+        options = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends_on)
+        if manifest["kind"] == "RayJob":
+            options = pulumi.ResourceOptions.merge(options, RAYJOB_REPLACE)
+        self.resource = custom_resource(name, manifest, options)
         meta = manifest["metadata"]
         self.name = pulumi.Output.from_input(meta["name"])
         self.namespace = pulumi.Output.from_input(meta["namespace"])

@@ -6,11 +6,9 @@ import pulumi_gcp as gcp
 
 from .. import admission, catalog
 from ..render import manifests, upgrades
-from ..spec import checks
 from ..spec.args import TpuSlicePoolsArgs
-from ..spec.models import TpuSliceConfig, validate_as
-from ..spec.paths import ClusterContext, Paths
-from ..spec.problems import ConfigError, component_args, location_arg
+from ..spec.component_args import validate_pool_args
+from ..spec.models import TpuSliceConfig
 from .cluster import node_hardening
 from .identity import NODE_ROLES
 
@@ -74,41 +72,6 @@ def node_service_account(name: str, args, parent: pulumi.Resource) -> pulumi.Inp
     return account.email
 
 
-class _SlicePaths(Paths):
-    """Paths of the rules written for a platform's `tpu_slices[i]`, read as this component's `slice`."""
-
-    def __call__(self, section, *parts):
-        if section == "tpu_slices":
-            return Paths.__call__(self, "slice", *parts[1:])
-        return Paths.__call__(self, section, *parts)
-
-
-def validate_pool_args(args: TpuSlicePoolsArgs, name: str) -> TpuSliceConfig:
-    """The validated slice of TpuSlicePoolsArgs; ConfigError names every bad argument."""
-    root = f"TpuSlicePools({name}).args"
-    paths = _SlicePaths("args", root)
-    problems = component_args(args, root, "TpuSlicePoolsArgs", ("project", "cluster", "location", "slice"))
-    location = location_arg(args, root, problems)
-    tpu_slice, warnings = None, []
-    if args.get("slice") is not None:
-        from pydantic import ValidationError
-
-        from ..spec.problems import _problems
-
-        try:
-            tpu_slice = validate_as(TpuSliceConfig, args["slice"], "args")
-        except ValidationError as exc:
-            problems += _problems(exc, f"{root}.slice", TpuSliceConfig, "args")
-        raw = args["slice"] if isinstance(args["slice"], dict) else tpu_slice.model_dump()
-        problems += checks.check_slices(ClusterContext("standard", location), [raw], [tpu_slice], paths, warnings)
-    if problems:
-        raise ConfigError(problems)
-    # A slice handed over already validated (RayTpuPlatform) had its warnings told with its stack key.
-    for warning in warnings if not isinstance(args["slice"], TpuSliceConfig) else ():
-        pulumi.log.warn(warning)
-    return tpu_slice
-
-
 class TpuSlicePools(pulumi.ComponentResource):
     """The node pools of one TPU slice entry: `count` pools, each one whole slice with its topology intact."""
 
@@ -118,7 +81,9 @@ class TpuSlicePools(pulumi.ComponentResource):
     """Node labels a pod selects to run on these slices (accelerator, topology, slice)."""
 
     def __init__(self, name: str, args: TpuSlicePoolsArgs, opts: pulumi.ResourceOptions | None = None):
-        tpu_slice = validate_pool_args(args, name)  # before anything is registered
+        tpu_slice, warnings = validate_pool_args(args, name)  # before anything is registered
+        for warning in warnings:
+            pulumi.log.warn(warning)
         super().__init__("ray-tpu-gke:index:TpuSlicePools", name, None, opts)
         shape = tpu_slice.shape
         location = args["location"]
@@ -141,8 +106,8 @@ class TpuSlicePools(pulumi.ComponentResource):
         flex = tpu_slice.capacity == "flexStart"
         node_labels = {
             manifests.SLICE_LABEL: tpu_slice.name,
-            "ray-tpu-gke/generation": shape.generation.name,
-            "ray-tpu-gke/topology": shape.topology,
+            manifests.SLICE_GENERATION_LABEL: shape.generation.name,
+            manifests.SLICE_TOPOLOGY_LABEL: shape.topology,
         }
         if args.get("environment"):
             node_labels["ray-tpu-gke/environment"] = args["environment"]

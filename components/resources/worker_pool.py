@@ -7,57 +7,14 @@ gpu-driver-version=default` creates (GKE "Run GPUs in GKE Standard node pools"),
 
 import pulumi
 import pulumi_gcp as gcp
-from pydantic import ValidationError
 
 from .. import admission
 from ..render import manifests
 from .slice_pool import _upgrade_settings, node_service_account
-from ..spec import checks
 from ..spec.args import WorkerPoolArgs
-from ..spec.models import CpuPoolConfig, GpuPoolConfig, validate_as
-from ..spec.paths import ClusterContext, Paths
-from ..spec.problems import ConfigError, Problem, _problems, component_args, location_arg
+from ..spec.component_args import validate_worker_pool_args
+from ..spec.models import GpuPoolConfig
 from .cluster import node_hardening
-
-
-class _PoolPaths(Paths):
-    """Paths of the rules written for a platform's `gpu_pools[i]` / `cpu_pools[i]`, read as this component's
-    `gpu` / `cpu`."""
-
-    def __call__(self, section, *parts):
-        if section in ("gpu_pools", "cpu_pools"):
-            return Paths.__call__(self, section.split("_")[0], *parts[1:])
-        return Paths.__call__(self, section, *parts)
-
-
-def validate_worker_pool_args(args: WorkerPoolArgs, name: str) -> GpuPoolConfig | CpuPoolConfig:
-    """The validated GPU or CPU pool of WorkerPoolArgs; ConfigError names every bad argument."""
-    root = f"WorkerPool({name}).args"
-    problems = component_args(args, root, "WorkerPoolArgs", ("project", "cluster", "location"))
-    given = [key for key in ("gpu", "cpu") if args.get(key) is not None]
-    if len(given) != 1:
-        problems.append(Problem(root, f"names {len(given)} of gpu, cpu; allowed: exactly one"))
-    location = location_arg(args, root, problems)
-    pool = None
-    if len(given) == 1:
-        key = given[0]
-        model = GpuPoolConfig if key == "gpu" else CpuPoolConfig
-        try:
-            pool = validate_as(model, args[key], "args")
-        except ValidationError as exc:
-            problems += _problems(exc, f"{root}.{key}", model, "args")
-        if pool is not None:
-            section = f"{key}_pools"
-            lists = {"tpu_slices": [], "gpu_pools": [], "cpu_pools": [], section: [pool]}
-            warnings: list[str] = []
-            problems += checks.check_worker_pools(ClusterContext("standard", location), lists,
-                                                  _PoolPaths("args", root), warnings)
-            # A pool handed over already validated (RayTpuPlatform) had its warnings told with its stack key.
-            for warning in warnings if not isinstance(args[key], model) else ():
-                pulumi.log.warn(warning)
-    if problems:
-        raise ConfigError(problems)
-    return pool
 
 
 def _autoscaling(pool, total: bool):
@@ -92,7 +49,9 @@ class WorkerPool(pulumi.ComponentResource):
     """Node labels a pod selects to run on this pool."""
 
     def __init__(self, name: str, args: WorkerPoolArgs, opts: pulumi.ResourceOptions | None = None):
-        pool = validate_worker_pool_args(args, name)  # before anything is registered
+        pool, warnings = validate_worker_pool_args(args, name)  # before anything is registered
+        for warning in warnings:
+            pulumi.log.warn(warning)
         gpu = isinstance(pool, GpuPoolConfig)
         super().__init__("ray-tpu-gke:index:WorkerPool", name, None, opts)
         location = args["location"]

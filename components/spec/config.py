@@ -23,18 +23,15 @@ from .models import (
     GpuPoolConfig,
     MonitoringConfig,
     PricingConfig,
-    RayClusterConfig,
-    RayJobConfig,
-    RayObjectConfig,
-    RayServiceConfig,
     StorageConfig,
     TpuSliceConfig,
     validate_as,
 )
+from .ray_models import RayClusterConfig, RayJobConfig, RayObjectConfig, RayServiceConfig
 from .partial import validate_partial
 from .provider import GCP_PROVIDER_KEYS, GCP_PROVIDER_SETTINGS
 from .paths import CONFIG_NAMESPACES, PROJECT, RAY_KINDS, SECTIONS, Paths, _cluster_context
-from .problems import ConfigError, Problem, _problems, show
+from .problems import ConfigError, Problem, did_you_mean, show, validation_problems
 
 _MODELS = {"cluster": ClusterConfig, "storage": StorageConfig, "pricing": PricingConfig,
            "monitoring": MonitoringConfig, "tpu_slices": TpuSliceConfig, "gpu_pools": GpuPoolConfig,
@@ -110,7 +107,8 @@ class StackConfig:
         autopilot = not self.standard
         needs = [admission.VersionNeed(admission.RAY_OPERATOR_MIN_GKE_VERSION, "the Ray Operator add-on")]
         needs += [n for s in self.tpu_slices for n in admission.gke_version_needs(s.generation, s.capacity, autopilot)]
-        needs += [n for p in self.gpu_pools for n in admission.gpu_version_needs(p.accelerator, p.capacity, autopilot)]
+        needs += [n for p in self.gpu_pools
+                  for n in admission.gpu_version_needs(p.accelerator, p.capacity, autopilot, p.machine.gpus)]
         return admission.newest(needs)
 
     def quota_needs(self) -> list[admission.QuotaNeed]:
@@ -162,7 +160,8 @@ def parse_stack_config(values: dict[str, Any], stack: str) -> StackConfig:
             continue
         if namespace == PROJECT:
             allowed = ", ".join(f"{PROJECT}:{k}" for k in PROJECT_KEYS)
-            problems.append(Problem(full_key, f"unknown key (given {show(value)}); allowed: {allowed}"))
+            meant = did_you_mean(full_key, [f"{PROJECT}:{k}" for k in PROJECT_KEYS])
+            problems.append(Problem(full_key, f"unknown key{meant} (given {show(value)}); allowed: {allowed}"))
         elif namespace not in CONFIG_NAMESPACES or not re.fullmatch(r"[a-z][A-Za-z0-9]*", name):
             problems.append(Problem(full_key, f"unknown key (given {show(value)}); keys are "
                                               f"<namespace>:<name> with namespace {', '.join(CONFIG_NAMESPACES)}"))
@@ -186,8 +185,8 @@ def validate_platform_args(args: Any, name: str = "platform") -> StackConfig:
     paths = Paths("args", f"RayTpuPlatform({name}).args")
     if not isinstance(args, dict):
         raise ConfigError([Problem(paths.root, f"must be RayTpuPlatformArgs, a mapping (given {show(args)})")])
-    problems = [Problem(f"{paths.root}.{key}", f"unknown argument (given {show(value)}); allowed: "
-                                                f"{', '.join(SECTIONS)}")
+    problems = [Problem(f"{paths.root}.{key}", f"unknown argument{did_you_mean(key, list(SECTIONS))} (given "
+                                                f"{show(value)}); allowed: {', '.join(SECTIONS)}")
                 for key, value in args.items() if key not in SECTIONS]
     sections = {k: v for k, v in args.items() if k in SECTIONS and v is not None}
     return _validate(sections, paths, args.get("environment") or "platform", problems)
@@ -203,7 +202,7 @@ def _validate(sections: dict[str, Any], paths: Paths, stack: str, problems: list
         try:
             return validate_as(model, value, paths.style)
         except ValidationError as exc:
-            found = _problems(exc, path, model, paths.style)
+            found = validation_problems(exc, path, model, paths.style)
             problems.extend(found)
             dropped.extend(p.path for p in found)
             partial = validate_partial(model, value, paths.style, exc)
@@ -266,17 +265,18 @@ def _validate(sections: dict[str, Any], paths: Paths, stack: str, problems: list
         region = region or context.region
 
     warnings: list[str] = []
-    from . import checks, service_checks
+    from . import cross_section, platform_rules, ray_requests
 
-    across = checks.check_cluster(cluster_seen, context, paths)
-    across += service_checks.check_storage(checked(sections.get("storage", {}), storage), project, cluster_seen,
+    across = cross_section.check_cluster(cluster_seen, context, paths)
+    across += platform_rules.check_storage(checked(sections.get("storage", {}), storage), project, cluster_seen,
                                            context, paths, warnings)
-    across += service_checks.check_pricing(checked(sections.get("pricing", {}), pricing), paths)
-    across += checks.check_slices(context, raw_lists["tpu_slices"], seen["tpu_slices"], paths, warnings)
-    across += checks.check_worker_pools(context, seen, paths, warnings)
-    across += service_checks.check_node_pool_count(context, seen, paths)
-    across += checks.check_ray_objects(context, raw_lists, seen, paths, warnings)
-    across += checks.check_heads(cluster_seen, seen, paths)
+    across += platform_rules.check_pricing(checked(sections.get("pricing", {}), pricing), paths)
+    across += cross_section.check_slices(context, raw_lists["tpu_slices"], seen["tpu_slices"], paths, warnings)
+    across += cross_section.check_worker_pools(context, seen, paths, warnings)
+    across += platform_rules.check_node_pool_count(context, seen, paths, warnings)
+    across += cross_section.check_ray_objects(context, raw_lists, seen, paths, warnings)
+    across += cross_section.check_heads(cluster_seen, seen, paths)
+    across += ray_requests.check_serve_requests(seen, paths)
     problems += [p for p in across if not _overlaps(p.path, dropped)]
     if problems:
         raise ConfigError(list(dict.fromkeys(problems)))

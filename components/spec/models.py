@@ -88,21 +88,33 @@ def validate_as(model: type[Model], value: Any, style: str) -> Model:
 
 
 class AuthorizedNetwork(Model):
+    """A range that may reach the control plane."""
+
     cidr_block: Cidr
+    """The range, in CIDR notation."""
     display_name: str = ""
+    """A name for the range."""
 
 
 class NetworkConfig(Model):
-    """Create a VPC (default), or use an existing network and subnetwork with named secondary ranges."""
+    """A new VPC (default), or an existing network and subnetwork with named secondary ranges."""
 
     network: Optional[str] = None
+    """Existing network (name or self link); unset, a VPC is created."""
     subnetwork: Optional[str] = None
+    """Existing subnetwork."""
     pods_range_name: Optional[str] = None
+    """Secondary range of the existing subnetwork for pods."""
     services_range_name: Optional[str] = None
+    """Secondary range of the existing subnetwork for services."""
     subnet_cidr: Cidr = "10.0.0.0/20"
+    """Primary range of a new subnet (default 10.0.0.0/20)."""
     pods_cidr: Cidr = "10.16.0.0/14"
+    """Pod range of a new subnet (default 10.16.0.0/14)."""
     services_cidr: Cidr = "10.20.0.0/20"
+    """Service range of a new subnet (default 10.20.0.0/20)."""
     master_cidr: Cidr = "172.16.0.0/28"
+    """The control plane's private /28 (default 172.16.0.0/28)."""
 
     @field_validator("master_cidr")
     @classmethod
@@ -118,13 +130,17 @@ class NetworkConfig(Model):
 
 
 class SystemPoolConfig(Model):
-    """The CPU node pool for system pods and Ray head pods (Standard mode)."""
+    """The CPU pool for system pods and Ray heads (Standard mode)."""
 
     machine_type: str = "e2-standard-8"
+    """Default e2-standard-8."""
     min_nodes: Annotated[StrictInt, Field(ge=0, le=1000)] = 1
+    """Fewest nodes in the whole pool (default 1)."""
     max_nodes: Annotated[StrictInt, Field(ge=1, le=1000)] = 3
+    """Most nodes in the whole pool (default 3)."""
     # Compute Engine: a persistent disk holds at most 64 TB (65,536 GB), and GKE boot disks at least 10 GB.
     disk_size_gb: Annotated[StrictInt, Field(ge=20, le=65536)] = 100
+    """Boot disk size (default 100)."""
 
     @field_validator("machine_type")
     @classmethod
@@ -134,27 +150,46 @@ class SystemPoolConfig(Model):
 
 
 class RayOperatorConfig(Model):
+    """What the Ray Operator add-on sends to Cloud Logging and Managed Prometheus."""
+
     logging: StrictBool = True
+    """Send the Ray logs to Cloud Logging (default true)."""
     monitoring: StrictBool = True
+    """Send the Ray metrics to Managed Prometheus (default true)."""
 
 
 Mode = Literal["standard", "autopilot"]
 
 
 class ClusterConfig(Model):
+    """The GKE cluster: mode, location, version policy and hardening switches."""
+
     name: Name
+    """Cluster name (at most 40 characters)."""
     mode: Mode = "standard"
+    """standard or autopilot (Autopilot clusters are regional)."""
     location: Location
+    """A zone or a region."""
     release_channel: Literal["RAPID", "REGULAR", "STABLE"] = "REGULAR"
+    """RAPID, REGULAR (default) or STABLE."""
     min_master_version: Optional[GkeVersion] = None
+    """Optional pin (a minor such as 1.34, or an exact version); unset, the release channel chooses."""
     deletion_protection: StrictBool = True
+    """GKE deletion protection and Pulumi protect on the cluster, TPU pools and bucket (default true)."""
     network: NetworkConfig = NetworkConfig()
+    """The VPC: a new one (default), or an existing network."""
     master_authorized_networks: list[AuthorizedNetwork] = []
+    """Ranges that may reach the control plane."""
     private_endpoint: StrictBool = False
+    """Reach the control plane only on its private IP."""
     system_pool: SystemPoolConfig = SystemPoolConfig()
+    """The CPU pool for system pods and Ray heads."""
     ray_operator: RayOperatorConfig = RayOperatorConfig()
+    """What the Ray Operator add-on sends to Cloud Logging and Managed Prometheus."""
     binary_authorization: StrictBool = False
+    """Enforce the project's Binary Authorization policy."""
     rbac_security_group: Optional[str] = None
+    """Google Groups for RBAC: gke-security-groups@<domain>."""
     maintenance: Optional[MaintenanceConfig] = None
     """Maintenance windows and exclusions (spec/operations.py); unset: GKE upgrades at any time."""
 
@@ -182,14 +217,20 @@ BucketLocation = _checked(admission.check_bucket_location)  # admission.BUCKET_L
 
 
 class StorageConfig(Model):
-    """The GCS bucket for checkpoints, datasets and the XLA compilation cache."""
+    """The bucket for checkpoints, datasets and the XLA compilation cache."""
 
     enabled: StrictBool = True
+    """Create the bucket (default true)."""
     bucket_name: Optional[BucketName] = None
+    """Default <project>-<cluster>-ray."""
     location: Optional[BucketLocation] = None
+    """Default: the region."""
     versioning: StrictBool = True
+    """Object versioning (default true)."""
     access_log_bucket: Optional[BucketName] = None
+    """Bucket for access logs (default none)."""
     force_destroy: StrictBool = False
+    """Let `pulumi destroy` delete a bucket with objects (default false)."""
 
 
 # --- TPU slices ----------------------------------------------------------------------------------------------------
@@ -203,10 +244,12 @@ def _shorthand_autoscaling(value: Any) -> Any:
 
 
 class SliceAutoscaling(Model):
-    """Node autoscaling of each slice's pool: a multi-host pool scales atomically between 0 and all its hosts."""
+    """Node autoscaling of a slice's pools: a multi-host pool scales atomically between 0 and all its hosts."""
 
     enabled: StrictBool = True
+    """Scale the pool with demand (default true when the key is given; flexStart always autoscales)."""
     min_nodes: NonNegativeInt = 0
+    """Nodes kept when idle: 0, or every host of the slice."""
 
 
 class _Reservable(Model):
@@ -233,15 +276,26 @@ class _Reservable(Model):
 
 
 class TpuSliceConfig(_Reservable):
+    """A TPU slice shape from the catalogue, how many of it, and the capacity it runs on."""
+
     name: SliceName
+    """Unique name; node pools are named `<name>-<index>` and Ray worker groups refer to it."""
     generation: Literal[tuple(catalog.GENERATIONS)]  # type: ignore[valid-type]
+    """TPU generation: v4, v5e, v5p, v6e or tpu7x."""
     topology: str
+    """Chips per dimension, e.g. 4x4 or 2x2x4."""
     machine_type: Optional[str] = None
+    """Picks a layout where several are valid (v5e/v6e 2x4: one 8-chip host or two 4-chip hosts)."""
     count: Annotated[StrictInt, Field(ge=1, le=admission.MAX_SLICES_PER_ENTRY)] = 1
+    """Slices of this shape; Standard mode creates one node pool per slice."""
     capacity: Capacity = "onDemand"
+    """onDemand, spot, reservation or flexStart."""
     reservation: Optional[str] = None
+    """The reservation's name, or projects/<project>/reservations/<name> when shared (capacity reservation)."""
     zone: Optional[Zone] = None
+    """The slice's zone; required in a regional Standard cluster."""
     autoscaling: Annotated[Optional[SliceAutoscaling], BeforeValidator(_shorthand_autoscaling)] = None
+    """Node autoscaling of the slice's pools (Standard mode)."""
     upgrade: Optional[UpgradeConfig] = None
     """Node upgrade settings; unset: render/upgrades.py chooses per slice shape and capacity."""
 
@@ -269,17 +323,25 @@ class PoolAutoscaling(Model):
     """Node autoscaling of a GPU or CPU pool, in nodes (one Ray worker pod per node)."""
 
     enabled: StrictBool = True
+    """Scale the pool with demand (flexStart always autoscales)."""
     min_nodes: NonNegativeInt = 0
+    """Nodes kept when idle (default 0)."""
     max_nodes: Optional[Annotated[StrictInt, Field(ge=1, le=1000)]] = None
+    """Most nodes (default: count)."""
 
 
 class _WorkerPool(Model):
     """What GPU and CPU pools share: a node pool of `count` nodes (the autoscaling maximum when it autoscales)."""
 
     name: SliceName
+    """Unique pool name; Ray worker groups refer to it with gpu_pool (a GPU pool) or cpu_pool (a CPU pool)."""
     count: Annotated[StrictInt, Field(ge=1, le=1000)] = 1
+    """Nodes (the most nodes when autoscaled)."""
     zone: Optional[Zone] = None
+    """The pool's zone; a GPU pool needs one in a regional Standard cluster, where a CPU pool without one spans the
+    cluster's zones."""
     autoscaling: Annotated[Optional[PoolAutoscaling], BeforeValidator(_shorthand_autoscaling)] = None
+    """Node autoscaling of the pool; `true` or `false` alone turns it on with the default bounds, or off."""
 
     @property
     def autoscaled(self) -> bool:
@@ -300,15 +362,21 @@ class _WorkerPool(Model):
 
 
 class GpuPoolConfig(_WorkerPool, _Reservable):
-    """A GPU node pool (Standard) or what GPU pods select (Autopilot); GPUs, machine and capacity from the catalogue."""
+    """A GPU node pool (Standard) or what GPU pods select (Autopilot), from the GPU catalogue."""
 
     accelerator: Literal[tuple(catalog.GPUS)]  # type: ignore[valid-type]
+    """GKE accelerator type: nvidia-l4, nvidia-tesla-a100, nvidia-a100-80gb, nvidia-h100-80gb, nvidia-h100-mega-80gb,
+    nvidia-h200-141gb or nvidia-b200."""
     machine_type: Optional[str] = None
     """Default: the catalogue's machine type for the accelerator (filled in on validation)."""
     capacity: Capacity = "onDemand"
+    """onDemand, spot, reservation or flexStart (A3 Ultra and A4 have no onDemand)."""
     reservation: Optional[str] = None
+    """The reservation's name, or projects/<project>/reservations/<name> when shared."""
     allow_unlisted_zone: StrictBool = False
+    """Accept a zone the catalogue does not list for the accelerator."""
     upgrade: Optional[UpgradeConfig] = None
+    """Node upgrade settings (maxSurge, maxUnavailable); unset: render/upgrades.py chooses them."""
 
     @model_validator(mode="after")
     def _machine_of_accelerator(self) -> "GpuPoolConfig":
@@ -325,7 +393,9 @@ class CpuPoolConfig(_WorkerPool):
     """A CPU node pool for Ray Data preprocessing, drivers and other CPU work."""
 
     machine_type: str = "n2-standard-16"
+    """A predefined E2, N2, N2D, N4 or C3 machine type (default n2-standard-16)."""
     capacity: Literal["onDemand", "spot"] = "onDemand"
+    """onDemand or spot."""
 
     @field_validator("machine_type")
     @classmethod
@@ -334,111 +404,20 @@ class CpuPoolConfig(_WorkerPool):
         return value
 
 
-# --- Ray objects ---------------------------------------------------------------------------------------------------
-
-
-class WorkerGroupConfig(Model):
-    """A Ray worker group on exactly one of: a TPU slice (`replicas` counts slices), a GPU pool or a CPU pool
-    (`replicas` counts pods, one per node)."""
-
-    name: Name
-    slice: Optional[str] = None
-    gpu_pool: Optional[str] = None
-    cpu_pool: Optional[str] = None
-    replicas: NonNegativeInt = 1
-    min_replicas: NonNegativeInt = 0
-    max_replicas: Optional[NonNegativeInt] = None
-    # Unset: 60 s on TPU slices, Kubernetes' 30 s elsewhere (admission.RAY_DRAIN_GRACE, spec/multislice.py).
-    termination_grace_period_seconds: Optional[Annotated[StrictInt, Field(ge=0, le=86400)]] = None
-
-    @property
-    def max(self) -> int:
-        return self.replicas if self.max_replicas is None else self.max_replicas
-
-    @property
-    def target(self) -> tuple[str, Optional[str]]:
-        """Where the group runs: ("slice" | "gpu_pool" | "cpu_pool", name); the first given when several are."""
-        for kind in ("slice", "gpu_pool", "cpu_pool"):
-            if getattr(self, kind) is not None:
-                return kind, getattr(self, kind)
-        return "slice", None
-
-
-class HeadConfig(Model):
-    cpu: Quantity = "2"
-    memory: Quantity = "8Gi"
-
-
-class RayAutoscalingConfig(Model):
-    enabled: StrictBool = False
-    idle_timeout_seconds: NonNegativeInt = 600
-
-
-class RayObjectConfig(Model):
-    """What RayCluster, RayService and RayJob share: the Ray cluster they run."""
-
-    name: Name
-    namespace: Namespace = "ray"
-    image: Image = DEFAULT_RAY_IMAGE
-    ray_version: RayVersion = DEFAULT_RAY_VERSION
-    head: HeadConfig = HeadConfig()
-    worker_groups: list[WorkerGroupConfig]
-    autoscaling: RayAutoscalingConfig = RayAutoscalingConfig()
-    gcs_fuse: StrictBool = True
-    wait_for_ready: StrictBool = False
-    # Ray Train's, on the head (admission.RAY_TRAIN_START_TIMEOUT); unset: 900 s with TPU groups (spec/multislice.py).
-    worker_group_start_timeout_seconds: Optional[Annotated[StrictInt, Field(ge=1, le=86400)]] = None
-
-    @field_validator("ray_version")
-    @classmethod
-    def _ray_of_image(cls, value: str, info: ValidationInfo) -> str:
-        if isinstance(info.data.get("image"), str):  # the image validated (fields validate in order)
-            check_ray_version_of_image(value, info.data["image"])
-        return value
-
-
-class RayClusterConfig(RayObjectConfig):
-    pass
-
-
-class RayServiceConfig(RayObjectConfig):
-    serve_config: dict[str, Any]
-    upgrade_strategy: Literal["NewCluster", "None"] = "NewCluster"
-
-
-class RayJobConfig(RayObjectConfig):
-    entrypoint: str = Field(min_length=1)
-    # Run on an existing RayCluster of the same namespace (KubeRay `clusterSelector`) instead of a cluster of its own.
-    cluster: Optional[Name] = None
-    worker_groups: list[WorkerGroupConfig] = []
-    runtime_env: Optional[dict[str, Any]] = None
-    shutdown_after_job_finishes: StrictBool = True
-    ttl_seconds_after_finished: Optional[NonNegativeInt] = None
-    active_deadline_seconds: Optional[PositiveInt] = None
-    submission_mode: Literal["K8sJobMode", "HTTPMode"] = "K8sJobMode"
-
-    @field_validator("entrypoint")
-    @classmethod
-    def _entrypoint(cls, value: str) -> str:
-        # KubeRay's submitter Job runs `ray job submit ... -- <entrypoint>` (Ray docs, rayjob-quick-start.md), whose
-        # command argument is required (Ray 2.55 ray/dashboard/modules/job/cli.py: entrypoint nargs=-1,
-        # required=True): a blank entrypoint is no command, and the submitter fails.
-        if not value.strip():
-            raise ValueError("is blank; allowed: the command the job runs, such as python train.py")
-        return value
-
-
 # --- cost and operations -------------------------------------------------------------------------------------------
 
 
 class RateConfig(Model):
-    """A rate the user supplies or overrides: reservations, committed use, negotiated prices, unpublished ones."""
+    """A rate the user supplies: reservations, committed use, negotiated or unpublished prices."""
 
     kind: Literal["tpu", "gpu", "cpu"]
+    """tpu (per chip-hour), gpu or cpu (per VM-hour)."""
     name: str
     """TPU generation (per chip-hour), or GPU/CPU machine type (per VM-hour)."""
     capacity: Literal["onDemand", "spot", "reservation", "flexStart"]
+    """onDemand, spot, reservation or flexStart."""
     hourly: Annotated[float, Field(gt=0, le=1_000_000, allow_inf_nan=False)]
+    """USD per chip-hour (tpu) or VM-hour (gpu, cpu)."""
     region: Optional[str] = None
     """Where the rate applies (default: every region)."""
 
@@ -454,29 +433,39 @@ class RateConfig(Model):
         raise ValueError("is not a Google Cloud region; allowed: a region such as us-central1 (admission "
                          "GOOGLE_CLOUD_REGIONS)")
     source: str = "stack config"
+    """Where the rate comes from (e.g. a contract)."""
     as_of: Optional[str] = None
+    """When the rate was set (YYYY-MM-DD)."""
 
 
 class PricingConfig(Model):
-    """Rates for the cost estimate (`components/render/pricing.py`), and the environment's monthly budget."""
+    """Rates for the cost estimate and the environment's monthly budget (USD)."""
 
     rates: list[RateConfig] = []
+    """Rates that add to or override the list prices (components/catalog/prices.py)."""
     monthly_budget: Optional[Annotated[float, Field(gt=0, allow_inf_nan=False)]] = None
+    """The environment's monthly budget in USD; the policy pack compares the plan's cost with it."""
 
 
 class MonitoringConfig(Model):
-    """The per-stack dashboard and alert policies of the slices (`components/resources/monitoring.py`)."""
+    """The dashboard and alert policies of the slices."""
 
     enabled: StrictBool = True
+    """Create the dashboard and alert policies (default true)."""
     notification_channels: list[str] = []
     """Existing channel IDs: projects/<project>/notificationChannels/<id>. None: alerts exist, notify nobody."""
     idle_duty_cycle_percent: Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)] = 5.0
+    """Below this TPU duty cycle an available slice is idle (default 5)."""
     idle_minutes: Annotated[StrictInt, Field(ge=5, le=10080)] = 60
+    """How long idle before the alert fires (default 60)."""
     unavailable_minutes: Annotated[StrictInt, Field(ge=1, le=1440)] = 15
+    """How long a slice may be unavailable or not whole (default 15)."""
     interruptions_per_day: Annotated[StrictInt, Field(ge=1, le=1000)] = 3
+    """More interruptions than this in a day fire an alert (default 3)."""
     pending_pods_minutes: Annotated[StrictInt, Field(ge=1, le=1440)] = 30
     """How long Ray pods may stay unschedulable (a stockout, quota, a flex-start wait) before their alert fires."""
     slice_health: SliceHealthConfig = SliceHealthConfig()
+    """The in-cluster check of every TPU slice (a CronJob) and its alerts."""
 
     @field_validator("notification_channels")
     @classmethod

@@ -16,7 +16,8 @@ from typing import Iterator, Mapping, Optional
 
 from .. import admission, catalog
 from ..catalog import ray_versions
-from .models import RayJobConfig, RayObjectConfig, RayServiceConfig, TpuSliceConfig, WorkerGroupConfig
+from .models import TpuSliceConfig
+from .ray_models import RayJobConfig, RayObjectConfig, RayServiceConfig, WorkerGroupConfig
 from .paths import ClusterContext, Paths
 from .problems import Problem
 

@@ -23,42 +23,21 @@ class _Model(BaseModel):
 
 # --- monitoring.sliceHealth ---------------------------------------------------------------------------------------
 
-# Kubernetes CronJob `schedule`: the five cron fields (minute, hour, day of month, month, day of week; Kubernetes
-# "CronJob", "Schedule syntax"), each `*`, a number, a range or a list of those, with an optional `/step`.
-CRON_FIELDS = (("minute", 0, 59), ("hour", 0, 23), ("day of month", 1, 31), ("month", 1, 12), ("day of week", 0, 7))
-_CRON_PART = re.compile(r"(\*|(\d+)(?:-(\d+))?)(?:/(\d+))?")
-
-
 def check_cron(value: str) -> None:
-    fields = value.split()
-    if len(fields) != 5:
-        raise ValueError("a CronJob schedule has five fields: minute hour day-of-month month day-of-week, such as "
-                         "'*/5 * * * *'")
-    for text, (name, low, high) in zip(fields, CRON_FIELDS):
-        for part in text.split(","):
-            match = _CRON_PART.fullmatch(part)
-            numbers = [int(n) for n in (match.groups()[1:3] if match else ()) if n is not None]
-            step = match.group(4) if match else None
-            bad_step = step is not None and not 1 <= int(step) <= high
-            if not match or any(not low <= n <= high for n in numbers) or bad_step:
-                raise ValueError(f"{part!r} is not a {name} field ({low}-{high}, *, ranges, lists and /steps)")
+    """A CronJob schedule Kubernetes accepts (admission.CRON_SCHEDULE: robfig/cron v3's parser)."""
+    admission.parse_cron(value)
 
 
 def cron_interval_minutes(schedule: str) -> Optional[int]:
-    """The minutes between runs of a `*/N * * * *` or `* * * * *` schedule; None for any other shape."""
-    minute, *rest = schedule.split()
-    if rest != ["*"] * 4:
-        return None
-    if minute == "*":
-        return 1
-    match = re.fullmatch(r"\*/(\d+)", minute)
-    return int(match.group(1)) if match else None
+    """The longest time between two runs of a valid schedule, in minutes (every run of `*/5 * * * *` is 5 apart)."""
+    return admission.longest_gap_minutes(admission.parse_cron(schedule))
 
 
 class SliceHealthConfig(_Model):
     """The in-cluster check of every TPU slice (components/resources/health.py), when monitoring is on."""
 
     enabled: StrictBool = True
+    """Run the check (default true, when monitoring is on)."""
     schedule: str = "*/5 * * * *"
     """When the check runs (CronJob schedule, UTC)."""
     alert_after_minutes: Annotated[StrictInt, Field(ge=5, le=1440)] = 15
@@ -107,10 +86,18 @@ MAX_EXCLUSIONS = 20  # pulumi-gcp 10.2 maintenance_exclusions: "up to 20 mainten
 MAX_NO_UPGRADES = datetime.timedelta(days=30)  # GKE: a "no upgrades" exclusion lasts at most 30 days
 
 
+def fewest_days_in_32(byday: list[str]) -> int:
+    """The fewest days of these weekdays in any 32 consecutive days: four whole weeks, and the four days left over
+    placed where they hold the fewest (SA,SU: 8, when the extra days run Monday to Thursday)."""
+    wanted = {WEEKDAYS.index(day) for day in byday}
+    return 4 * len(wanted) + min(sum((start + k) % 7 in wanted for k in range(4)) for start in range(7))
+
+
 class MaintenanceWindow(_Model):
     """A recurring window in which GKE may upgrade the cluster (GKE API RecurringTimeWindow)."""
 
     start_time: str
+    """When the first window starts: an RFC 3339 UTC time such as 2026-01-03T02:00:00Z."""
     end_time: str
     """Only its distance from start_time counts: the window's length."""
     recurrence: str = "FREQ=WEEKLY;BYDAY=SA,SU"
@@ -131,7 +118,7 @@ class MaintenanceWindow(_Model):
             byday = rule["BYDAY"].split(",")
             if any(day not in WEEKDAYS for day in byday) or len(set(byday)) != len(byday):
                 raise ValueError(f"BYDAY {rule['BYDAY']!r}: days are {', '.join(WEEKDAYS)}, each once")
-            days = len(byday) * 32 // 7  # the fewest such days in any 32 days
+            days = fewest_days_in_32(byday)
         else:
             raise ValueError(f"recurrence {self.recurrence!r}: allowed FREQ=DAILY or FREQ=WEEKLY;BYDAY=<days> "
                              "(GKE does not take SECONDLY, MINUTELY or HOURLY)")
@@ -144,8 +131,11 @@ class MaintenanceExclusion(_Model):
     """A time in which GKE does not upgrade what `scope` names (GKE API MaintenanceExclusionOptions.Scope)."""
 
     name: Annotated[str, Field(min_length=1, max_length=63)]
+    """The exclusion's name, unique in the cluster."""
     start_time: str
+    """When the exclusion starts: an RFC 3339 UTC time."""
     end_time: Optional[str] = None
+    """When it ends: an RFC 3339 UTC time (or untilEndOfSupport)."""
     until_end_of_support: StrictBool = False
     """Instead of end_time: until the cluster's minor version leaves support (NO_MINOR_* scopes only)."""
     scope: Literal["NO_UPGRADES", "NO_MINOR_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES"] = "NO_MINOR_OR_NODE_UPGRADES"
@@ -174,7 +164,18 @@ class MaintenanceConfig(_Model):
     """When GKE may upgrade the cluster and its node pools, and when not."""
 
     window: Optional[MaintenanceWindow] = None
+    """The recurring maintenance window; unset: GKE may upgrade at any time."""
     exclusions: Annotated[list[MaintenanceExclusion], Field(max_length=MAX_EXCLUSIONS)] = []
+    """Times without upgrades (at most 20)."""
+
+    @model_validator(mode="after")
+    def _exclusions_need_a_window(self) -> "MaintenanceConfig":
+        # pulumi-gcp 10.2 ClusterMaintenancePolicy: "one of recurring_window, recurring_maintenance_window and
+        # daily_maintenance_window is required if a maintenance_policy block is supplied".
+        if self.exclusions and self.window is None:
+            raise ValueError("exclusions need a window: GKE's maintenance policy holds exactly one window beside "
+                             "its exclusions; add window: {startTime, endTime, recurrence}")
+        return self
 
     @field_validator("exclusions")
     @classmethod
@@ -194,7 +195,9 @@ class UpgradeConfig(_Model):
     one of them must be greater than zero", pulumi-gcp 10.2 NodePoolUpgradeSettings)."""
 
     max_surge: Annotated[StrictInt, Field(ge=0, le=100)] = 0
+    """Extra nodes created at a time during an upgrade (default 0)."""
     max_unavailable: Annotated[StrictInt, Field(ge=0, le=100)] = 1
+    """Nodes taken down at a time during an upgrade (default 1)."""
 
     @model_validator(mode="after")
     def _some(self) -> "UpgradeConfig":

@@ -54,6 +54,20 @@ class Paths:
         return to_camel(name) if self.style == "stack" else name
 
 
+@dataclass(frozen=True)
+class EntryPaths(Paths):
+    """Paths of the rules written for a platform's list entries (`tpu_slices[i]`), read as one argument of a component
+    (`renames={"tpu_slices": "slice"}`: TpuSlicePools' `slice`), for the component front ends."""
+
+    renames: tuple[tuple[str, str], ...] = ()
+
+    def __call__(self, section: str, *parts: Union[str, int]) -> str:
+        renamed = dict(self.renames).get(section)
+        if renamed is not None:
+            return Paths.__call__(self, renamed, *parts[1:])
+        return Paths.__call__(self, section, *parts)
+
+
 # --- the validated platform ----------------------------------------------------------------------------------------
 
 

@@ -39,14 +39,6 @@ def show(value: Any) -> str:
 
 
 
-def component_args(args: Any, root: str, kind: str, required: tuple[str, ...]) -> list[Problem]:
-    """The first checks of a component's arguments: a mapping, with every required argument (ConfigError if it is no
-    mapping at all)."""
-    if not isinstance(args, dict):
-        raise ConfigError([Problem(root, f"must be {kind}, a mapping (given {show(args)})")])
-    return [Problem(f"{root}.{key}", "required argument is missing") for key in required if args.get(key) is None]
-
-
 def location_arg(args: dict, root: str, problems: list[Problem]) -> Optional[str]:
     """The `location` argument where it is a zone or a region (else None, with the problem noted)."""
     location = args.get("location")
@@ -62,7 +54,8 @@ def location_arg(args: dict, root: str, problems: list[Problem]) -> Optional[str
 # --- turning pydantic's errors into one line per problem -----------------------------------------------------------
 
 
-def _problems(exc: ValidationError, base: str, model: type[BaseModel], style: str) -> list[Problem]:
+def validation_problems(exc: ValidationError, base: str, model: type[BaseModel], style: str) -> list[Problem]:
+    """pydantic's errors of validating `model` at key path `base`, one Problem each, in the front end's spelling."""
     problems = []
     for error in exc.errors(include_url=False):
         loc = error["loc"]
@@ -73,12 +66,26 @@ def _problems(exc: ValidationError, base: str, model: type[BaseModel], style: st
             message = "required key is missing"
         elif kind == "extra_forbidden":
             allowed = _allowed_keys(model, loc[:-1], style)
-            message = f"unknown key (given {given}); allowed: {', '.join(allowed)}"
+            message = f"unknown key{did_you_mean(loc[-1], allowed)} (given {given}); allowed: {', '.join(allowed)}"
+        elif kind == "string_type" and type(error.get("input")) in (int, float):
+            # YAML reads an unquoted 1.30 as the number 1.3: say so, rather than report the number as the value.
+            message = (f"YAML read the number {given}, not text: quote the value as you meant it"
+                       + (" (an unquoted 1.30 is the number 1.3: write \"1.30\")" if isinstance(error["input"], float)
+                          else f" (\"{given}\")"))
         else:
             reason = error["msg"].removeprefix("Value error, ")
             message = f"{given} is invalid: {reason[0].lower()}{reason[1:]}"
         problems.append(Problem(path, message))
     return problems
+
+
+def did_you_mean(key: Any, allowed: list[str]) -> str:
+    """' (did you mean X?)' with the closest allowed key to a misspelt one, or '' when none is close."""
+    import difflib
+
+    close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6) or [
+        a for a in allowed if a.lower() == str(key).lower()][:1]
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def _allowed_keys(model: Any, loc: tuple, style: str) -> list[str]:

@@ -4,7 +4,7 @@ with its evaluation loss, an output fingerprint and the FLOPs it declares per st
 comparison accepts as a side (tests/test_compare_local.py runs it beside workloads.train):
 
     python examples/bench-jobs/plain_job.py --run r1 --side bench-gpu --result-dir /tmp/results --simulate
-    python -m plan.compare compare --local --entrypoint bench-gpu='python examples/bench-jobs/plain_job.py'
+    python -m plan.compare compare --local --entrypoint bench-a100='python examples/bench-jobs/plain_job.py'
 """
 
 from __future__ import annotations

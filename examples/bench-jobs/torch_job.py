@@ -4,7 +4,7 @@ jax_job.py beside it: the same model (a two-layer MLP), the same seeded data, th
 comparison's agreement compares like with like.
 
     python -m plan.compare compare --context CTX \\
-        --entrypoint bench-gpu='python examples/bench-jobs/torch_job.py --gpus 8 --steps 300' \\
+        --entrypoint bench-a100='python examples/bench-jobs/torch_job.py --gpus 8 --steps 300' \\
         --entrypoint bench-tpu='python examples/bench-jobs/jax_job.py --chips 8 --steps 300'
 
 Model FLOPs per step come from PyTorch's own counter (`torch.utils.flop_counter.FlopCounterMode`) around the first
@@ -117,7 +117,7 @@ def main(argv=None) -> int:
     from ray.train.torch import TorchTrainer
 
     run = args.run or f"torch-{time.strftime('%Y%m%d%H%M%S', time.gmtime())}"
-    side = args.side or "bench-gpu"
+    side = args.side or "bench-a100"
     ray.init()
     trainer = TorchTrainer(
         train_loop, train_loop_config={"run": run, "side": side, "seed": args.seed, "steps": args.steps,

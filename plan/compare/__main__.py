@@ -1,6 +1,8 @@
 """`python -m plan.compare STACK --context CTX [--kubeconfig FILE] [--inject-failure STEP] [--out DIR]` runs the
 stack's comparison jobs (its RayJobs on a TPU slice or a GPU pool) once each on the live cluster and reports them side
-by side; `--local` runs them on a local Ray cluster on this machine instead, CPU standing in for both (`make compare`).
+by side; `--local` runs them on a local Ray cluster on this machine instead, CPU standing in for both (`make compare`);
+`--estimate` runs nothing and says what each side's job would take and cost at an MFU range; `--dry-run` prints what a
+live run would create and its cost ceiling.
 
 Writes report.json, report.md and PNG charts into DIR (default compare-report/ in the current folder). Exit status: 0
 when both sides finished, every measure was obtained and the sides agree; 1 otherwise (one line per missing measure
@@ -20,7 +22,7 @@ from typing import Callable, Optional
 from ray_tpu_gke import ConfigError
 
 from .. import cost, harness, stackfile
-from . import local, output, report, sides
+from . import dryrun, estimate, local, output, report, sides
 
 DEFAULT_OUT = Path("compare-report")  # in the current folder: `make compare` runs at the repository's root
 LIVE_TIMEOUT_S = 3600.0
@@ -30,9 +32,29 @@ def parse_args(argv, prog: str = "python -m plan.compare"):
     parser = argparse.ArgumentParser(prog=prog, description=(
         "The stack's comparison jobs (TPU slice and GPU pool) run once each, measured and reported side by side."))
     parser.add_argument("stack", help="stack name: stacks/Pulumi.<stack>.yaml")
-    where = parser.add_mutually_exclusive_group(required=True)
+    where = parser.add_mutually_exclusive_group()
     where.add_argument("--context", help="the kubeconfig context of the stack's live cluster")
     where.add_argument("--local", action="store_true", help="run both sides on a local Ray cluster, simulated")
+    where.add_argument("--estimate", action="store_true",
+                       help="no run: each side's step time, job time and cost at an MFU range, from the job's FLOPs "
+                            "per step and the plan's prices (docs/compare.md, Before any hardware)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the RayJobs a live run creates, the quota each side needs and its cost ceiling "
+                             "(price x --timeout), and exit 0; creates nothing")
+    parser.add_argument("--sides", metavar="NAME,...",
+                        help="the sides to run, by RayJob name (default: the TPU sides and the stack's first GPU "
+                             "side; --estimate: every side)")
+    parser.add_argument("--mfu", default=estimate.DEFAULT_MFU, metavar="LO,HI",
+                        help=f"--estimate: the MFU range, fractions (default {estimate.DEFAULT_MFU})")
+    parser.add_argument("--flops-per-step", type=float, metavar="F",
+                        help="--estimate: model FLOPs of one training step, every device's share (default: the "
+                             "job's own flopsPerStep from --measured)")
+    parser.add_argument("--tokens-per-step", type=float, metavar="T",
+                        help="--estimate: tokens one training step takes in (default: the job's tokensPerStep)")
+    parser.add_argument("--measured", type=Path, metavar="FILE",
+                        help="--estimate: a report.json of an earlier comparison (make compare) or a job's result "
+                             f"document to take flopsPerStep from (default {DEFAULT_OUT / 'report.json'}); the "
+                             "estimate goes to ./compare-estimate unless --out says otherwise")
     parser.add_argument("--kubeconfig", type=Path, help="kubeconfig file (default: kubectl's)")
     parser.add_argument("--config-file", type=Path, help="read this stack config file instead of the stack's own")
     parser.add_argument("--inject-failure", metavar="STEP",
@@ -58,14 +80,28 @@ def parse_args(argv, prog: str = "python -m plan.compare"):
                         help="largest relative difference at which the sides agree "
                              f"(default {report.DEFAULT_TOLERANCE})")
     parser.add_argument("--steps", type=int, help=f"--local: training steps per side (default "
-                                                  f"{local.DEFAULT_STEPS}; live runs use the stack's own)")
+                                                  f"{local.DEFAULT_STEPS}; live runs use the stack's own); "
+                                                  "--estimate: the job's length (default: its entrypoint's --steps)")
     parser.add_argument("--report-every", type=int, help=f"--local: checkpoint cadence (default "
                                                          f"{local.DEFAULT_REPORT_EVERY})")
     args = parser.parse_args(argv)
     args.inject_failure, args.inject_by_side = _injection(parser, args.inject_failure, args.local)
     args.entrypoints = _entrypoints(parser, args.entrypoint)
-    if not args.local and (args.steps is not None or args.report_every is not None):
-        parser.error("--steps and --report-every are for --local; a live run uses the stack's own entrypoint")
+    if not (args.context or args.local or args.estimate or args.dry_run):
+        parser.error("one of --context, --local, --estimate or --dry-run is required")
+    if args.dry_run and (args.local or args.estimate):
+        parser.error("--dry-run shows a live run; it is not for --local or --estimate")
+    if not (args.local or args.estimate) and (args.steps is not None or args.report_every is not None):
+        parser.error("--steps and --report-every are for --local (and --steps for --estimate); a live run uses the "
+                     "stack's own entrypoint")
+    if args.estimate and args.report_every is not None:
+        parser.error("--report-every is for --local")
+    try:
+        args.mfu_range = estimate.parse_mfu(args.mfu)
+    except ValueError as error:
+        parser.error(f"--mfu {args.mfu!r}: {error}")
+    if min(args.flops_per_step or 1, args.tokens_per_step or 1) <= 0:
+        parser.error("--flops-per-step and --tokens-per-step must be positive")
     if (args.timeout is not None and args.timeout <= 0) or min(args.poll, args.wait_for_removal, args.tolerance) < 0:
         parser.error("--timeout must be positive; --poll, --wait-for-removal and --tolerance not negative")
     if min(args.steps or 1, args.report_every or 1) < 1 or (args.inject_failure or 0) < 0:
@@ -146,7 +182,17 @@ def main(argv=None, clock: Callable[[], float] = time.time, sleep: Callable[[flo
         print(f"error: stack {args.stack} has no RayJob whose worker group runs on a TPU slice or a GPU pool: nothing "
               "to compare", file=sys.stderr)
         return stackfile.EXIT_INVALID
+    try:
+        chosen = sides.select(found, args.sides)
+    except sides.SideError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return stackfile.EXIT_INVALID
+    if args.estimate:
+        return estimate.main(args, plan, chosen, DEFAULT_OUT)
+    found = chosen if args.sides else sides.default_run_sides(found)  # a dry run shows what this run would create
     run_id = args.run or default_run(args.stack, clock())
+    if args.dry_run:
+        return dryrun.main(plan, found, run_id, args.seed, args.timeout or LIVE_TIMEOUT_S)
     facts = None
     if args.local:
         inject = local.DEFAULT_INJECT_STEP if args.inject_failure is None else (args.inject_failure or None)

@@ -25,8 +25,32 @@ def _pyplot():
 
 
 def _label(side: dict) -> str:
-    suffix = " (simulated)" if side.get("simulated") else ""
+    suffix = "\n(simulated)" if side.get("simulated") else ""
     return f"{side['name']}\n{side['kind'].upper()} {side['accelerator']}{suffix}"
+
+
+LABEL_WIDTH = 18  # characters per line of an axis label: four sides' labels fit side by side at 110 dpi
+
+
+def axis_labels(ax, labels: list[str]) -> None:
+    """Category labels on the x axis that never overlap: each wrapped to a few short lines, and turned when there are
+    more than three."""
+    import textwrap
+
+    wrapped = ["\n".join(textwrap.fill(part, LABEL_WIDTH) for part in label.split("\n")) for label in labels]
+    many = len(labels) > 3
+    ax.set_xticks(range(len(labels)), wrapped, rotation=30 if many else 0, ha="right" if many else "center",
+                  fontsize=8 if many else 9)
+
+
+def no_math(text: str) -> str:
+    """Text with its dollar signs shown as such (matplotlib reads a pair of them as mathematics)."""
+    return text.replace("$", r"\$")
+
+
+def title(report: dict, text: str) -> str:
+    """A chart's title; a simulated report's says so first."""
+    return f"SIMULATED (CPU stand-in, not hardware speed or cost): {text}" if report.get("simulated") else text
 
 
 def time_chart(report: dict, path: Path) -> None:
@@ -47,7 +71,7 @@ def time_chart(report: dict, path: Path) -> None:
     ax.set_yticks(range(len(sides)), labels)
     ax.invert_yaxis()
     ax.set_xlabel("seconds of wall time")
-    ax.set_title("Where each side's time goes")
+    ax.set_title(title(report, "where each side's time goes"), fontsize=10)
     handles, names = ax.get_legend_handles_labels()
     unique = dict(zip(names, handles))
     if unique:
@@ -68,18 +92,18 @@ def steps_chart(report: dict, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(8, 4.5))
     if sides:
         data = [[t * 1000 for t in steady_step_times(s)] for s in sides]
-        ax.boxplot(data, showfliers=True)
-        ax.set_xticks(range(1, len(sides) + 1), [_label(s) for s in sides])
+        ax.boxplot(data, positions=range(len(sides)), showfliers=True)
+        axis_labels(ax, [_label(s) for s in sides])
         for i, side in enumerate(sides, start=1):
             stats = side.get("stepTimeS") or {}
             for key, marker in (("p50", "o"), ("p95", "^")):
                 if key in stats:
-                    ax.plot(i, stats[key] * 1000, marker, color="#d84315", label=key if i == 1 else None)
+                    ax.plot(i - 1, stats[key] * 1000, marker, color="#d84315", label=key if i == 1 else None)
         ax.legend(frameon=False)
     else:
         ax.text(0.5, 0.5, "no step times measured", ha="center", va="center", transform=ax.transAxes)
     ax.set_ylabel("milliseconds per step (compiled steps left out)")
-    ax.set_title("Step-time distribution")
+    ax.set_title(title(report, "step-time distribution"), fontsize=10)
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
@@ -94,11 +118,11 @@ def cost_chart(report: dict, path: Path) -> None:
     for i, (side, value) in enumerate(zip(sides, values)):
         per_k = side.get("costPer1kStepsUsd")
         text = "not measured" if value is None else f"${value:,.4f}" + (f"\n${per_k:,.4f}/1k steps" if per_k else "")
-        ax.annotate(text, (i, value or 0), ha="center", va="bottom", fontsize=9, xytext=(0, 3),
+        ax.annotate(no_math(text), (i, value or 0), ha="center", va="bottom", fontsize=9, xytext=(0, 3),
                     textcoords="offset points")
-    ax.set_xticks(range(len(sides)), [_label(s) for s in sides])
+    axis_labels(ax, [_label(s) for s in sides])
     ax.set_ylabel("USD per job (plan price x billed node time)")
-    ax.set_title("Cost per job")
+    ax.set_title(title(report, "cost per job"), fontsize=10)
     ax.margins(y=0.25)
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)

@@ -22,8 +22,8 @@ from .sides import SidePlan, run_manifest
 
 # KubeRay's pod labels (ray-operator/controllers/ray/utils/constant.go RayClusterLabelKey, RayNodeGroupLabelKey).
 CLUSTER_LABEL, GROUP_LABEL = "ray.io/cluster", "ray.io/group"
-# KubeRay RayJob status (ray-operator/apis/ray/v1/rayjob_types.go): Ray's job status and KubeRay's deployment status.
-JOB_DONE = {"SUCCEEDED", "FAILED", "STOPPED"}
+# KubeRay RayJob status (ray-operator/apis/ray/v1/rayjob_types.go): KubeRay's deployment status, whose end states end
+# the following (Ray's own jobStatus is only the outcome).
 DEPLOYMENT_DONE = {"Complete", "Failed", "ValidationFailed"}
 WAITING = {None, "", "New", "Initializing", "Waiting"}  # no submitter yet: no log to read
 # The kubelet's event when it has pulled an image (kubernetes pkg/kubelet/images/image_manager.go
@@ -76,7 +76,11 @@ def _ready_since(obj: dict) -> Optional[float]:
 
 
 def _finished(status: dict) -> bool:
-    return status.get("jobStatus") in JOB_DONE or status.get("jobDeploymentStatus") in DEPLOYMENT_DONE
+    """KubeRay copies `jobStatus` from Ray as soon as Ray's job ends, before the submitter has printed the job's last
+    lines; `jobDeploymentStatus` turns Complete (and `endTime` is set) only after the submitter has ended
+    (rayjob_controller.go, kuberay PR #1919). So the deployment status ends the following; `jobStatus` is the
+    outcome."""
+    return status.get("jobDeploymentStatus") in DEPLOYMENT_DONE
 
 
 class Collector:

@@ -1,5 +1,6 @@
 """report.md: the comparison side by side in one table, a few sentences that read it, the charts and what is missing.
-Pure: report.json's document in, Markdown text out."""
+A simulated report opens with the line that says it is a rehearsal and states no ratio; a live one opens with its
+findings, MFU beside each step time. Pure: report.json's document in, Markdown text out."""
 
 from __future__ import annotations
 
@@ -41,7 +42,35 @@ def _recovery(side: dict) -> str:
         return "not measured"
     detect = f", seen after {seconds(r['detectS'])}" if r.get("detectS") is not None else ""
     return (f"{seconds(r['recoveryS'])} after the failure at step {r['injectedAtStep']}{detect}; resumed from step "
-            f"{r.get('fromStep')}, {r.get('stepsRedone')} steps redone")
+            f"{r.get('fromStep')}, {r.get('stepsRedone')} steps redone (why: in the lines above)")
+
+
+def _mfu(side: dict) -> str:
+    if side.get("simulated"):
+        return "none (simulated)"
+    return NOT_MEASURED if side.get("mfu") is None else f"{side['mfu']:.1%}"
+
+
+def _step_time(side: dict) -> str:
+    stats = side.get("stepTimeS") or {}
+    text = " / ".join(seconds(stats.get(k)) for k in ("p50", "p95"))
+    return text if side.get("simulated") or side.get("mfu") is None else f"{text} (MFU {side['mfu']:.1%} at p50)"
+
+
+def _throughput(side: dict) -> str:
+    """Examples per second two ways, each said for what it is, so that they do not seem to contradict each other."""
+    t = side.get("throughput") or {}
+    steady, job = t.get("steadyExamplesPerS"), t.get("jobExamplesPerS") or side.get("examplesPerS")
+    parts = []
+    if steady:
+        parts.append(f"{steady:,.0f} per steady step (batch / p50)")
+    if job:
+        parts.append(f"{job:,.0f} over the last attempt's steps, compiling step included (the job's)")
+    return "; ".join(parts) or NOT_MEASURED
+
+
+def _per_s(value) -> str:
+    return NOT_MEASURED if not value else f"{value / 1e12:,.0f} TFLOP/s"
 
 
 def _ran_on(side: dict) -> str:
@@ -56,22 +85,25 @@ def _rows(report: dict) -> list[tuple[str, list[str]]]:
         return label, [cell(s) for s in sides]
 
     phases = [p for p in PHASE_NAMES if any(p in s.get("startup", {}) for s in sides)]
+    priced = " (real price x simulated node time)" if report.get("simulated") else ""
     rows = [row("stands for", lambda s: f"{s['kind'].upper()} {s['accelerator']} ({s.get('capacity') or '?'})"),
             row("ran on", _ran_on),
             row("devices", lambda s: str(s.get("devices") or NOT_MEASURED)),
             row("steps", lambda s: str(s.get("steps") or NOT_MEASURED)),
-            row("step time p50 / p95", lambda s: " / ".join(seconds((s.get("stepTimeS") or {}).get(k))
-                                                            for k in ("p50", "p95"))),
+            row("step time p50 / p95", _step_time),
+            row("model FLOPs per step (the job's)", lambda s: f"{s['flopsPerStep']:.3g}" if s.get("flopsPerStep")
+                else "not declared"),
+            row("peak bf16 per device (catalogue)", lambda s: _per_s(s.get("peakFlopsPerS"))),
+            row("MFU (FLOPs / (p50 x devices x peak))", _mfu),
             row("compile (jax.monitoring)", lambda s: seconds(s.get("compileS")))]
     rows += [row(PHASE_NAMES[p], lambda s, p=p: seconds(s.get("startup", {}).get(p))) for p in phases]
     rows += [row("training loop", lambda s: seconds(s.get("trainingS"))),
              row("wall time", lambda s: seconds(s.get("wallS"))),
-             row("examples per second", lambda s: f"{s['examplesPerS']:,.0f}" if s.get("examplesPerS") else
-                 NOT_MEASURED),
+             row("examples per second", _throughput),
              row("price", lambda s: f"{usd(s.get('hourlyUsd'))}/hour"),
              row("billed node time", lambda s: seconds((s.get("billing") or {}).get("billedNodeS"))),
-             row("cost per job", lambda s: usd(s.get("costPerJobUsd"))),
-             row("cost per 1,000 steps", lambda s: usd(s.get("costPer1kStepsUsd"))),
+             row("cost per job" + priced, lambda s: usd(s.get("costPerJobUsd"))),
+             row("cost per 1,000 steps" + priced, lambda s: usd(s.get("costPer1kStepsUsd"))),
              row("recovery", _recovery),
              row("final loss", lambda s: f"{s['finalLoss']:.6g}" if s.get("finalLoss") is not None else
                  NOT_MEASURED)]
@@ -89,22 +121,37 @@ def _ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}x" if b else "∞"
 
 
+REHEARSAL = ("Rehearsal: this run checks the comparison's pipeline on this machine's CPU, standing in for every "
+             "accelerator; it says nothing about a TPU's or a GPU's speed or cost.")
+SAME_CPU = "same program on the same CPU, not evidence of numerical agreement"
+
+
+def _findings(sides: list[dict]) -> list[str]:
+    """The live findings: cost per step and step time side by side (cheapest and fastest first), MFU beside each."""
+    out = []
+    priced = sorted((s for s in sides if s.get("costPer1kStepsUsd") is not None), key=lambda s: s["costPer1kStepsUsd"])
+    if len(priced) >= 2:
+        cheap, dear = priced[0], priced[-1]
+        each = ", ".join(f"{s['name']} {usd(s['costPer1kStepsUsd'])} ({usd(s.get('hourlyUsd'))}/hour)" for s in priced)
+        out.append(f"Per 1,000 steps: {each}; {dear['name']} costs "
+                   f"{_ratio(dear['costPer1kStepsUsd'], cheap['costPer1kStepsUsd'])} what {cheap['name']} does. The "
+                   "cost per step, not per hour, is what a trained model costs.")
+    timed = sorted((s for s in sides if s.get("stepTimeS")), key=lambda s: s["stepTimeS"]["p50"])
+    if len(timed) >= 2:
+        each = ", ".join(f"{seconds(s['stepTimeS']['p50'])} on {s['name']}"
+                         + (f" (MFU {s['mfu']:.1%})" if s.get("mfu") is not None else " (MFU not known: the job "
+                            "declared no flopsPerStep)") for s in timed)
+        out.append(f"A steady step (compiling steps left out) takes, at the median: {each}; "
+                   f"{_ratio(timed[-1]['stepTimeS']['p50'], timed[0]['stepTimeS']['p50'])} between the slowest and "
+                   "the fastest.")
+    return out
+
+
 def sentences(report: dict) -> list[str]:
     sides = report["sides"]
-    out = []
-    priced = [s for s in sides if s.get("costPer1kStepsUsd") is not None]
-    if len(priced) >= 2:
-        cheap, dear = sorted(priced[:2], key=lambda s: s["costPer1kStepsUsd"])
-        out.append(f"Per 1,000 steps {cheap['name']} costs {usd(cheap['costPer1kStepsUsd'])} and {dear['name']} "
-                   f"{usd(dear['costPer1kStepsUsd'])} ({_ratio(dear['costPer1kStepsUsd'], cheap['costPer1kStepsUsd'])}"
-                   f"); per hour of hardware they cost {usd(cheap.get('hourlyUsd'))} and {usd(dear.get('hourlyUsd'))}."
-                   " The cost per step, not per hour, is what a trained model costs.")
-    timed = [s for s in sides if s.get("stepTimeS")]
-    if len(timed) >= 2:
-        fast, slow = sorted(timed[:2], key=lambda s: s["stepTimeS"]["p50"])
-        out.append(f"A steady step (compiling steps left out) takes {seconds(fast['stepTimeS']['p50'])} on "
-                   f"{fast['name']} and {seconds(slow['stepTimeS']['p50'])} on {slow['name']} at the median "
-                   f"({_ratio(slow['stepTimeS']['p50'], fast['stepTimeS']['p50'])}).")
+    simulated = bool(report.get("simulated"))
+    # A simulated run's cost and step-time ratios are the price ratio and this machine's noise: never stated.
+    out = [] if simulated else _findings(sides)
     for s in sides:
         start, wall = s.get("startup") or {}, s.get("wallS")
         if wall and start:
@@ -118,7 +165,8 @@ def sentences(report: dict) -> list[str]:
             seen = f" (the failure seen after {seconds(r['detectS'])})" if r.get("detectS") is not None else ""
             out.append(f"{s['name']} lost a worker at step {r['injectedAtStep']} and reported a step again "
                        f"{seconds(r['recoveryS'])} later{seen}, resuming from the checkpoint of step "
-                       f"{r.get('fromStep')} with {r.get('stepsRedone')} steps redone.")
+                       f"{r.get('fromStep')} with {r.get('stepsRedone')} steps redone"
+                       + (f": {r['why']}." if r.get("why") else "."))
         still = (s.get("billing") or {}).get("stillUp")
         if still:
             out.append(f"{s['name']}: {', '.join(still)} was still up when the report was collected; its cost counts "
@@ -129,20 +177,23 @@ def sentences(report: dict) -> list[str]:
         verdict = "agree" if agreement["agree"] else "do NOT agree"
         detail = (f"predictions on the evaluation batch by {_percent(prints['relativeDifference'])}"
                   if "relativeDifference" in prints else f"fingerprints: {prints.get('reason')}")
-        out.append(f"The sides {verdict} within {_percent(agreement['tolerance'])}: final losses differ by "
+        label = f"Agreement ({SAME_CPU}): the" if simulated else "The"
+        out.append(f"{label} sides {verdict} within {_percent(agreement['tolerance'])}: final losses differ by "
                    f"{_percent(agreement['relativeDifference'])}, {detail}"
                    + (" (bit for bit equal)" if prints.get("sameSha256") else "") + ".")
-    if report.get("simulated"):
-        out.append("Simulated: the sides ran on this machine's CPU, standing in for the accelerators, so the times say "
-                   "how the pipeline behaves, not how fast a TPU or a GPU is; the prices are the plan's for the real "
-                   "slice and pool, applied to the simulated nodes' lifetimes.")
+    if simulated:
+        out.append("Simulated: the times say how the pipeline behaves, not how fast a TPU or a GPU is; the costs are "
+                   "the plan's prices of the real slice and pools applied to the simulated nodes' lifetimes; MFU is "
+                   "not computed. `--estimate` says what the hardware would take and cost.")
     return out
 
 
 def render(report: dict, charts: list[str]) -> str:
     title = f"# Comparison `{report['run']}` of stack `{report['stack']}` ({report['mode']}"
     title += ", simulated)" if report.get("simulated") else ")"
-    parts = [title, "", table(report), "", *[f"- {s}" for s in sentences(report)], ""]
+    # The findings first, then the table; a simulated report's very first line says it is a rehearsal.
+    head = [REHEARSAL, ""] if report.get("simulated") else []
+    parts = [*head, title, "", *[f"- {s}" for s in sentences(report)], "", table(report), ""]
     for chart in charts:
         parts += [f"![{chart}]({chart})", ""]
     if report["problems"]:

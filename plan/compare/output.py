@@ -16,15 +16,19 @@ def write(report: dict, out: Path) -> list[Path]:
     """Every file of the report into `out` (created); the paths written. A chart that cannot be drawn is a problem of
     the report, not a crash: the JSON and the Markdown are written all the same."""
     out.mkdir(parents=True, exist_ok=True)
+    estimating = report.get("mode") == "estimate"
+    if estimating:
+        from . import estimate_render
     try:
-        drawn = charts.draw(report, out)
+        drawn = charts.draw(report, out) if not estimating else estimate_render.draw(report, out)
     except ImportError as error:  # matplotlib missing from the environment
         drawn = []
         report["problems"].append(f"charts: not drawn: {error} (pip install -r requirements.txt)")
         report["complete"] = False
     written = [out / name for name in drawn]
     (out / REPORT_JSON).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-    (out / REPORT_MD).write_text(markdown.render(report, drawn))
+    render = estimate_render.render if estimating else markdown.render
+    (out / REPORT_MD).write_text(render(report, drawn))
     return [out / REPORT_JSON, out / REPORT_MD, *written]
 
 

@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 from ray_tpu_gke import bench
 
-from . import events
+from . import events, limits
 from .sides import SidePlan
 
 REPORT_SCHEMA = "ray-tpu-gke/compare-report/v1"
@@ -154,11 +154,26 @@ def _restarts(result: Optional[dict], log: events.JobLog) -> list[dict]:
     return log.of("restart")
 
 
-def recovery(run: SideRun, restarts: list[dict]) -> tuple[Optional[dict], Optional[str]]:
+def why_redone(from_step: Optional[int], injected: Injection, saved: list[int]) -> str:
+    """Why steps were redone: the job resumes from the last checkpoint Ray Train had registered, and a checkpoint saved
+    after it but not yet registered does not count (Ray Train takes a reported checkpoint in at its controller's next
+    poll of the workers: Ray 2.55 ray/train/v2/_internal/execution/checkpoint/report_handler.py)."""
+    text = (f"the job resumes from the last checkpoint Ray Train had registered (step {from_step}), so every step "
+            f"after it that ran before the failure (injected when step {injected.step} was reported) ran again")
+    later = [s for s in saved if from_step is not None and from_step < s <= injected.step]
+    if later:
+        text += (f"; the checkpoint of step {max(later)} had been saved but not yet registered when the worker went "
+                 "(Ray Train registers a reported checkpoint at its controller's next poll)")
+    return text
+
+
+def recovery(run: SideRun, restarts: list[dict], saved: Optional[list[int]] = None
+             ) -> tuple[Optional[dict], Optional[str]]:
     """Injection -> the first step reported again (the restarted attempt's first step), and the steps redone."""
     if run.injection is None:
         return None, run.injection_problem or f"no failure was injected (asked at step {run.inject_step})"
     injected = run.injection
+    saved = saved or []
     after = [r for r in restarts if isinstance(r.get("resumedAt"), (int, float)) and r["resumedAt"] > injected.at]
     if not after:
         return None, (f"no restart was reported after the failure injected at step {injected.step} "
@@ -167,7 +182,7 @@ def recovery(run: SideRun, restarts: list[dict]) -> tuple[Optional[dict], Option
     out = {"injectedAtStep": injected.step, "injectedAt": injected.at, "target": injected.target,
            "recoveryS": first["resumedAt"] - injected.at, "stepsRedone": first.get("stepsRedone"),
            "fromStep": first.get("fromStep"), "resumedAt": first["resumedAt"],
-           "restartIndex": restarts.index(first)}
+           "restartIndex": restarts.index(first), "why": why_redone(first.get("fromStep"), injected, saved)}
     if isinstance(first.get("failureSeenAt"), (int, float)):
         out["detectS"] = max(0.0, first["failureSeenAt"] - injected.at)
     return out, None
@@ -251,6 +266,8 @@ def side_report(run: SideRun, mode: str, run_id: str, collected_at: float) -> tu
     stats = step_time_stats([float(t) for t in (result or {}).get("stepTimesS") or []],
                             list((result or {}).get("compiledSteps") or []))
     need("stepTimeS", stats, no_result if result is None else "no step ran without compiling")
+    if result is not None:
+        out.update(limits.side_fields(side, result, stats))
     need("compileS", (result or {}).get("compileS"), no_result)
     need("finalLoss", (result or {}).get("finalLoss"), no_result)
     if result is not None:
@@ -301,7 +318,8 @@ def side_report(run: SideRun, mode: str, run_id: str, collected_at: float) -> tu
 
     recovered = None
     if run.inject_step is not None:
-        recovered, problem = recovery(run, _restarts(result, log))
+        saved = [e["step"] for e in log.of("checkpoint") if isinstance(e.get("step"), int)]
+        recovered, problem = recovery(run, _restarts(result, log), saved)
         if recovered is None:
             missing.append(("recovery", problem))
             out["recovery"] = {"injectedAtStep": run.injection.step if run.injection else None}

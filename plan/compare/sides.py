@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ray_tpu_gke import catalog
+from ray_tpu_gke.catalog.resource_types import RAY_KIND_PREFIX
 
-RAYJOB_TYPE = "kubernetes:ray.io/v1:RayJob"  # ../shared/CONTRACTS.md section 2: KubeRay objects in the plan's steps
+RAYJOB_TYPE = RAY_KIND_PREFIX + "RayJob"  # KubeRay RayJobs in the plan's steps (catalog/resource_types.py)
 PROJECT = "ray-tpu-gke"
 # KubeRay ray-operator/controllers/ray/utils/constant.go MaxRayJobNameLength (53 - 6): the submitter Job and the
 # RayCluster derive their names from the RayJob's.
@@ -41,7 +42,7 @@ class SidePlan:
     namespace: str
     kind: str  # "tpu" or "gpu": what the side stands for
     group: str  # the worker group's name (tpu, gpu)
-    item: str  # the tpuSlices or gpuPools entry it runs on (v6e-8, l4-8)
+    item: str  # the tpuSlices or gpuPools entry it runs on (v6e-8, a100-8)
     accelerator: str  # "v6e 2x4, 8 chips", "8 x nvidia-l4 on g2-standard-96"
     hosts: int  # nodes per replica: numOfHosts
     replicas: int  # slices (TPU) or nodes (GPU) the job uses
@@ -54,10 +55,16 @@ class SidePlan:
     rate: dict = field(default_factory=dict)  # the cost item's rate (kind, name, hourly, capacity, region)
     topology: Optional[str] = None  # TPU: the slice's topology
     generation: Optional[str] = None  # TPU: the slice's generation
+    gpu_accelerator: Optional[str] = None  # GPU: the pool's accelerator (nvidia-a100-80gb)
 
     @property
     def nodes(self) -> int:
         return self.hosts * self.replicas
+
+    @property
+    def devices(self) -> int:
+        """TPU chips or GPUs the side's job holds: the worker container's limit on each of its nodes."""
+        return self.units_per_node * self.nodes
 
     @property
     def hourly(self) -> Optional[float]:
@@ -129,6 +136,26 @@ def sides(plan: dict, values: dict) -> list[SidePlan]:
     return sorted(found, key=lambda s: s.kind != "tpu")
 
 
+def default_run_sides(found: list[SidePlan]) -> list[SidePlan]:
+    """The sides a run takes without `--sides`: every TPU side and the stack's first GPU side (in the compare stack,
+    bench-tpu and bench-a100), so a default run pays for two machines, not every pool the stack offers."""
+    gpus = [s for s in found if s.kind == "gpu"]
+    return [s for s in found if s.kind == "tpu"] + gpus[:1]
+
+
+def select(found: list[SidePlan], names: Optional[str]) -> list[SidePlan]:
+    """The sides `--sides NAME,...` names, in that order; SideError names the stack's sides for a name it lacks."""
+    if names is None:
+        return found
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    known = {s.name: s for s in found}
+    unknown = [n for n in wanted if n not in known]
+    if unknown or not wanted or len(set(wanted)) != len(wanted):
+        what = f"{', '.join(unknown)} is not a side of the stack" if unknown else "each side once, at least one"
+        raise SideError(f"--sides {names!r}: {what}; allowed: {', '.join(known)}")
+    return [known[n] for n in wanted]
+
+
 def _side(plan, values, manifest, name, namespace, kind, group, item, units) -> SidePlan:
     hosts, replicas = int(group.get("numOfHosts", 1)), int(group.get("replicas", 1))
     extra: dict[str, Any] = {}
@@ -144,6 +171,9 @@ def _side(plan, values, manifest, name, namespace, kind, group, item, units) -> 
         accelerator = f"{units * max(replicas, 1)} x {entry.get('accelerator')}"
         if entry.get("machineType"):
             accelerator += f" on {entry['machineType']}"
+        if entry.get("accelerator") in catalog.INFERENCE_CLASS:
+            accelerator += " (inference-class)"
+        extra = {"gpu_accelerator": entry.get("accelerator")}
     cost = _cost_item(plan, kind, item)
     node_hourly, problem, rate, capacity = None, None, {}, None
     if cost is None:
@@ -151,7 +181,7 @@ def _side(plan, values, manifest, name, namespace, kind, group, item, units) -> 
         problem = (f"the plan's cost has no item for {item}" + (f" (missing rates: {missing})" if missing else ""))
     else:
         rate, capacity = dict(cost.get("rate") or {}), cost.get("capacity")
-        # A rate is per unit: a chip of a slice (per chip-hour) or a whole node of a pool (components/pricing.py Item).
+        # A rate is per unit: a chip of a slice (per chip-hour) or a whole node of a pool (render/pricing.py Item).
         per_node = units if cost.get("unit") == "chip" else 1
         node_hourly = float(rate["hourly"]) * per_node if "hourly" in rate else None
         problem = None if node_hourly is not None else f"the plan's cost item {item} has no hourly rate"
@@ -233,8 +263,8 @@ def entrypoint_for_run(side: SidePlan, run: str, result_dir: str, seed: int, ext
 
 
 def run_manifest(side: SidePlan, run: str, seed: int = 0, result_dir: str = DEFAULT_RESULT_DIR) -> dict:
-    """A fresh RayJob for one run of the side, from the stack's own spec: named per run, labelled with the run, its
-    hardware released a minute after the job ends."""
+    """A fresh RayJob for one run of the side, from the stack's own spec: named per run, labelled with the run, not
+    suspended, its hardware released a minute after the job ends."""
     manifest = copy.deepcopy(side.manifest)
     metadata = manifest["metadata"]
     metadata["name"] = job_name(side, run)
@@ -247,4 +277,7 @@ def run_manifest(side: SidePlan, run: str, seed: int = 0, result_dir: str = DEFA
     spec["entrypoint"] = entrypoint_for_run(side, run, result_dir, seed)
     spec["shutdownAfterJobFinishes"] = True
     spec["ttlSecondsAfterFinished"] = TTL_AFTER_FINISHED_S
+    # The stack's RayJob is a template created suspended (so `pulumi up` runs and bills nothing); this run's copy
+    # starts at once (KubeRay creates its RayCluster while spec.suspend is false: rayjob_controller.go).
+    spec["suspend"] = False
     return manifest

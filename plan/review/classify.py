@@ -15,8 +15,10 @@ from typing import Any, Callable
 from . import tpu
 from .change import Change, Detail
 from .changes import StackDiff
-from .paths import ABSENT, apply_ignore_changes, format_path, leaf_diffs, lookup
+from .paths import ABSENT, apply_ignore_changes, covers, format_path, leaf_diffs, lookup, parse_path
 from .replacement import CLUSTER, NODE_POOL, replace_rule
+
+RAYJOB = "kubernetes:ray.io/v1:RayJob"
 from .revisions import Side
 
 
@@ -46,6 +48,11 @@ def _risk(change: Change, old: dict | None, new: dict | None, tpu_pool: bool, po
         change.reasons.append(f"{verb} GPU node pool {change.name} ({tpu.gpus_of(old) or tpu.gpus_of(new)}): its "
                               "nodes and the Ray pods on them go" + (", and GPU capacity must be obtained again"
                                                                       if change.op == "replace" else ""))
+    if change.type == RAYJOB and change.op == "replace":
+        # resources/ray.py RAYJOB_REPLACE: KubeRay runs a RayJob once, so a changed one is deleted and created again.
+        change.risky = True
+        change.reasons.append(f"replaces RayJob {change.name}: the job runs again (its finished or running run is "
+                              "deleted first, with the Ray cluster it created)")
     if change.type == CLUSTER:
         change.risky = True
         change.reasons.append(f"{verb} the GKE cluster {change.name}: every node pool ({pools}), TPU slice and Ray "
@@ -143,14 +150,14 @@ VERSIONS_TYPE = "ray-tpu-gke:versions"
 
 
 def version_changes(old_plan: dict, new_plan: dict) -> list[Change]:
-    """Each changed element of the version set (the plans' `versions`, plan/versions.py) as one change of one line; a
+    """Each changed element of the version set (the plans' `versions`, plan/version_set.py) as one change of one line; a
     GKE or Ray version change is risky for running slices: a node upgrade recreates a multi-host slice and a new Ray
     image restarts every pod of its Ray cluster (docs/operations.md, "Upgrading the version set")."""
-    from .. import versions
+    from .. import version_set
 
     if "versions" not in old_plan or "versions" not in new_plan:
         return []  # a side from before the version set: nothing to compare
-    a, b = versions.flat(old_plan["versions"]), versions.flat(new_plan["versions"])
+    a, b = version_set.flat(old_plan["versions"]), version_set.flat(new_plan["versions"])
     out = []
     for path in sorted(set(a) | set(b)):
         before, after = a.get(path, ABSENT), b.get(path, ABSENT)
@@ -159,7 +166,7 @@ def version_changes(old_plan: dict, new_plan: dict) -> list[Change]:
         # One line in the text and markdown diffs: the element, and its value before and after as the summary.
         shown = " → ".join(json.dumps(v, sort_keys=True) if v is not ABSENT else "(none)" for v in (before, after))
         change = Change("update", f"versions:{path}", VERSIONS_TYPE, path, summary=shown)
-        if versions.risky(path):
+        if version_set.risky(path):
             change.risky = True
             change.reasons.append(f"changes {path} ({shown}): a GKE or Ray version change stops running slices; "
                                   "upgrade the set as docs/operations.md \"Upgrading the version set\" says")
@@ -181,9 +188,11 @@ def _compare_pair(o: dict, n: dict, tpu_pool: bool) -> Change | None:
         details.append(Detail("[provider]", os_.get("provider"), ns.get("provider")))
     old_inputs = os_.get("inputs") or {}
     new_inputs = apply_ignore_changes(old_inputs, ns.get("inputs") or {}, ns["options"].get("ignoreChanges") or [])
+    replace_on = [parse_path(p) for p in ns["options"].get("replaceOnChanges") or []]  # the program's own option
     for tokens, a, b in leaf_diffs(old_inputs, new_inputs):
         details.append(Detail(format_path(tokens), a, b,
-                              replaces=replace_rule(ns["type"], tokens, old_inputs, new_inputs, tpu_pool)))
+                              replaces=replace_rule(ns["type"], tokens, old_inputs, new_inputs, tpu_pool)
+                              or any(covers(rule, tokens) for rule in replace_on)))
     if bool(os_["options"].get("protect")) != bool(ns["options"].get("protect")):
         details.append(Detail("[protect]", bool(os_["options"].get("protect")), bool(ns["options"].get("protect"))))
     if not details:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import ipaddress
 from typing import Any, Callable
 
+from ray_tpu_gke.catalog.resource_types import CLUSTER, NODE_POOL, RESOURCE_POLICY
+
 from .paths import ABSENT, covers, lookup, parse_path, same
 
-NODE_POOL = "gcp:container/nodePool:NodePool"
-CLUSTER = "gcp:container/cluster:Cluster"
 
 # node_config fields that cannot be updated in place (shared by node pools and the cluster's default node config).
 _NODE_CONFIG_FORCE_NEW = (
@@ -75,7 +75,7 @@ REPLACE_PATHS: dict[str, tuple[str, ...]] = {
     ),
     # Workload policies (Ironwood placement) cannot be changed in place in the provider versions this project pins
     # against: treat every change as a replacement, the cautious reading.
-    "gcp:compute/resourcePolicy:ResourcePolicy": ("*",),
+    RESOURCE_POLICY: ("*",),
     "gcp:serviceaccount/account:Account": ("accountId", "project"),
     "gcp:projects/iAMMember:IAMMember": ("*",),
     "gcp:serviceaccount/iAMMember:IAMMember": ("*",),

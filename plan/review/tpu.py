@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ray_tpu_gke import catalog
+from ray_tpu_gke.render.manifests import SLICE_LABEL, SLICE_TOPOLOGY_LABEL
 
 from .paths import ABSENT, lookup
 from .replacement import NODE_POOL
 
-SLICE_LABEL = "ray-tpu-gke/slice"  # the tpuSlices entry a pool provisions; pools are also named <slice>-<index>
+# SLICE_LABEL: the tpuSlices entry a pool provisions; pools are also named <slice>-<index>.
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ def summary(step: dict) -> str:
     machine = lookup(inputs, ("nodeConfig", "machineType"))
     topology = lookup(inputs, ("placementPolicy", "tpuTopology"))
     if topology is ABSENT:
-        topology = lookup(inputs, ("nodeConfig", "labels", "ray-tpu-gke/topology"))
+        topology = lookup(inputs, ("nodeConfig", "labels", SLICE_TOPOLOGY_LABEL))
     hosts = _hosts(inputs)
     zones = lookup(inputs, ("nodeLocations",))
     parts = [str(machine)]

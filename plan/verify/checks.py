@@ -1,6 +1,6 @@
 """The live checks, one `Check` each: TPU node pools, KubeRay objects, the worker pods of each TPU worker group, and
-the version set (plan/verify/versions.py). The slice checks are one implementation shared with the in-cluster CronJob
-(workloads/slice_checks.py); this module adapts the plan's objects to them."""
+the version set (plan/verify/live_versions.py). The slice checks are one implementation shared with the in-cluster
+CronJob (workloads/slice_checks.py); this module adapts the plan's objects to them."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from workloads.slice_checks import (  # noqa: F401  (re-exported for plan.verify
     PASS,
     SKIP,
     Check,
-    _labels,
-    _listing,
-    _name,
     group_checks,
+    labels_of,
+    listing,
+    name_of,
     pool_checks,
 )
 from workloads.slice_checks import object_checks as _object_checks

@@ -11,7 +11,7 @@ The stack is planned in-process, offline, by the same program and mocks as `pyth
   whole slices (replicas within the plan's bounds), run, request the plan's chips, carry the TPU webhook's
   environment (TPU_WORKER_ID, TPU_NAME, and TPU_WORKER_HOSTNAMES on multi-host slices) with worker ids 0..hosts-1 per
   slice, and sit on nodes whose labels match the group's node selector, one node pool per slice;
-- the version set (plan/verify/versions.py): each KubeRay CRD the stack uses is installed and its v1 schema has
+- the version set (plan/verify/live_versions.py): each KubeRay CRD the stack uses is installed and its v1 schema has
   every field the stack's objects set, the TPU webhook is installed (a mutating webhook of KubeRay pods' creation)
   and serving (its environment on the worker pods), and every Ray pod runs the image its object declares;
 - unless --skip-smoke: for each TPU worker group of a RayCluster or a RayService's active cluster, a RayJob running
@@ -35,22 +35,22 @@ from ray_tpu_gke.resources.preflight import PreflightError
 from ray_tpu_gke.spec.problems import ConfigError
 
 from .. import harness, stackfile
-from .checks import FAIL, PASS, SKIP, Check, _labels, _name, group_checks, object_checks, pool_checks
+from .checks import FAIL, PASS, SKIP, Check, group_checks, labels_of, name_of, object_checks, pool_checks
 from .labels import CLUSTER_LABEL, GROUP_LABEL, NODE_TYPE_LABEL
 from .expected import StackPlan, stack_plan
 from .kubectl import Kubectl, KubectlError
-from . import versions
+from . import live_versions
 from .smoke import SmokeTarget, _finished, run_smoke
 
 
 def verify(stack: StackPlan, kubectl: Kubectl, skip_smoke: bool = False, timeout: int = 1200, poll: float = 10.0,
            keep_jobs: bool = False, version_set: Optional[dict] = None) -> list[Check]:
-    """Every live check of the stack; with `version_set` (plan/versions.py) also the version set's."""
+    """Every live check of the stack; with `version_set` (plan/version_set.py) also the version set's."""
     checks: list[Check] = []
     images = {(o["namespace"], key.rsplit("/", 1)[-1]): o["image"]
               for key, o in ((version_set or {}).get("rayObjects") or {}).items()}
     node_list = kubectl.items("nodes")
-    nodes = {_name(n): n for n in node_list}
+    nodes = {name_of(n): n for n in node_list}
     for pool in stack.pools:
         checks += pool_checks(pool, node_list)
     targets = []
@@ -62,7 +62,7 @@ def verify(stack: StackPlan, kubectl: Kubectl, skip_smoke: bool = False, timeout
         if version_set is not None and cluster is not None and (obj.namespace, obj.name) in images \
                 and not obj.cluster_selector:
             pods = kubectl.items("pods", "-n", obj.namespace, "-l", f"{CLUSTER_LABEL}={cluster}")
-            checks.append(versions.image_check(obj.subject, images[(obj.namespace, obj.name)], pods))
+            checks.append(live_versions.image_check(obj.subject, images[(obj.namespace, obj.name)], pods))
         if not obj.groups:
             continue
         reason = None
@@ -77,8 +77,8 @@ def verify(stack: StackPlan, kubectl: Kubectl, skip_smoke: bool = False, timeout
             continue
         pods = kubectl.items("pods", "-n", obj.namespace, "-l", f"{CLUSTER_LABEL}={cluster},{NODE_TYPE_LABEL}=worker")
         for group in obj.groups:
-            checks += group_checks(obj.subject, group, [p for p in pods if _labels(p).get(GROUP_LABEL) == group.group],
-                                   nodes)
+            members = [p for p in pods if labels_of(p).get(GROUP_LABEL) == group.group]
+            checks += group_checks(obj.subject, group, members, nodes)
             if obj.kind == "RayJob":
                 continue  # a RayJob's own cluster lives as long as its job: the smoke test runs on the long-lived ones
             if skip_smoke:
@@ -90,8 +90,8 @@ def verify(stack: StackPlan, kubectl: Kubectl, skip_smoke: bool = False, timeout
                 targets.append(SmokeTarget(obj.subject, obj.namespace, cluster, group,
                                            labels_only=obj.kind == "RayService"))
     if version_set is not None:
-        checks += versions.crd_checks(kubectl, version_set["kuberay"]["fields"])
-        checks += versions.webhook_checks(kubectl, checks, sum(len(o.groups) for o in stack.objects))
+        checks += live_versions.crd_checks(kubectl, version_set["kuberay"]["fields"])
+        checks += live_versions.webhook_checks(kubectl, checks, sum(len(o.groups) for o in stack.objects))
     if targets:
         checks += run_smoke(kubectl, targets, timeout, poll, keep_jobs)
     return checks
@@ -140,7 +140,7 @@ def main(argv=None) -> int:
         return stackfile.EXIT_ERROR
     kubectl = Kubectl(args.context, args.kubeconfig)
     try:
-        from .. import versions as version_set
+        from .. import version_set
 
         checks = verify(stack_plan(plan, config), kubectl, skip_smoke=args.skip_smoke, timeout=args.timeout,
                         poll=args.poll, keep_jobs=args.keep_jobs, version_set=version_set.versions(plan, config))

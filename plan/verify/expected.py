@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ray_tpu_gke import catalog
+from ray_tpu_gke.catalog.resource_types import NODE_POOL, RAY_KIND_PREFIX
 from ray_tpu_gke.render import manifests
 from workloads.slice import SliceSpec  # noqa: F401  (expected.SliceSpec)
 from workloads.slice_checks import GroupPlan, PoolPlan
@@ -14,8 +15,6 @@ from workloads.slice_checks import tpu_container as _tpu_container
 from .. import harness
 from .labels import CLUSTER_LABEL
 
-RAY_KIND_PREFIX = "kubernetes:ray.io/v1:"
-NODE_POOL_TYPE = "gcp:container/nodePool:NodePool"
 
 
 # --- what the plan says --------------------------------------------------------------------------------------------
@@ -63,7 +62,7 @@ def stack_plan(plan: harness.Plan, config) -> StackPlan:
                 for g in obj.worker_groups}
     for step in plan.steps:
         inputs = step.inputs
-        if step.type == NODE_POOL_TYPE:
+        if step.type == NODE_POOL:
             node_config = inputs.get("nodeConfig") or {}
             if catalog.generation_of_machine_type(node_config.get("machineType", "")) is None:
                 continue  # the system pool

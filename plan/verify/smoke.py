@@ -12,7 +12,7 @@ from typing import Callable
 from ray_tpu_gke import admission
 from workloads import tpu_smoke
 
-from .checks import FAIL, PASS, SKIP, Check, _listing, _name
+from .checks import FAIL, PASS, SKIP, Check, listing, name_of
 from .expected import GroupPlan
 from .kubectl import Kubectl, KubectlError
 from .labels import CLUSTER_LABEL, DEPLOYMENT_FAILED, JOB_DONE
@@ -73,7 +73,7 @@ def smoke_verdict(subject: str, group: GroupPlan, job: dict, log: str) -> Check:
                           if key in timings)
         return Check(subject, "smoke", PASS, f"{passed} checks passed, {skipped} skipped on "
                                              f"{', '.join(result.get('slices', {}))}" + (f"; {times}" if times else ""))
-    return Check(subject, "smoke", FAIL, f"{state}; " + (_listing(failed) if failed else "the job did not succeed"))
+    return Check(subject, "smoke", FAIL, f"{state}; " + (listing(failed) if failed else "the job did not succeed"))
 
 
 def _finished(status: dict) -> bool:
@@ -106,7 +106,7 @@ def run_smoke(kubectl: Kubectl, targets: list[SmokeTarget], timeout: int, poll: 
         except KubectlError as error:
             checks.append(Check(subject, "smoke", FAIL, f"could not create the smoke RayJob: {error}"))
             continue
-        runs.append((subject, group, namespace, _name(created), clock() + wait))
+        runs.append((subject, group, namespace, name_of(created), clock() + wait))
     for subject, group, namespace, name, deadline in runs:
         try:
             while True:

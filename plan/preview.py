@@ -180,10 +180,10 @@ def print_plan(plan: Plan, config: StackConfig, console: Console, cost=None) -> 
         console.print()
     console.print(quota_table(config))
     if isinstance(config, StackConfig):
-        from . import versions
+        from . import version_set
 
         console.print()
-        console.print(versions.table(versions.versions(plan, config)))
+        console.print(version_set.table(version_set.versions(plan, config)))
     for line in stackfile.warning_lines(plan.warnings):  # one line each, never wrapped at the console's width
         console.print(line, soft_wrap=True, highlight=False, markup=False)
 

@@ -19,6 +19,7 @@ from typing import Any, Iterable, Optional
 
 from rich.table import Table
 
+from ray_tpu_gke.catalog.resource_types import RAY_KIND_PREFIX
 from ray_tpu_gke.spec.config import StackConfig
 from ray_tpu_gke.spec.operations import image_ray_version, is_workloads_image, lacks_jax
 
@@ -26,7 +27,6 @@ from .harness import Plan
 
 WORKLOADS = Path(__file__).resolve().parent.parent / "workloads"
 DOCKERFILES = {"tpu": "Dockerfile", "gpu": "Dockerfile.gpu"}  # the workloads-tpu and workloads-gpu images
-RAY_KIND_PREFIX = "kubernetes:ray.io/v1:"
 # Fields below which the KubeRay CRDs take another API's schema or free-form values: the pod template (core/v1
 # PodTemplateSpec), rayStartParams (a map of strings) and metadata (labels, annotations).
 OPAQUE = {"template", "rayStartParams", "metadata"}

@@ -14,14 +14,15 @@ from pydantic import ValidationError
 from .. import admission, catalog
 from . import images
 from . import multislice
-from . import service_checks
-from .models import ClusterConfig, RayJobConfig, RayServiceConfig, TpuSliceConfig, WorkerGroupConfig, validate_as
+from . import platform_rules
+from .models import ClusterConfig, TpuSliceConfig, validate_as
+from .ray_models import RayJobConfig, RayServiceConfig, WorkerGroupConfig
 from .paths import ClusterContext, Paths
 from .problems import Problem, show
 
 
 def check_cluster(cluster: Optional[ClusterConfig], context: ClusterContext, paths: Paths) -> list[Problem]:
-    problems = service_checks.network(cluster, paths) + service_checks.service_accounts(cluster, paths)
+    problems = platform_rules.network(cluster, paths) + platform_rules.service_accounts(cluster, paths)
     if context.mode == "autopilot" and context.zonal:
         problems.append(Problem(paths("cluster", "location"), f"{show(context.location)} is a zone; Autopilot clusters "
                                                               f"are regional: allowed: a region such as "
@@ -167,9 +168,21 @@ def check_worker_pools(context: ClusterContext, lists: dict, paths: Paths, warni
             problems += _pool_bounds(pool, section, i, context, paths)
             if section == "gpu_pools":
                 problems += _gpu_pool(pool, i, context, paths, warnings)
+            elif admission.cpu_machine(pool.machine_type) and \
+                    admission.node_worker_resources(*admission.cpu_machine(pool.machine_type), False)[0] < 1:
+                # What the node allocates less GKE's agents leaves no whole vCPU: the worker would ask for cpu '0'.
+                problems.append(Problem(paths(section, i, "machine_type"), f"{show(pool.machine_type)} leaves no "
+                                        f"whole vCPU for a Ray worker once GKE's reservations and agents are taken "
+                                        f"({admission.ALLOCATABLE.id}, {admission.NODE_AGENTS.id}); allowed: a "
+                                        "machine type of 4 vCPUs or more, such as e2-standard-4"))
             elif context.mode == "autopilot" and admission.cpu_machine(pool.machine_type):
-                warnings.append(_autopilot_maximum(paths(section, i), pool.machine_type,
-                                                   *admission.cpu_machine(pool.machine_type)))
+                # Its workers select no compute class, so Autopilot places them in general-purpose.
+                cpu, memory = admission.node_worker_resources(*admission.cpu_machine(pool.machine_type), False)
+                too_big = admission.autopilot_class_problem(catalog.DEFAULT_CLASS, cpu, memory)
+                if too_big:
+                    problems.append(Problem(paths(section, i, "machine_type"), f"{show(pool.machine_type)}: its Ray "
+                                                                              f"worker pod, {too_big}; choose a "
+                                                                              "smaller machine type"))
     return problems
 
 
@@ -201,12 +214,11 @@ def _pool_bounds(pool, section: str, i: int, context: ClusterContext, paths: Pat
 
 
 def _autopilot_maximum(path: str, machine: str, vcpus: float, memory_gib: float) -> str:
-    """Autopilot rejects a pod above its class's or accelerator's maximum requests (rule
-    gke-autopilot-max-requests); those maxima could not be read from GKE's page, so a worker sized from the whole
-    machine is flagged, not refused."""
+    """Autopilot rejects a pod above its accelerator's maximum requests (rule gke-autopilot-max-requests); no
+    readable source gives those of every accelerator, so a GPU worker sized from the whole machine is flagged."""
     return (f"{path}: Autopilot worker pods are sized from all of {machine} ({vcpus:g} vCPUs, {memory_gib:g} GB) "
-            "less GKE's reservations; Autopilot rejects requests above its maximum for the accelerator or compute "
-            "class, for which no verified figure is recorded here: check with kubectl apply --dry-run=server")
+            "less GKE's reservations; Autopilot rejects requests above its maximum for the accelerator, for which no "
+            "verified figure is recorded here: check with kubectl apply --dry-run=server")
 
 
 def _gpu_pool(pool, i: int, context: ClusterContext, paths: Paths, warnings: list[str]) -> list[Problem]:
@@ -239,10 +251,13 @@ def _gpu_pool(pool, i: int, context: ClusterContext, paths: Paths, warnings: lis
                         f"page ({paths.key('allow_unlisted_zone')}: true silences this)")
     if context.mode == "autopilot":
         warnings.append(_autopilot_maximum(paths("gpu_pools", i), machine.name, machine.vcpus, machine.memory_gib))
+        count = admission.autopilot_gpu_count_problem(pool.accelerator, machine.gpus)
+        if count:
+            problems.append(Problem(machine_path, f"{show(pool.machine_type)} has {machine.gpus} GPUs: {count}"))
     if context.mode is not None:
         problems += _pin_problems(admission.gpu_version_needs(pool.accelerator, pool.capacity,
-                                                              context.mode == "autopilot"), context, paths,
-                                  f"gpuPools[{i}]")
+                                                              context.mode == "autopilot", machine.gpus), context,
+                                  paths, f"gpuPools[{i}]")
     return problems
 
 
@@ -374,8 +389,20 @@ def _groups_of_broken_object(raw: Any, kind: str, i: int, known: dict, broken: d
 
 def _check_job(job: RayJobConfig, path: str, paths: Paths, clusters: set) -> list[Problem]:
     problems = []
-    if not job.intact("cluster", "worker_groups", "shutdown_after_job_finishes"):
+    if not job.intact("cluster", "worker_groups", "shutdown_after_job_finishes", "suspend", "wait_for_ready"):
         return problems  # which cluster the job runs on is not known
+    if job.suspend and job.cluster is not None:
+        problems.append(Problem(f"{path}.{paths.key('suspend')}", f"true is not allowed with cluster "
+                                f"{show(job.cluster)}: an existing RayCluster's job cannot be suspended "
+                                f"({admission.RAYJOB_SUSPEND_CLUSTER_SELECTOR.id}); allowed: false"))
+    elif job.suspend and job.wait_for_ready:
+        problems.append(Problem(f"{path}.{paths.key('suspend')}", "true is not allowed with waitForReady: true: a "
+                                "suspended job never runs, and the deploy would wait for it forever "
+                                f"({admission.RAYJOB_SUSPEND_WAIT.id}); allowed: false, or waitForReady: false"))
+    elif job.suspend and not job.shutdown_after_job_finishes:
+        problems.append(Problem(f"{path}.{paths.key('suspend')}", "true is only allowed with "
+                                f"shutdownAfterJobFinishes: true ({admission.RAYJOB_SUSPEND_SHUTDOWN.id}); "
+                                "allowed: false"))
     if job.ttl_seconds_after_finished is not None and not job.shutdown_after_job_finishes:
         problems.append(Problem(f"{path}.{paths.key('ttl_seconds_after_finished')}",
                                 f"{job.ttl_seconds_after_finished} is only allowed with "

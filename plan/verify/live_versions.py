@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from workloads.slice_checks import FAIL, PASS, SKIP, Check, _listing, _name
+from workloads.slice_checks import FAIL, PASS, SKIP, Check, listing, name_of
 
 from .kubectl import Kubectl
 
@@ -54,7 +54,7 @@ def crd_checks(kubectl: Kubectl, fields: dict[str, list[str]]) -> list[Check]:
         schema = (version.get("schema") or {}).get("openAPIV3Schema") or {}
         missing = [p for p in paths if not schema_has(schema, p)]
         checks.append(Check(subject, "fields", FAIL if missing else PASS,
-                            f"missing: {_listing(missing)}" if missing else
+                            f"missing: {listing(missing)}" if missing else
                             f"all {len(paths)} fields the stack's {kind} objects set"))
     return checks
 
@@ -74,7 +74,7 @@ def webhook_checks(kubectl: Kubectl, group_checks: list[Check], tpu_groups: int)
     if not tpu_groups:
         return [Check(subject, "installed", SKIP, "the stack has no TPU worker group")]
     configs = (kubectl.json("get", "mutatingwebhookconfigurations") or {}).get("items", [])
-    found = [f"{_name(c)}/{w.get('name')}" for c in configs for w in c.get("webhooks") or []
+    found = [f"{name_of(c)}/{w.get('name')}" for c in configs for w in c.get("webhooks") or []
              if _mutates_kuberay_pods(w)]
     checks = [Check(subject, "installed", PASS if found else FAIL,
                     f"{', '.join(found)} mutates KubeRay pods on creation" if found else
@@ -85,7 +85,7 @@ def webhook_checks(kubectl: Kubectl, group_checks: list[Check], tpu_groups: int)
         checks.append(Check(subject, "serving", SKIP, "no TPU worker pods to read"))
     else:
         checks.append(Check(subject, "serving", FAIL if failed else PASS,
-                            f"worker pods without its environment: {_listing(failed)}" if failed else
+                            f"worker pods without its environment: {listing(failed)}" if failed else
                             f"its environment on the worker pods of {len(envs)} group(s)"))
     return checks
 
@@ -99,9 +99,9 @@ def image_check(subject: str, image: str, pods: list[dict]) -> Check:
     for pod in pods:
         for container in (pod.get("spec") or {}).get("containers") or []:
             if container.get("name", "").startswith("ray-") and container.get("image") != image:
-                wrong.append(f"{_name(pod)}/{container.get('name')} runs {container.get('image')}")
+                wrong.append(f"{name_of(pod)}/{container.get('name')} runs {container.get('image')}")
     return Check(subject, "image", FAIL if wrong else PASS,
-                 _listing(wrong) if wrong else f"{len(pods)} pods run {image}")
+                 listing(wrong) if wrong else f"{len(pods)} pods run {image}")
 
 
 def declared_images(plan_json: Optional[dict]) -> dict[tuple[str, str], str]:

@@ -99,19 +99,19 @@ def check_pricing(pricing: Optional[PricingConfig], paths: Paths) -> list[Proble
     return problems
 
 
-def check_node_pool_count(context: ClusterContext, lists: dict, paths: Paths) -> list[Problem]:
+def check_node_pool_count(context: ClusterContext, lists: dict, paths: Paths, warnings: list[str]) -> list[Problem]:
     """Standard mode: the system pool, every slice of every tpuSlices entry and every GPU and CPU pool are node
-    pools of one cluster, at most admission.MAX_NODE_POOLS (rule gke-node-pools-per-cluster)."""
+    pools of one cluster; past admission.NODE_POOLS_WARNING a warning (rule gke-node-pools-autoscaling-latency)."""
     if context.mode != "standard":
         return []
     slices = sum(s.count for s in lists["tpu_slices"] if s is not None)
     gpus = sum(1 for p in lists["gpu_pools"] if p is not None)
     cpus = sum(1 for p in lists["cpu_pools"] if p is not None)
     total = 1 + slices + gpus + cpus
-    if total <= admission.MAX_NODE_POOLS:
-        return []
-    section = "tpu_slices" if slices else ("gpu_pools" if gpus else "cpu_pools")
-    return [Problem(paths(section), f"{total} node pools in one cluster (system 1, {paths.key('tpu_slices')} "
-                                    f"{slices}, {paths.key('gpu_pools')} {gpus}, {paths.key('cpu_pools')} {cpus}); "
-                                    f"allowed: at most {admission.MAX_NODE_POOLS} (GKE quotas: node pools per "
-                                    "cluster)")]
+    if total > admission.NODE_POOLS_WARNING:
+        section = "tpu_slices" if slices else ("gpu_pools" if gpus else "cpu_pools")
+        warnings.append(f"{paths(section)}: {total} node pools in one cluster (system 1, {paths.key('tpu_slices')} "
+                        f"{slices}, {paths.key('gpu_pools')} {gpus}, {paths.key('cpu_pools')} {cpus}): past "
+                        f"{admission.NODE_POOLS_WARNING}, GKE's autoscaling may take longer (GKE node auto-provisioning, "
+                        "Limitations); consider fewer, larger slices")
+    return []
