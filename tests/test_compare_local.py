@@ -59,7 +59,8 @@ def test_make_compare_locally_writes_a_complete_simulated_report(compared):
         assert all(value > 0 for value in side["startup"].values())
         assert 0 < side["stepTimeS"]["p50"] <= side["stepTimeS"]["p95"]
         assert side["wallS"] > 0 and side["costPerJobUsd"] > 0 and side["finalLoss"] is not None
-    assert "(local, simulated)" in (out / "report.md").read_text().splitlines()[0]
+    lines = (out / "report.md").read_text().splitlines()
+    assert lines[0].startswith("Rehearsal: ") and any("(local, simulated)" in line for line in lines[:5])
 
 
 def test_the_stack_job_is_the_transformer_language_model_with_xla_flops(compared):
