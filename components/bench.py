@@ -52,7 +52,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "compilationCache": ("str", "null"),
     # Fourth round: any framework, the job's own evaluation metric, throughput in tokens, model FLOPs per step.
     "reporter": ("str",), "framework": ("str", "null"), "frameworkVersion": ("str", "null"),
-    "tokensPerS": ("float", "null"), "evalMetric": ("dict", "null"), "flopsPerStep": ("float", "null"),
+    "tokensPerS": ("float", "null"), "tokensPerStep": ("int", "null"), "evalMetric": ("dict", "null"), "flopsPerStep": ("float", "null"),
     "flopsSource": ("str", "null"),
 }
 RESTART_FIELDS = {"failureSeenAt": ("float", "null"), "resumedAt": ("float",), "fromStep": ("int",),
@@ -160,6 +160,7 @@ def document(*, run: str, side: str, kind: Optional[str], platform: str, simulat
         "workerGroupStartS": worker_group_start_s,
         "checkpoints": {"saveS": [float(s) for s in saves], "restoreS": [float(s) for s in restores]},
         "examplesPerS": per_second("examples"), "tokensPerS": per_second("tokens"),
+        "tokensPerStep": step_records[-1].get("tokens") if step_records else None,
         "loss": [[step, latest_loss[step]] for step in sorted(latest_loss)], "finalLoss": final_loss,
         "evalMetric": None if metric is None else {"name": metric_name or "metric", "value": float(metric)},
         "fingerprint": fingerprint, "flopsPerStep": None if flops_per_step is None else float(flops_per_step),

@@ -259,8 +259,8 @@ def side_report(run: SideRun, mode: str, run_id: str, collected_at: float) -> tu
     no_result = refused or "no result document"
     if result is not None:
         for key in ("devices", "deviceKind", "processes", "slices", "batchSize", "seed", "compileEvents",
-                    "examplesPerS", "compilationCache", "tokensPerS", "flopsPerStep", "flopsSource", "framework",
-                    "evalMetric", "model"):
+                    "examplesPerS", "compilationCache", "tokensPerS", "tokensPerStep", "flopsPerStep", "flopsSource",
+                    "framework", "evalMetric", "model"):
             out[key] = result.get(key)
     need("steps", (result or {}).get("steps"), no_result)
     stats = step_time_stats([float(t) for t in (result or {}).get("stepTimesS") or []],
