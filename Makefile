@@ -67,11 +67,14 @@ $(CHECKOV_STAMP): requirements-checkov.txt
 WORKLOADS_VENV ?= .venv-workloads
 WORKLOADS_STAMP := $(WORKLOADS_VENV)/.requirements-installed
 
-$(WORKLOADS_STAMP): requirements-workloads.txt
+# This checkout's library goes in editable and without its dependencies (Pulumi's pins are not Ray's): the jobs import
+# ray_tpu_gke.bench from it, which needs nothing beyond Python (components/bench.py).
+$(WORKLOADS_STAMP): requirements-workloads.txt pyproject.toml
 	$(GUARD)
 	$(PYTHON) -m venv $(WORKLOADS_VENV)
 	@echo '*' > $(WORKLOADS_VENV)/.gitignore
 	$(WORKLOADS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-workloads.txt
+	$(WORKLOADS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $@
 
 plan: $(STAMP) $(ON_PATH)

@@ -135,7 +135,7 @@ def _dispatch(command: str, rest: list[str]) -> int:
     if command == "compare":
         from .compare import __main__ as compare
 
-        return compare.main(rest)
+        return compare.main(rest, prog=prog)
     from . import diagram
 
     return diagram.main(rest)

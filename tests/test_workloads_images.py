@@ -68,7 +68,8 @@ def test_both_variants_carry_the_same_workloads_package():
 def test_cloud_build_builds_both_variants_under_the_names_the_stacks_use():
     config = yaml.safe_load((WORKLOADS / "cloudbuild.yaml").read_text())
     built = {step["id"]: step["args"] for step in config["steps"]}
-    assert built["tpu"][:3] == ["build", "-f", "Dockerfile"] and built["gpu"][:3] == ["build", "-f", "Dockerfile.gpu"]
+    assert built["tpu"][:3] == ["build", "-f", "workloads/Dockerfile"]
+    assert built["gpu"][:3] == ["build", "-f", "workloads/Dockerfile.gpu"]
     names = {variant: args[args.index("-t") + 1] for variant, args in built.items()}
     # The last path component names the variant: REGION-docker.pkg.dev/PROJECT/ray-tpu-gke/workloads-<variant>:TAG.
     assert names == {v: f"${{_REGISTRY}}/workloads-{v}:${{_TAG}}" for v in ("tpu", "gpu")}
@@ -76,9 +77,22 @@ def test_cloud_build_builds_both_variants_under_the_names_the_stacks_use():
     assert config["substitutions"]["_TAG"] == RAY
 
 
-def test_the_build_context_leaves_the_build_files_out():
-    ignored = set((WORKLOADS / ".dockerignore").read_text().split())
-    assert {"Dockerfile", "Dockerfile.gpu", "cloudbuild.yaml", "__pycache__/"} <= ignored
+def test_the_build_context_is_the_workloads_and_the_reporting_api_only():
+    ignored = [line for line in (ROOT / ".dockerignore").read_text().splitlines() if line and line[0] != "#"]
+    assert ignored[0] == "*" and {"!workloads/", "!components/__init__.py", "!components/bench.py"} <= set(ignored)
+    assert {"workloads/Dockerfile", "workloads/Dockerfile.gpu", "workloads/cloudbuild.yaml", "**/__pycache__/"} <= set(
+        ignored)
+    for dockerfile in VARIANTS.values():  # what the images copy is what the context keeps
+        copies = [line.split()[2:-1] for line in dockerfile.read_text().splitlines() if line.startswith("COPY")]
+        assert copies == [["workloads"], ["components/__init__.py", "components/bench.py"]], copies
+        assert "from ray_tpu_gke import bench" in dockerfile.read_text()
+
+
+def test_both_variants_install_the_model_libraries_the_tests_run():
+    for variant, path in VARIANTS.items():
+        installed = pins(path.read_text())
+        for package in ("equinox", "optax", "jaxtyping", "wadler_lindig", "absl-py"):
+            assert installed[package] == TESTED[package], (variant, package)
 
 
 def test_the_workloads_requirements_are_exact_pins():

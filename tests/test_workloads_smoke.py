@@ -201,9 +201,9 @@ def test_bad_arguments_exit_2_with_the_reason(argv, message, capsys):
 
 def test_training_arguments():
     spec, args = train.parse_args(SPEC.to_args() + ["--steps", "10"])
-    assert spec == SPEC and args.storage_path == "/gcs/ray-train" and args.name == "tiny-mlp"
+    assert spec == SPEC and args.storage_path == "/gcs/ray-train" and args.name == "tiny-lm"
     with pytest.raises(SystemExit):
-        train.parse_args(SPEC.to_args() + ["--batch-size", "6"])  # not a multiple of the 4 hosts
+        train.parse_args(SPEC.to_args() + ["--batch-size", "6"])  # not a multiple of the 16 chips
 
 
 def test_training_on_one_gpu_node_needs_no_slice():

@@ -123,6 +123,18 @@ def test_each_worker_checks_the_jobs_shape_against_its_pods():
     assert shape_problems(None, {}) == []
 
 
+def test_the_model_is_sized_by_a_preset_and_flags_and_the_batch_fits_the_devices(capsys):
+    _, args = train.parse_args(["--gpus", "8"], environ={})
+    assert (args.model.d_model, args.model.layers, args.batch_size) == (32, 2, 16)  # the tiny preset
+    _, args = train.parse_args(["--gpus", "8", "--preset", "gpt-100m", "--layers", "6"], environ={})
+    assert (args.model.d_model, args.model.layers, args.model.vocab, args.batch_size) == (768, 6, 32768, 256)
+    assert 100e6 < train.lm.config_for("gpt-100m").parameters < 120e6
+    assert "must be a multiple of the job's 8 chips or GPUs" in _usage_error(["--gpus", "8", "--batch-size", "12"],
+                                                                             {}, capsys)
+    assert "--d-model 30 is not a multiple of --heads 4" in _usage_error(
+        ["--gpus", "1", "--d-model", "30", "--heads", "4"], {}, capsys)
+
+
 def test_the_run_and_side_default_from_the_name():
     _, args = train.parse_args(["--gpus", "8", "--name", "bench-gpu"], environ=SHAPE_ENV)  # a GPU job ignores $SLICE_*
     assert args.side == "bench-gpu" and args.run.startswith("bench-gpu-") and len(args.run) == len("bench-gpu-") + 14
@@ -136,7 +148,8 @@ def test_declared_reads_only_what_the_entrypoint_says():
             "--chips-per-host", "8"]
     assert train.declared(argv) == {
         "generation": "v6e", "topology": "2x4", "hosts": 1, "chipsPerHost": 8, "slices": None, "gpus": None,
-        "steps": 300, "batchSize": 256, "reportEvery": 50, "seed": 0, "name": "bench-tpu", "run": None, "side": None,
+        "steps": 300, "batchSize": 16, "preset": "tiny", "reportEvery": 50, "seed": 0, "name": "bench-tpu", "run": None,
+        "side": None,
         "resultDir": "/gcs/compare", "storagePath": "/gcs/ray-train", "simulate": False}
     assert train.declared(["--slices", "2"])["generation"] is None  # left to $SLICE_*: the planner fills it in
     assert train.declared(["--gpus", "8"])["gpus"] == 8
@@ -232,7 +245,7 @@ def test_the_result_document_from_a_ledger_record():
     assert results.validate(doc) == []
     assert doc["stepTimesS"] == pytest.approx([0.1, 0.2, 0.3]) and doc["compiledSteps"] == [0]
     assert (doc["processStartToFirstStepS"], doc["workerGroupStartS"]) == (21.0, 5.0)
-    assert doc["examplesPerS"] == pytest.approx(32 * 3 / 0.6)
+    assert doc["examplesPerS"] == pytest.approx(32 * 2 / 0.5)  # the steady steps: the compiling one left out
     assert doc["compilationCache"] == "/gcs/jax-cache" and doc["workers"][0]["slice"] == 0
 
 
@@ -241,7 +254,7 @@ def test_a_restart_keeps_every_executed_step_and_the_latest_loss_per_step():
     assert results.validate(doc) == []
     assert doc["stepTimesS"] == pytest.approx([0.1, 0.2, 0.3, 0.4]) and doc["compiledSteps"] == [0, 3]
     assert doc["loss"] == [[1, 1.0], [2, 0.5], [3, 0.3]]
-    assert doc["examplesPerS"] == pytest.approx(32 / 0.4)  # the final attempt's steps only
+    assert doc["examplesPerS"] == pytest.approx(32 * 2 / 0.5)  # every attempt's steady steps: both compiles out
     assert doc["restarts"] == [{"failureSeenAt": 105.0, "resumedAt": 120.0, "fromStep": 2, "stepsRedone": 1}]
 
 

@@ -52,9 +52,10 @@ class RunLedger:
         done = max((s["step"] for s in self._steps), default=0)
         return {"attempt": attempt["attempt"], "failureSeenAt": min(seen) if seen else None, "maxStep": done}
 
-    def step(self, attempt: int, step: int, step_s: float, loss: float, at: float, compiled: list[list]) -> None:
+    def step(self, attempt: int, step: int, step_s: float, loss: float, at: float, compiled: list[list],
+             tokens: Optional[int] = None) -> None:
         self._steps.append({"attempt": attempt, "step": step, "stepS": step_s, "loss": loss, "time": at,
-                            "compiled": bool(compiled)})
+                            "compiled": bool(compiled), "tokens": tokens})
         self._compile += [[event, seconds, attempt] for event, seconds in compiled]
 
     def compiled_outside_steps(self, attempt: int, compiled: list[list]) -> None:

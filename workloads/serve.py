@@ -6,7 +6,7 @@
         route_prefix: /
         runtime_env:
           env_vars:
-            MODEL_CHECKPOINT: /gcs/ray-train/tiny-mlp/checkpoint_...   # optional: a workloads.train checkpoint
+            MODEL_CHECKPOINT: /gcs/ray-train/tiny-mlp/checkpoint_...   # optional: params.npz of workloads.model
         deployments:
           - name: JaxModel
             num_replicas: 2

@@ -406,18 +406,16 @@ def document(spec: SliceSpec, group: Optional[str], slices: int, platform: str, 
 
 
 def parse_result(text: str) -> Optional[dict]:
-    """The last smoke result in a log (a RayJob's output carries Ray's own lines around it), or None."""
-    for line in reversed(text.splitlines()):
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict) and value.get("kind") == RESULT_KIND:
-            return value
-    return None
+    """The last smoke result in a log (a RayJob's output carries Ray's own lines around it), or None. Read with
+    `ray_tpu_gke.bench.objects`, the one reader of JSON lines in a job's log (imported here: the smoke test itself
+    runs without it)."""
+    from ray_tpu_gke import bench
+
+    found = None
+    for value in bench.objects(text):
+        if value.get("kind") == RESULT_KIND:
+            found = value
+    return found
 
 
 def command(spec: SliceSpec, group: Optional[str], slices: int, timeout: int, labels_only: bool = False) -> str:

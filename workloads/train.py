@@ -1,10 +1,12 @@
-"""Ray Train `JaxTrainer` on TPU slices or on one GPU node: the small MLP of workloads.model, data-parallel over every
-chip, checkpointed to the stack's bucket, every step measured.
+"""Ray Train `JaxTrainer` on TPU slices or on one GPU node: a decoder-only transformer language model (workloads.lm,
+Equinox and Optax), data-parallel over every chip, checkpointed to the stack's bucket, every step measured and
+reported through `ray_tpu_gke.bench`.
 
     python -m workloads.train --generation v6e --topology 4x4 --hosts 4 --chips-per-host 4 --steps 500
     python -m workloads.train --slices 2 --steps 500          # multislice: the shape from the pod's $SLICE_*
     python -m workloads.train --gpus 8 --steps 500            # the same program on one 8-GPU node (stacks/compare)
     python -m workloads.train --gpus 1 --simulate --steps 50  # the CPU standing in for the GPU, on purpose
+    python -m workloads.train --gpus 8 --preset gpt-100m       # the ~110M-parameter model (default: tiny)
 
 One Ray Train worker per TPU host (`ScalingConfig(use_tpu=True, topology=..., accelerator_type=...)`), which Ray
 2.55 places on whole slices with its slice placement group and joins into one JAX program (`jax.distributed
@@ -25,14 +27,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
-import json
 import os
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Mapping, Optional
 
+from ray_tpu_gke import bench
+
+from workloads import lm
 from workloads.slice import COUNT_ENV, ENV, SliceSpec, add_arguments, contradictions
 
 # The stack's bucket in every Ray pod: the GCS FUSE CSI volume's mountPath in `python -m plan STACK --manifests`.
@@ -40,32 +43,22 @@ GCS_MOUNT = "/gcs"
 DEFAULT_STORAGE = f"{GCS_MOUNT}/ray-train"
 DEFAULT_RESULT_DIR = f"{GCS_MOUNT}/compare"
 EXIT_TRAINING_FAILED, EXIT_WRONG_PLATFORM = 1, 3
+DEFAULT_NAME = "tiny-lm"
 
 
-def process_start_time() -> float:
-    """When this process started (epoch seconds): /proc/self/stat field 22, starttime in clock ticks after boot, plus
-    btime of /proc/stat (proc(5)). Where /proc is not Linux's, the time of this call."""
-    try:
-        stat = Path("/proc/self/stat").read_text()
-        ticks = int(stat[stat.rindex(")") + 2:].split()[19])  # fields after "(comm)" start at field 3
-        boot = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
-                    if line.startswith("btime "))
-        return boot + ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, StopIteration):
-        return time.time()
+PROCESS_START = bench.process_start_time()
 
 
-PROCESS_START = process_start_time()
-
-
-def make_trainer(spec: Optional[SliceSpec], *, steps: int, batch_size: int = 256, learning_rate: float = 0.05,
-                 storage_path: str = DEFAULT_STORAGE, name: str = "tiny-mlp", slices: int = 1,
-                 report_every: int = 50, keep: int = 2, gpus: Optional[int] = None, max_failures: int = 2,
-                 seed: int = 0, simulate: bool = False, throttle_s: float = 0.0, ledger=None):
+def make_trainer(spec: Optional[SliceSpec], *, steps: int, batch_size: Optional[int] = None,
+                 model: Optional[lm.LmConfig] = None, storage_path: str = DEFAULT_STORAGE, name: str = DEFAULT_NAME,
+                 side: Optional[str] = None, slices: int = 1, report_every: int = 50, keep: int = 2,
+                 gpus: Optional[int] = None, max_failures: int = 2, seed: int = 0, simulate: bool = False,
+                 throttle_s: float = 0.0, ledger=None):
     """A JaxTrainer on `slices` TPU slices of `spec`, or with `gpus`, on one GPU node: one worker holding all its
     GPUs, the same training loop, so the two sides of stacks/Pulumi.compare.yaml measure the same program. `name` is
     Ray Train's run name (checkpoints under storage_path/name). `simulate`: the CPU stands in for the accelerator
-    (JAX_PLATFORMS=cpu, one CPU device per chip or GPU). Without `ledger`, one is started here."""
+    (JAX_PLATFORMS=cpu, one CPU device per chip or GPU). `model`: the language model's sizes (default the tiny
+    preset); `batch_size` sequences per global batch (default the model's). Without `ledger`, one is started here."""
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
     from ray.train.v2.jax import JaxTrainer
 
@@ -74,6 +67,8 @@ def make_trainer(spec: Optional[SliceSpec], *, steps: int, batch_size: int = 256
     from workloads.train_loop import train_loop
 
     ledger = ledger or start_ledger()
+    model = model or lm.config_for()
+    batch_size = batch_size or model.batch_size
     kind = "gpu" if gpus else "tpu"
     if gpus:
         scaling = ScalingConfig(num_workers=1, use_gpu=True, resources_per_worker={"GPU": gpus})
@@ -98,8 +93,9 @@ def make_trainer(spec: Optional[SliceSpec], *, steps: int, batch_size: int = 256
              f"{slices if slices > 1 else 'a'} {spec.generation} {spec.topology} slice{'s' if slices > 1 else ''}")
     return JaxTrainer(
         train_loop,
-        train_loop_config={"steps": steps, "batch_size": batch_size, "learning_rate": learning_rate,
-                           "report_every": report_every, "seed": seed, "simulate": simulate, "kind": kind,
+        train_loop_config={"steps": steps, "batch_size": batch_size, "model": dataclasses.asdict(model),
+                           "run": name, "side": side or name, "report_every": report_every, "seed": seed,
+                           "simulate": simulate, "kind": kind,
                            "platform": backend.expected_platform(kind, simulate), "asked": asked, "shape": shape,
                            "throttle_s": throttle_s, "ledger": ledger},
         scaling_config=scaling,
@@ -132,13 +128,21 @@ def _parser(parser_class=argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser = parser_class(prog="python -m workloads.train", description=__doc__.splitlines()[0])
     add_arguments(parser, environ={})  # $SLICE_* is read after parsing, so an argument that contradicts it is seen
     parser.add_argument("--steps", type=int, default=500, help="training steps in all (default 500)")
-    parser.add_argument("--batch-size", type=int, default=256, help="global batch size (default 256)")
-    parser.add_argument("--learning-rate", type=float, default=0.05)
+    parser.add_argument("--batch-size", type=int,
+                        help="sequences per global batch (default the preset's: " + ", ".join(
+                            f"{name} {config.batch_size}" for name, config in lm.PRESETS.items()) + ")")
+    parser.add_argument("--preset", choices=sorted(lm.PRESETS), default=lm.DEFAULT_PRESET,
+                        help=f"the language model's size (default {lm.DEFAULT_PRESET}: " + "; ".join(
+                            f"{name} {config.parameters / 1e6:.2f}M parameters" for name, config in
+                            lm.PRESETS.items()) + "); the flags below override one size each")
+    for size in lm.SIZE_FLAGS:
+        parser.add_argument(f"--{size.replace('_', '-')}", type=int, help=f"the model's {size.replace('_', ' ')}")
+    parser.add_argument("--learning-rate", type=float, help="AdamW's learning rate (default the preset's)")
     parser.add_argument("--report-every", type=int, default=50, help="steps between checkpoints (default 50)")
     parser.add_argument("--slices", type=int, help=f"slices to train on (default ${COUNT_ENV}, else 1)")
     parser.add_argument("--storage-path", default=DEFAULT_STORAGE,
                         help=f"where Ray Train keeps checkpoints (default {DEFAULT_STORAGE}, the stack's bucket)")
-    parser.add_argument("--name", default="tiny-mlp", help="the job's name (default tiny-mlp)")
+    parser.add_argument("--name", default=DEFAULT_NAME, help=f"the job's name (default {DEFAULT_NAME})")
     parser.add_argument("--gpus", type=int, help="train on one GPU node with this many GPUs instead of a TPU slice")
     parser.add_argument("--run", help="run id; the same id resumes its checkpoints (default <name>-<UTC time>)")
     parser.add_argument("--side", help="this run's side in a comparison report (default --name)")
@@ -161,8 +165,12 @@ def parse_args(argv: Optional[list[str]] = None,
     environment is an error naming both. No Ray or JAX import: the planner parses the stacks' entrypoints with it."""
     parser = _parser()
     args = parser.parse_args(argv)
-    if min(args.steps, args.batch_size, args.report_every, args.gpus or 1) < 1 or (args.slices or 1) < 1:
+    if min(args.steps, args.batch_size or 1, args.report_every, args.gpus or 1) < 1 or (args.slices or 1) < 1:
         parser.error("--steps, --batch-size, --report-every, --slices and --gpus must be at least 1")
+    args.model = lm.config_for(args.preset, learning_rate=args.learning_rate,
+                               **{size: getattr(args, size) for size in lm.SIZE_FLAGS})
+    if args.model.problems():
+        parser.error("; ".join(args.model.problems()))
     if args.max_failures < -1 or args.throttle_s < 0:
         parser.error("--max-failures must be -1 (unlimited) or more, --throttle-s not negative")
     given = {name: getattr(args, name) for name in ENV}
@@ -187,9 +195,12 @@ def parse_args(argv: Optional[list[str]] = None,
         from workloads.slice import from_args
 
         spec = from_args(parser, args)
-    workers = 1 if spec is None else spec.hosts * args.slices
-    if args.batch_size % workers:
-        parser.error(f"--batch-size must be a multiple of the {workers} hosts")
+    # The batch is sharded by rows over every device of the job (workloads.train_loop): one chip or GPU each.
+    devices = args.gpus if spec is None else spec.hosts * spec.chips_per_host * args.slices
+    if args.batch_size is None:  # the preset's batch, rounded up to a whole number of rows per device
+        args.batch_size = -(-args.model.batch_size // devices) * devices
+    if args.batch_size % devices:
+        parser.error(f"--batch-size {args.batch_size} must be a multiple of the job's {devices} chips or GPUs")
     args.run = args.run or f"{args.name}-{datetime.datetime.now(datetime.timezone.utc):%Y%m%d%H%M%S}"
     args.side = args.side or args.name
     return spec, args
@@ -202,7 +213,8 @@ def declared(argv: list[str]) -> dict:
     args = _parser(_RaisingParser).parse_args(argv)
     return {"generation": args.generation, "topology": args.topology, "hosts": args.hosts,
             "chipsPerHost": args.chips_per_host, "slices": args.slices, "gpus": args.gpus, "steps": args.steps,
-            "batchSize": args.batch_size, "reportEvery": args.report_every, "seed": args.seed, "name": args.name,
+            "batchSize": args.batch_size or lm.PRESETS[args.preset].batch_size, "preset": args.preset,
+            "reportEvery": args.report_every, "seed": args.seed, "name": args.name,
             "run": args.run, "side": args.side, "resultDir": args.result_dir, "storagePath": args.storage_path,
             "simulate": args.simulate}
 
@@ -220,15 +232,6 @@ def _watch(ledger, stop: threading.Event) -> None:
         if refusal:
             print(refusal["line"], file=sys.stderr, flush=True)
             os._exit(refusal["status"])
-
-
-def write_result(doc: dict, result_dir: str) -> Optional[Path]:
-    if not result_dir:
-        return None
-    path = Path(result_dir) / doc["run"] / f"{doc['side']}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-    return path
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -249,8 +252,8 @@ def main(argv: Optional[list[str]] = None) -> int:
               file=sys.stderr)
         return 2
     ledger = start_ledger()
-    trainer = make_trainer(spec, steps=args.steps, batch_size=args.batch_size, learning_rate=args.learning_rate,
-                           storage_path=args.storage_path, name=args.run, slices=args.slices,
+    trainer = make_trainer(spec, steps=args.steps, batch_size=args.batch_size, model=args.model,
+                           storage_path=args.storage_path, name=args.run, side=args.side, slices=args.slices,
                            report_every=args.report_every, gpus=args.gpus, max_failures=args.max_failures,
                            seed=args.seed, simulate=args.simulate, throttle_s=args.throttle_s, ledger=ledger)
     stop = threading.Event()
@@ -275,11 +278,11 @@ def main(argv: Optional[list[str]] = None) -> int:
                        simulated=args.simulate, slices=args.slices, steps=args.steps, batch_size=args.batch_size,
                        seed=args.seed, process_start=PROCESS_START, fit_called=fit_called, started_at=PROCESS_START,
                        finished_at=time.time(), ray_version=ray.__version__, jax_version=jax_version, error=error)
-    write_result(doc, args.result_dir)
+    bench.write_result(doc, args.result_dir)
     # Disconnected first, so that no line Ray forwards from the workers (or its deduplication summary, printed when
     # the driver exits) comes after the document: the last line of the log is the result.
     ray.shutdown()
-    print(json.dumps(doc, sort_keys=True), flush=True)
+    bench.print_result(doc)
     return EXIT_TRAINING_FAILED if error else 0
 
 

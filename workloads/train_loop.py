@@ -1,24 +1,26 @@
-"""The training loop every Ray Train worker runs (one per TPU host, or one per GPU node): the small MLP of
-workloads.model, data-parallel over every device of the job, instrumented.
+"""The training loop every Ray Train worker runs (one per TPU host, or one per GPU node): the decoder-only transformer
+language model of workloads.lm, data-parallel over every device of the job, reporting through `ray_tpu_gke.bench`
+like any other job.
 
 Before the first step each worker checks what it runs on: the JAX platform against the one the job asked for
 (workloads.backend) and its pod's declared shape ($SLICE_*) against the job's. A mismatch goes to the run's ledger,
-whose driver stops the job at once; the worker never trains. Rank 0 then prints one event line per start, step,
-checkpoint, restore and restart (workloads.result.event_line) and reports the same to the ledger, with the
-compile-duration events JAX records (jax.monitoring) and, at the end, the output fingerprint.
+whose driver stops the job at once; the worker never trains. Rank 0 then reports each start, step, checkpoint,
+restore and restart through a `bench.Run` (which prints the event lines) and the same to the ledger, with the
+compile-duration events JAX records (jax.monitoring), the step's model FLOPs from XLA's cost analysis and, at the end,
+the evaluation loss and the output fingerprint.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import socket
 import tempfile
 import time
 from pathlib import Path
 
-from workloads import backend, model
-from workloads.result import event_line
+from ray_tpu_gke import bench
+
+from workloads import backend, lm
 from workloads.slice import COUNT_ENV, ENV
 
 # JAX 0.10.2 jax/_src/dispatch.py: the three duration events of compiling a jitted function (tracing to a jaxpr,
@@ -58,10 +60,6 @@ class CompileClock:
     def take(self) -> list[list]:
         taken, self._pending = self._pending, []
         return taken
-
-
-def _emit(event: str, **fields) -> None:
-    print(event_line(event, time=time.time(), **fields), flush=True)
 
 
 def _free_address() -> str:
@@ -109,12 +107,6 @@ def _worker_info(rank: int, found: dict) -> dict:
             "compilationCache": os.environ.get(COMPILATION_CACHE_ENV) or None}
 
 
-def _fingerprint(params: dict, seed: int) -> dict:
-    values = model.predict_host(params, model.eval_batch(seed))
-    return {"seed": seed, "values": [float(v) for v in values],
-            "sha256": hashlib.sha256(values.astype("<f4").tobytes()).hexdigest()}
-
-
 def train_loop(config: dict) -> None:
     entered_at = time.time()
     import ray
@@ -144,37 +136,47 @@ def train_loop(config: dict) -> None:
         ray.get(ledger.refuse.remote(*refusal))
         raise RuntimeError(refusal[1])
 
-    steps, size, rate, seed = config["steps"], config["batch_size"], config["learning_rate"], config["seed"]
-    mesh = jax.make_mesh((jax.device_count(),), ("data",))
+    steps, size, seed = config["steps"], config["batch_size"], config["seed"]
+    model_config = lm.LmConfig(**config["model"])
+    # Auto axes: XLA's partitioner places the gather of the embedding and the gradient sums (jax 0.10's make_mesh
+    # defaults to explicit axes, under which a sharded gather needs its output sharding spelt out).
+    mesh = jax.make_mesh((jax.device_count(),), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
     replicated = NamedSharding(mesh, PartitionSpec())
     rows = NamedSharding(mesh, PartitionSpec("data"))
 
-    params, start = model.init_params(seed=seed), 0
+    params, opt_state, static = lm.init_state(seed, model_config)
+    start = 0
     checkpoint = ray.train.get_checkpoint()
+    restore_s = None
     if checkpoint is not None:
         began = time.perf_counter()
         with checkpoint.as_directory() as directory:
-            params, start = model.load(Path(directory))
+            params, opt_state, static, start = lm.load(Path(directory), seed, model_config)
         restore_s = time.perf_counter() - began
-        if rank == 0:
-            ledger.restore.remote(restore_s)
-            _emit("restore", step=start, restoreS=restore_s)
-    params = jax.device_put(params, replicated)
+    params, opt_state = jax.device_put((params, opt_state), replicated)
 
     attempt = None
     if rank == 0:
         attempt = ray.get(ledger.begin.remote(start, entered_at))
     attempt = broadcast_from_rank_zero(attempt)
     ledger.worker.remote(attempt["attempt"], rank, _worker_info(rank, found))
+    report = None
     if rank == 0:
-        _emit("start", attempt=attempt["attempt"], fromStep=start)
+        # The ledger is the record across attempts (workloads.result.build writes the document from it); the run's
+        # recorder prints the event lines every collector reads with bench.read.
+        report = bench.Run(run=config.get("run") or "run", side=config.get("side") or config["kind"],
+                           kind=config["kind"], platform=found["platform"], devices=jax.device_count(),
+                           device_kind=found["deviceKind"], processes=jax.process_count(), batch_size=size,
+                           seed=seed, steps=steps, framework="jax", framework_version=jax.__version__,
+                           attempt=attempt["attempt"], from_step=start)
+        if restore_s is not None:
+            ledger.restore.remote(restore_s)
+            report.restore(start, restore_s)
+        report.begin()
         ledger.compiled_outside_steps.remote(attempt["attempt"], clock.take())
 
-    @jax.jit
-    def step(params, x, y):
-        # x and y are sharded by rows over every device of the job; XLA sums the gradients across hosts and slices.
-        value, grads = jax.value_and_grad(model.loss)(params, x, y)
-        return jax.tree.map(lambda p, g: p - rate * g, params, grads), value
+    step = jax.jit(lm.make_step(model_config, static))
+    compiled_step, flops = None, None
 
     def local(array):
         return np.asarray(array.addressable_data(0))
@@ -184,13 +186,19 @@ def train_loop(config: dict) -> None:
     mine = slice(jax.process_index() * share, (jax.process_index() + 1) * share)
     first = value = None
     compile_s = 0.0
+    tokens_per_step = size * model_config.seq_len
     for current in range(start, steps):
-        x_all, y_all = model.batch(current, size, seed)  # synthetic data: generated outside the step's time
+        x_all, y_all = lm.batch(current, size, seed, model_config)  # synthetic data: made outside the step's time
         began = time.perf_counter()
         x = jax.make_array_from_process_local_data(rows, x_all[mine])
         y = jax.make_array_from_process_local_data(rows, y_all[mine])
-        params, loss = step(params, x, y)
-        jax.block_until_ready((params, loss))
+        if compiled_step is None:  # the first step of an attempt compiles, inside its measured time
+            compiled_step = step.lower(params, opt_state, x, y).compile()
+            # XLA's cost analysis is of the partitioned program one device runs: the step's FLOPs are N times it.
+            per_device = lm.flops_of(compiled_step)
+            flops = None if per_device is None else per_device * jax.device_count()
+        params, opt_state, loss = compiled_step(params, opt_state, x, y)
+        jax.block_until_ready((params, opt_state, loss))
         step_s = time.perf_counter() - began
         value = float(local(loss))
         first = value if first is None else first
@@ -199,13 +207,15 @@ def train_loop(config: dict) -> None:
             now = time.time()
             compiled = clock.take()
             compile_s += sum(seconds for _, seconds in compiled)
-            ledger.step.remote(attempt["attempt"], done, step_s, value, now, compiled)
-            _emit("step", step=done, stepS=step_s, loss=value)
+            ledger.step.remote(attempt["attempt"], done, step_s, value, now, compiled, tokens_per_step)
+            report.step(done, loss=value, examples=size, tokens=tokens_per_step, step_s=step_s,
+                        compiled=bool(compiled))
             if attempt["attempt"] > 0 and current == start:
                 restart = {"fromStep": start, "failureSeenAt": attempt["failureSeenAt"], "resumedAt": now,
                            "stepsRedone": max(0, attempt["maxStep"] - start)}
                 ledger.restart.remote(restart)
-                _emit("restart", **restart)
+                report.restart(from_step=start, failure_seen_at=attempt["failureSeenAt"], resumed_at=now,
+                               steps_redone=restart["stepsRedone"])
         if done % config["report_every"] == 0 or done == steps:
             metrics = {"step": done, "start": start, "loss": value, "first_loss": first, "compile_s": compile_s,
                        "platform": found["platform"], "devices": jax.device_count(),
@@ -213,18 +223,23 @@ def train_loop(config: dict) -> None:
             if rank == 0:
                 began = time.perf_counter()
                 with tempfile.TemporaryDirectory() as directory:
-                    model.save(Path(directory), jax.tree.map(local, params), done)
+                    lm.save(Path(directory), jax.tree.map(local, params), jax.tree.map(local, opt_state), done,
+                            model_config)
                     ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(directory))
                 save_s = time.perf_counter() - began
                 ledger.checkpoint.remote(save_s)
-                _emit("checkpoint", step=done, saveS=save_s)
+                report.checkpoint(done, save_s)
             else:
                 ray.train.report(metrics)
         if config["throttle_s"]:
             time.sleep(config["throttle_s"])  # outside the step's measured time: a local run lasts long enough
     if rank == 0:
-        host = jax.tree.map(local, params)
+        eval_loss, values = lm.evaluate(jax.tree.map(local, params), static, seed, model_config)
         ray.get(ledger.finish.remote({
-            "fingerprint": _fingerprint(host, seed), "platform": found["platform"], "deviceKind": found["deviceKind"],
+            "fingerprint": bench.fingerprint(values, seed=seed, inputs=f"workloads.lm held-out batch of seed {seed}"),
+            "evalLoss": eval_loss, "flopsPerStep": flops,
+            "flopsSource": "XLA cost analysis of the compiled step, per device x devices" if flops else None,
+            "model": {**model_config.describe(), "tokensPerStep": tokens_per_step},
+            "platform": found["platform"], "deviceKind": found["deviceKind"],
             "devices": jax.device_count(), "processes": jax.process_count(), "finalStep": max(start, steps),
             "finalLoss": value, "jaxVersion": jax.__version__, "finishedAt": time.time()}))

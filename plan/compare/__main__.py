@@ -12,11 +12,12 @@ or failed condition on stderr, and the partial report written); 2 when the confi
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Optional
 
 from ray_tpu_gke import ConfigError
 
@@ -27,8 +28,8 @@ DEFAULT_OUT = Path("compare-report")  # in the current folder: `make compare` ru
 LIVE_TIMEOUT_S = 3600.0
 
 
-def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="python -m plan.compare", description=(
+def parse_args(argv, prog: str = "python -m plan.compare"):
+    parser = argparse.ArgumentParser(prog=prog, description=(
         "The stack's comparison jobs (TPU slice and GPU pool) run once each, measured and reported side by side."))
     parser.add_argument("stack", help="stack name: stacks/Pulumi.<stack>.yaml")
     where = parser.add_mutually_exclusive_group()
@@ -56,10 +57,13 @@ def parse_args(argv):
                              "estimate goes to ./compare-estimate unless --out says otherwise")
     parser.add_argument("--kubeconfig", type=Path, help="kubeconfig file (default: kubectl's)")
     parser.add_argument("--config-file", type=Path, help="read this stack config file instead of the stack's own")
-    parser.add_argument("--inject-failure", type=int, metavar="STEP",
+    parser.add_argument("--inject-failure", metavar="STEP",
                         help="delete one worker pod (locally: remove a node) of each side when it reports this step, "
                              f"and measure the recovery (default: none live, {local.DEFAULT_INJECT_STEP} locally; "
-                             "0: none)")
+                             "0: none); with --local also SIDE=STEP,... per side (a side left out: none)")
+    parser.add_argument("--entrypoint", action="append", default=[], metavar="SIDE=CMD",
+                        help="run CMD as SIDE's job instead of the stack's RayJob entrypoint (repeatable): a job that "
+                             "reports through ray_tpu_gke.bench (docs/compare.md \"Bring your own job\")")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder of the report (default ./compare-report)")
     parser.add_argument("--timeout", type=float,
                         help="seconds the live jobs may take, scale-up from zero included "
@@ -81,6 +85,8 @@ def parse_args(argv):
     parser.add_argument("--report-every", type=int, help=f"--local: checkpoint cadence (default "
                                                          f"{local.DEFAULT_REPORT_EVERY})")
     args = parser.parse_args(argv)
+    args.inject_failure, args.inject_by_side = _injection(parser, args.inject_failure, args.local)
+    args.entrypoints = _entrypoints(parser, args.entrypoint)
     if not (args.context or args.local or args.estimate or args.dry_run):
         parser.error("one of --context, --local, --estimate or --dry-run is required")
     if args.dry_run and (args.local or args.estimate):
@@ -103,6 +109,45 @@ def parse_args(argv):
     return args
 
 
+def _injection(parser, value: Optional[str], is_local: bool) -> tuple[Optional[int], Optional[dict[str, int]]]:
+    """--inject-failure STEP (every side) or, locally, SIDE=STEP,... (those sides only)."""
+    if value is None:
+        return None, None
+    if "=" not in value:
+        try:
+            return int(value), None
+        except ValueError:
+            parser.error(f"--inject-failure {value!r}: a step number, or SIDE=STEP,... with --local")
+    if not is_local:
+        parser.error("--inject-failure SIDE=STEP is for --local; a live run injects at one step on every side")
+    out = {}
+    for part in value.split(","):
+        side, _, step = part.partition("=")
+        if not side.strip() or not step.strip().isdigit():
+            parser.error(f"--inject-failure {value!r}: {part!r} is not SIDE=STEP")
+        out[side.strip()] = int(step)
+    return None, out
+
+
+def _entrypoints(parser, values: list[str]) -> dict[str, str]:
+    out = {}
+    for value in values:
+        side, _, command = value.partition("=")
+        if not side.strip() or not command.strip():
+            parser.error(f"--entrypoint {value!r}: expected SIDE=COMMAND, e.g. bench-gpu='python my_job.py'")
+        out[side.strip()] = command.strip()
+    return out
+
+
+def with_entrypoints(found: list, entrypoints: dict[str, str]) -> list:
+    """The sides with their job's command replaced where --entrypoint names them; an unknown side is an error."""
+    unknown = sorted(set(entrypoints) - {s.name for s in found})
+    if unknown:
+        raise sides.SideError(f"--entrypoint names {', '.join(unknown)}, not a side of this stack; its sides: "
+                              f"{', '.join(s.name for s in found)}")
+    return [dataclasses.replace(s, entrypoint=entrypoints[s.name]) if s.name in entrypoints else s for s in found]
+
+
 def load_plan(stack: str, config_file=None) -> tuple[dict, dict]:
     """The stack's offline plan as `python -m plan STACK --json` prints it (its `cost` included) and its config
     values."""
@@ -122,11 +167,12 @@ def _prices(plan: dict) -> dict:
             "rates": c.get("rates", [])}
 
 
-def main(argv=None, clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> int:
-    args = parse_args(argv)
+def main(argv=None, clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
+         prog: str = "python -m plan.compare") -> int:
+    args = parse_args(argv, prog)
     try:
         plan, values = load_plan(args.stack, args.config_file)
-        found = sides.sides(plan, values)
+        found = with_entrypoints(sides.sides(plan, values), args.entrypoints)
     except (ConfigError, stackfile.StackNotFound) as error:
         return stackfile.report(error)
     except sides.SideError as error:
@@ -150,6 +196,13 @@ def main(argv=None, clock: Callable[[], float] = time.time, sleep: Callable[[flo
     facts = None
     if args.local:
         inject = local.DEFAULT_INJECT_STEP if args.inject_failure is None else (args.inject_failure or None)
+        if args.inject_by_side is not None:
+            unknown = sorted(set(args.inject_by_side) - {s.name for s in found})
+            if unknown:
+                print(f"error: --inject-failure names {', '.join(unknown)}, not a side of this stack",
+                      file=sys.stderr)
+                return stackfile.EXIT_INVALID
+            inject = {s.name: args.inject_by_side.get(s.name) or None for s in found}
         try:
             runs, collected, facts = local.run(
                 found, run_id, steps=args.steps or local.DEFAULT_STEPS,

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ray_tpu_gke import bench
+
 from .markdown import PART_NAMES
 
 TIME_CHART, STEPS_CHART, COST_CHART = "time.png", "step-times.png", "cost.png"
@@ -80,8 +82,7 @@ def time_chart(report: dict, path: Path) -> None:
 
 
 def steady_step_times(side: dict) -> list[float]:
-    compiled = set(side.get("compiledSteps") or [])
-    return [t for i, t in enumerate(side.get("stepTimesS") or []) if i not in compiled]
+    return bench.steady(side.get("stepTimesS") or [], side.get("compiledSteps") or [])
 
 
 def steps_chart(report: dict, path: Path) -> None:

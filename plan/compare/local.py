@@ -2,7 +2,9 @@
 accelerators, each side marked simulated; the same report as the live one.
 
 This half runs in the project's virtualenv (it has the plan); the Ray half, `local_run.py`, runs in the workloads
-virtualenv ($WORKLOADS_PYTHON, default .venv-workloads/bin/python) as a subprocess. Each side's job is its stack
+virtualenv ($WORKLOADS_PYTHON, default .venv-workloads/bin/python: `workloads_python`) as a subprocess, with what the
+workloads images carry on its path (the workloads package and `ray_tpu_gke.bench`: `job_path`), from a checkout or
+from the installed wheel alike. Each side's job is its stack
 entrypoint, told the run, its side, the seed, `--simulate` and the checkpoint cadence; a `workloads.train` job also
 fewer steps, a local checkpoint folder and a short pause after each step (--throttle-s, outside the step's measured
 time), so that the failure injected at step K lands while the job still runs. Its nodes are the side's own shape
@@ -14,10 +16,11 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
 
 from .report import Injection, NodeSpan, SideRun
 from .sides import SidePlan, entrypoint_for_run, runs_train_module
@@ -37,12 +40,44 @@ class LocalError(RuntimeError):
     pass
 
 
+def is_checkout() -> bool:
+    """Run from this repository's checkout (else from an installed wheel, where ROOT is site-packages)."""
+    return (ROOT / "workloads" / "__init__.py").exists() and (ROOT / "requirements-workloads.txt").exists()
+
+
 def workloads_python() -> str:
-    configured = os.environ.get("WORKLOADS_PYTHON") or str(ROOT / ".venv-workloads" / "bin" / "python")
+    """The interpreter with Ray 2.55 and JAX: $WORKLOADS_PYTHON; else, in a checkout, its .venv-workloads (`make
+    compare` builds it); else .venv-workloads in the current folder (docs/compare.md "Installed from the wheel")."""
+    where = ROOT if is_checkout() else Path.cwd()
+    configured = os.environ.get("WORKLOADS_PYTHON") or str(where / ".venv-workloads" / "bin" / "python")
     if not os.access(configured, os.X_OK):
-        raise LocalError(f"no workloads interpreter at {configured}: run `make compare` (it builds .venv-workloads), "
-                         "or set WORKLOADS_PYTHON to a python with requirements-workloads.txt installed")
+        raise LocalError(
+            f"no workloads interpreter at {configured}: set WORKLOADS_PYTHON to a python with Ray 2.55 and JAX, or "
+            f"build one there: python3 -m venv {where / '.venv-workloads'} && {where / '.venv-workloads'}/bin/pip "
+            "install -r requirements-workloads.txt (ray-tpu-gke's source; `make compare` in a checkout does both)")
     return configured
+
+
+def workloads_package() -> Path:
+    """The workloads package: the checkout's, or the one the wheel ships (pyproject.toml `packages`)."""
+    import workloads
+
+    return Path(workloads.__file__).resolve().parent
+
+
+def job_path(work_dir: Path) -> Path:
+    """What the jobs import, as the workloads images give it (workloads/Dockerfile): the workloads package and
+    ray_tpu_gke with nothing but bench, so the workloads interpreter needs no Pulumi and no install of this library."""
+    from ray_tpu_gke import bench
+
+    root = work_dir / "jobpath"
+    shutil.copytree(workloads_package(), root / "workloads", ignore=shutil.ignore_patterns("__pycache__", "Dockerfile*",
+                                                                                           "cloudbuild.yaml"))
+    (root / "ray_tpu_gke").mkdir()
+    library = Path(bench.__file__).resolve().parent
+    for name in ("__init__.py", "bench.py"):
+        shutil.copy2(library / name, root / "ray_tpu_gke" / name)
+    return root
 
 
 def side_spec(side: SidePlan, run: str, *, steps: int, report_every: int, inject_step: Optional[int], seed: int,
@@ -74,22 +109,28 @@ def side_run(side: SidePlan, seen: dict, inject_step: Optional[int]) -> SideRun:
 
 
 def run(sides: list[SidePlan], run_id: str, *, steps: int = DEFAULT_STEPS, report_every: int = DEFAULT_REPORT_EVERY,
-        inject_step: Optional[int] = DEFAULT_INJECT_STEP, seed: int = 0, side_timeout: float = SIDE_TIMEOUT_S,
-        quiet: bool = False) -> tuple[list[SideRun], float, dict]:
+        inject_step: Union[Optional[int], dict[str, Optional[int]]] = DEFAULT_INJECT_STEP, seed: int = 0,
+        side_timeout: float = SIDE_TIMEOUT_S, quiet: bool = False) -> tuple[list[SideRun], float, dict]:
     """Both sides, one after the other, on one local Ray cluster; what was seen of each, the collection time, and
-    facts of the local run (the cluster's start time)."""
+    facts of the local run (the cluster's start time). `inject_step`: the step at which each side loses a node, or
+    per side name (a job that does not run on Ray, such as a plain program, has no node to lose)."""
+    steps_by_side = inject_step if isinstance(inject_step, dict) else {s.name: inject_step for s in sides}
     python = workloads_python()
     with tempfile.TemporaryDirectory(prefix="compare-") as work:
         work_dir = Path(work)
-        spec = {"root": str(ROOT), "sideTimeout": side_timeout,
-                "sides": [side_spec(s, run_id, steps=steps, report_every=report_every, inject_step=inject_step,
+        jobs = job_path(work_dir)
+        # Relative paths in an entrypoint (`python my_job.py`) are the caller's, as in its shell.
+        spec = {"root": str(jobs), "cwd": os.getcwd(), "sideTimeout": side_timeout,
+                "sides": [side_spec(s, run_id, steps=steps, report_every=report_every,
+                                    inject_step=steps_by_side.get(s.name),
                                     seed=seed, result_dir=work_dir / "results", storage=work_dir / "checkpoints")
                           for s in sides]}
         spec_path, out_path = work_dir / "spec.json", work_dir / "seen.json"
         spec_path.write_text(json.dumps(spec, indent=1))
         budget = side_timeout * len(sides) + 300  # the cluster's start and shutdown on top of every side
         try:
-            done = subprocess.run([python, str(SCRIPT), str(spec_path), str(out_path)], cwd=ROOT, timeout=budget,
+            done = subprocess.run([python, str(SCRIPT), str(spec_path), str(out_path)], cwd=os.getcwd(),
+                                  timeout=budget, env={**os.environ, "PYTHONPATH": str(jobs)},
                                   stderr=subprocess.PIPE if quiet else None, text=True)
         except subprocess.TimeoutExpired:
             raise LocalError(f"the local Ray run did not end within {budget:.0f} s") from None
@@ -97,5 +138,5 @@ def run(sides: list[SidePlan], run_id: str, *, steps: int = DEFAULT_STEPS, repor
             tail = (done.stderr or "")[-3000:] if quiet else "(its output is above)"
             raise LocalError(f"the local Ray run failed (exit {done.returncode}): {tail}")
         seen = json.loads(out_path.read_text())
-    runs = [side_run(s, seen["sides"].get(s.name, {}), inject_step) for s in sides]
+    runs = [side_run(s, seen["sides"].get(s.name, {}), steps_by_side.get(s.name)) for s in sides]
     return runs, seen["collectedAt"], {"clusterStartS": seen.get("clusterStartS")}

@@ -27,9 +27,6 @@ import subprocess  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
-_DECODER = json.JSONDecoder()
-
-
 def progress(message: str) -> None:
     print(f"compare: {message}", file=sys.stderr, flush=True)
 
@@ -64,16 +61,10 @@ class SideNodes:
 
 
 def _step(line: str):
-    start = line.find("{")
-    if start < 0:
-        return None
-    try:
-        value, _ = _DECODER.raw_decode(line, start)
-    except ValueError:
-        return None
-    if isinstance(value, dict) and value.get("event") == "step" and isinstance(value.get("step"), int):
-        return value["step"]
-    return None
+    """The step a line reports, or None: read by `ray_tpu_gke.bench.read`, the parser of every collector."""
+    from ray_tpu_gke import bench
+
+    return bench.read([line]).last_step
 
 
 def run_side(cluster, side: dict, spec: dict) -> dict:
@@ -91,8 +82,8 @@ def run_side(cluster, side: dict, spec: dict) -> dict:
            "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S": "900"}
     command = [sys.executable if i == 0 and word == "python" else word for i, word in enumerate(side["command"])]
     progress(f"{side['name']}: {' '.join(side['command'])}")
-    driver = subprocess.Popen(command, cwd=spec["root"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, bufsize=1)
+    driver = subprocess.Popen(command, cwd=spec.get("cwd", spec["root"]), env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, bufsize=1)
     seen["driverStartedAt"] = time.time()
     timed_out = threading.Event()
 

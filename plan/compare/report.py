@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ray_tpu_gke import bench
+
 from . import events, limits
 from .sides import SidePlan
 
@@ -78,8 +80,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def step_time_stats(step_times: list[float], compiled: list[int]) -> Optional[dict]:
     """p50 and p95 of the steps that did not compile (the first step of each attempt compiles)."""
-    skip = set(compiled)
-    steady = [t for i, t in enumerate(step_times) if i not in skip]
+    steady = bench.steady(step_times, compiled)
     if not steady:
         return None
     return {"p50": percentile(steady, 50), "p95": percentile(steady, 95), "mean": sum(steady) / len(steady),
@@ -220,8 +221,9 @@ def _breakdown(phases: dict, result: dict, wall: Optional[float], recovered: Opt
     checkpoints = result.get("checkpoints") or {}
     saves, restores = list(checkpoints.get("saveS") or []), list(checkpoints.get("restoreS") or [])
     parts = {name: phases[name] for name in ("capacityWaitS", "podStartS", "rayStartS") if name in phases}
-    parts["compiledStepsS"] = sum(t for i, t in enumerate(times) if i in compiled)
-    parts["stepsS"] = sum(t for i, t in enumerate(times) if i not in compiled)
+    steady = sum(bench.steady(times, compiled))
+    parts["compiledStepsS"] = sum(times) - steady
+    parts["stepsS"] = steady
     parts["checkpointsS"] = sum(saves) + sum(restores)
     if recovered is not None:
         k = recovered["restartIndex"]
@@ -257,7 +259,8 @@ def side_report(run: SideRun, mode: str, run_id: str, collected_at: float) -> tu
     no_result = refused or "no result document"
     if result is not None:
         for key in ("devices", "deviceKind", "processes", "slices", "batchSize", "seed", "compileEvents",
-                    "examplesPerS", "compilationCache"):
+                    "examplesPerS", "compilationCache", "tokensPerS", "tokensPerStep", "flopsPerStep", "flopsSource",
+                    "framework", "evalMetric", "model"):
             out[key] = result.get(key)
     need("steps", (result or {}).get("steps"), no_result)
     stats = step_time_stats([float(t) for t in (result or {}).get("stepTimesS") or []],
@@ -332,20 +335,49 @@ def side_report(run: SideRun, mode: str, run_id: str, collected_at: float) -> tu
 
 # --- the report ----------------------------------------------------------------------------------------------------
 
+def _declared_metric(result: Optional[dict]) -> Optional[dict]:
+    """The evaluation metric a job declared through bench (`run.finish(metric=..., metric_name=...)`), or None."""
+    metric = (result or {}).get("evalMetric")
+    value = metric.get("value") if isinstance(metric, dict) else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return {"name": str(metric.get("name") or "metric"), "value": float(value)}
+    return None
+
+
 def agreement(a: dict, b: dict, results: dict[str, Optional[dict]], tolerance: float) -> tuple[Optional[dict], list]:
+    """The sides' agreement on the evaluation metric both jobs declare (bench's `evalMetric`; the final loss where
+    neither declares one), and on their output fingerprints where both predicted on the same inputs."""
     names = [a["name"], b["name"]]
     ra, rb = results.get(a["name"]), results.get(b["name"])
-    if ra is None or rb is None or a.get("finalLoss") is None or b.get("finalLoss") is None:
+    ma, mb = _declared_metric(ra), _declared_metric(rb)
+    if ma is not None and mb is not None and ma["name"] != mb["name"]:
+        return None, [f"agreement of {' and '.join(names)}: the jobs declare different evaluation metrics "
+                      f"({ma['name']} and {mb['name']})"]
+    if (ma is None) != (mb is None):
+        lacking = names[1] if ma is not None else names[0]
+        return None, [f"agreement of {' and '.join(names)}: {lacking} declares no evaluation metric"]
+    if ma is not None:
+        metric, va, vb = ma["name"], ma["value"], mb["value"]
+    elif ra is None or rb is None or a.get("finalLoss") is None or b.get("finalLoss") is None:
         lacking = ", ".join(n for n, r in zip(names, (ra, rb)) if r is None or r.get("finalLoss") is None)
         return None, [f"agreement of {' and '.join(names)}: no accepted result with a final loss from {lacking}"]
-    difference = relative_difference(float(a["finalLoss"]), float(b["finalLoss"]))
-    prints = fingerprint_agreement(ra.get("fingerprint") or {}, rb.get("fingerprint") or {}, tolerance)
-    out = {"metric": "finalLoss", "between": names, "relativeDifference": difference, "tolerance": tolerance,
-           "lossAgree": difference <= tolerance, "fingerprint": prints}
-    out["agree"] = out["lossAgree"] and prints["agree"]
+    else:
+        metric, va, vb = "finalLoss", float(a["finalLoss"]), float(b["finalLoss"])
+    difference = relative_difference(va, vb)
+    fa, fb = (ra or {}).get("fingerprint") or {}, (rb or {}).get("fingerprint") or {}
+    if fa.get("inputs") != fb.get("inputs"):  # two programs' predictions on different inputs: nothing to compare
+        prints = {"comparable": False, "agree": True, "tolerance": tolerance,
+                  "reason": f"the jobs predicted on different inputs ({fa.get('inputs')!r}, {fb.get('inputs')!r})"}
+    else:
+        prints = fingerprint_agreement(fa, fb, tolerance)
+    out = {"metric": metric, "between": names, "values": [va, vb], "relativeDifference": difference,
+           "tolerance": tolerance, "metricAgree": difference <= tolerance, "lossAgree": difference <= tolerance,
+           "fingerprint": prints}
+    out["agree"] = out["metricAgree"] and prints["agree"]
     problems = []
-    if not out["lossAgree"]:
-        problems.append(f"agreement of {' and '.join(names)}: the final losses differ by {difference:.2%}, more than "
+    if not out["metricAgree"]:
+        what = "the final losses differ" if metric == "finalLoss" else f"the declared {metric} differs"
+        problems.append(f"agreement of {' and '.join(names)}: {what} by {difference:.2%}, more than "
                         f"the tolerance of {tolerance:.2%}")
     if not prints["agree"]:
         reason = prints.get("reason") or (f"the predictions differ by {prints['relativeDifference']:.2%}, more than "

@@ -1,0 +1,283 @@
+"""The default model of workloads.train: a small decoder-only transformer language model (GPT-style: token and position
+embeddings, pre-LayerNorm blocks of causal multi-head self-attention and a GELU MLP, the output projection tied to the
+token embedding), built with Equinox and trained with Optax's AdamW, on tokens generated here from the seed.
+
+Why Equinox: a model is a PyTree of arrays, so data parallelism is `jax.device_put` of that PyTree and a
+`jax.jit` step, as for any JAX array program, and it installs light (equinox 0.13.8 brings jaxtyping and
+wadler_lindig only; Flax 0.12 brings Orbax, TensorStore, Treescope and their dependencies) on jax 0.10.2.
+
+The data: a seeded first-order Markov source over the vocabulary (each token has SUCCESSORS possible next tokens,
+drawn once from the seed), so that a model that learns lowers the loss from log(vocab) towards log(SUCCESSORS), and
+two runs of one seed see the same tokens on any accelerator. Sizes come from a preset, each overridable by a flag:
+`tiny` for the local rehearsal (seconds per side on two CPU cores), `gpt-100m` for a live run (about 110M parameters,
+GPT-2 small's shape with a 32k vocabulary).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any, Optional
+
+CHECKPOINT_FILE = "lm.npz"
+SUCCESSORS = 4
+EVAL_STREAM = 7  # a random stream of its own: never one of the training steps' (which start at 1_000_003)
+EVAL_ROWS = 8
+
+
+@dataclass(frozen=True)
+class LmConfig:
+    vocab: int
+    d_model: int
+    layers: int
+    heads: int
+    seq_len: int
+    mlp_ratio: int = 4
+    batch_size: int = 32  # sequences per global batch, unless --batch-size says otherwise
+    learning_rate: float = 3e-3
+    weight_decay: float = 0.01
+
+    def problems(self) -> list[str]:
+        out = []
+        if min(self.vocab, self.d_model, self.layers, self.heads, self.seq_len, self.mlp_ratio) < 1:
+            out.append("--vocab, --d-model, --layers, --heads, --seq-len must be at least 1")
+        elif self.d_model % self.heads:
+            out.append(f"--d-model {self.d_model} is not a multiple of --heads {self.heads}")
+        if self.vocab < SUCCESSORS:
+            out.append(f"--vocab must be at least {SUCCESSORS}")
+        return out
+
+    def describe(self) -> dict:
+        """The model as the result document's `model` says it (camelCase, as every field of the document)."""
+        return {"name": "decoder-only transformer LM (workloads.lm: Equinox, Optax AdamW)",
+                "parameters": self.parameters, "vocab": self.vocab, "dModel": self.d_model, "layers": self.layers,
+                "heads": self.heads, "seqLen": self.seq_len, "mlpRatio": self.mlp_ratio,
+                "learningRate": self.learning_rate, "weightDecay": self.weight_decay}
+
+    @property
+    def parameters(self) -> int:
+        """Trainable parameters: embeddings (the output projection shares the token embedding), per block two
+        LayerNorms, the attention's four projections with biases and the MLP, and the final LayerNorm."""
+        d, hidden = self.d_model, self.d_model * self.mlp_ratio
+        block = 2 * 2 * d + 4 * (d * d + d) + (d * hidden + hidden) + (hidden * d + d)
+        return self.vocab * d + self.seq_len * d + self.layers * block + 2 * d
+
+
+PRESETS = {
+    "tiny": LmConfig(vocab=128, d_model=32, layers=2, heads=2, seq_len=32, batch_size=16, learning_rate=1e-2),
+    # GPT-2 small's depth and width (12 layers, 768 wide, 12 heads; Radford et al. 2019, table 2) with a 32k vocab.
+    "gpt-100m": LmConfig(vocab=32768, d_model=768, layers=12, heads=12, seq_len=1024, batch_size=256,
+                         learning_rate=6e-4, weight_decay=0.1),
+}
+DEFAULT_PRESET = "tiny"
+SIZE_FLAGS = ("vocab", "d_model", "layers", "heads", "seq_len")
+
+
+def config_for(preset: str = DEFAULT_PRESET, **overrides: Any) -> LmConfig:
+    """A preset with the flags given (None leaves the preset's value)."""
+    if preset not in PRESETS:
+        raise ValueError(f"--preset {preset!r} is not one of {', '.join(PRESETS)}")
+    return replace(PRESETS[preset], **{k: v for k, v in overrides.items() if v is not None})
+
+
+# --- data ----------------------------------------------------------------------------------------------------------
+
+def successor_table(seed: int, vocab: int):
+    import numpy as np
+
+    return np.random.default_rng([seed, 11]).integers(0, vocab, size=(vocab, SUCCESSORS))
+
+
+def _sequences(rng, rows: int, config: LmConfig, table):
+    import numpy as np
+
+    tokens = np.empty((rows, config.seq_len + 1), np.int32)
+    tokens[:, 0] = rng.integers(0, config.vocab, size=rows)
+    choices = rng.integers(0, SUCCESSORS, size=(rows, config.seq_len))
+    for i in range(config.seq_len):
+        tokens[:, i + 1] = table[tokens[:, i], choices[:, i]]
+    return tokens
+
+
+def batch(step: int, size: int, seed: int, config: LmConfig) -> tuple:
+    """The global batch of a step, inputs and next-token targets: the same on every process (each takes its own rows)
+    and on every accelerator for one seed."""
+    import numpy as np
+
+    tokens = _sequences(np.random.default_rng([seed, 1_000_003 + step]), size, config,
+                        successor_table(seed, config.vocab))
+    return tokens[:, :-1], tokens[:, 1:]
+
+
+def eval_batch(seed: int, config: LmConfig, rows: int = EVAL_ROWS) -> tuple:
+    """A fixed held-out batch of a seed: the evaluation metric and the output fingerprint are computed on it."""
+    import numpy as np
+
+    tokens = _sequences(np.random.default_rng([seed, EVAL_STREAM]), rows, config, successor_table(seed, config.vocab))
+    return tokens[:, :-1], tokens[:, 1:]
+
+
+# --- the model -----------------------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _modules():
+    """The Equinox module classes, defined once per process (a PyTree's type is its class: two definitions would be
+    two types), on first use so that importing this module needs no JAX."""
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+
+    class Block(eqx.Module):
+        norm1: eqx.nn.LayerNorm
+        attention: eqx.nn.MultiheadAttention
+        norm2: eqx.nn.LayerNorm
+        up: eqx.nn.Linear
+        down: eqx.nn.Linear
+
+        def __init__(self, config: LmConfig, key):
+            k1, k2, k3 = jax.random.split(key, 3)
+            d = config.d_model
+            self.norm1, self.norm2 = eqx.nn.LayerNorm(d), eqx.nn.LayerNorm(d)
+            self.attention = eqx.nn.MultiheadAttention(config.heads, d, use_query_bias=True, use_key_bias=True,
+                                                       use_value_bias=True, use_output_bias=True, key=k1)
+            self.up = eqx.nn.Linear(d, d * config.mlp_ratio, key=k2)
+            self.down = eqx.nn.Linear(d * config.mlp_ratio, d, key=k3)
+
+        def __call__(self, x, mask):  # x: [seq, d_model], one sequence
+            h = jax.vmap(self.norm1)(x)
+            x = x + self.attention(h, h, h, mask=mask)
+            h = jax.vmap(self.norm2)(x)
+            return x + jax.vmap(self.down)(jax.nn.gelu(jax.vmap(self.up)(h)))
+
+    class DecoderLM(eqx.Module):
+        embed: eqx.nn.Embedding
+        position: jax.Array
+        blocks: list
+        norm: eqx.nn.LayerNorm
+
+        def __init__(self, config: LmConfig, key):
+            keys = jax.random.split(key, config.layers + 2)
+            # GPT-2's initialisation scale (normal, std 0.02): with the tied output projection, Equinox's default
+            # (std 1) would start the loss far above log(vocab).
+            self.embed = eqx.nn.Embedding(weight=0.02 * jax.random.normal(keys[0], (config.vocab, config.d_model)))
+            self.position = 0.02 * jax.random.normal(keys[1], (config.seq_len, config.d_model))
+            self.blocks = [Block(config, k) for k in keys[2:]]
+            self.norm = eqx.nn.LayerNorm(config.d_model)
+
+        def __call__(self, tokens):  # tokens: [seq] -> logits [seq, vocab]
+            length = tokens.shape[0]
+            x = self.embed.weight[tokens] + self.position[:length]
+            mask = jnp.tril(jnp.ones((length, length), bool))  # causal: a position sees itself and those before
+            for block in self.blocks:
+                x = block(x, mask)
+            return jax.vmap(self.norm)(x) @ self.embed.weight.T  # tied output projection
+
+    return DecoderLM
+
+
+def optimizer(config: LmConfig):
+    import optax
+
+    return optax.adamw(config.learning_rate, weight_decay=config.weight_decay)
+
+
+def init_state(seed: int, config: LmConfig) -> tuple[Any, Any, Any]:
+    """(parameters, optimiser state, the model's static part): the first two are PyTrees of arrays."""
+    import equinox as eqx
+    import jax
+
+    model = _modules()(config, jax.random.PRNGKey(seed))
+    params, static = eqx.partition(model, eqx.is_array)
+    return params, optimizer(config).init(params), static
+
+
+def loss_fn(params, static, x, y):
+    """Mean next-token cross-entropy (nats per token) of a batch of sequences."""
+    import equinox as eqx
+    import jax
+    import optax
+
+    logits = jax.vmap(eqx.combine(params, static))(x)
+    return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+
+
+def make_step(config: LmConfig, static):
+    """One optimiser step, pure: (params, opt_state, x, y) -> (params, opt_state, loss). Under jit with the batch
+    sharded by rows over every device, XLA sums the gradients across hosts and slices."""
+    import equinox as eqx
+    import jax
+
+    opt = optimizer(config)
+
+    def step(params, opt_state, x, y):
+        loss, grads = jax.value_and_grad(loss_fn)(params, static, x, y)
+        updates, opt_state = opt.update(grads, opt_state, params)
+        return eqx.apply_updates(params, updates), opt_state, loss
+
+    return step
+
+
+def evaluate(params, static, seed: int, config: LmConfig) -> tuple[float, list[float]]:
+    """The evaluation loss on the seed's held-out batch, and each held-out sequence's loss (the fingerprint's
+    values), on this process's first device only: no program that every process of a multi-host job must join."""
+    import equinox as eqx
+    import jax
+    import numpy as np
+    import optax
+
+    device = jax.local_devices()[0]
+    x, y = eval_batch(seed, config)
+    local = jax.device_put(params, device)
+
+    @eqx.filter_jit
+    def per_sequence(params, x, y):
+        logits = jax.vmap(eqx.combine(params, static))(x)
+        return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean(axis=-1)
+
+    values = np.asarray(per_sequence(local, jax.device_put(x, device), jax.device_put(y, device)), np.float32)
+    return float(values.mean()), [float(v) for v in values]
+
+
+def flops_of(compiled) -> Optional[float]:
+    """Model FLOPs of one step from XLA's cost analysis of the compiled step (`jax.stages.Compiled.cost_analysis()`: a
+    dict in jax 0.10, a list of one dict per program in older JAX), or None where the backend reports none."""
+    analysis = compiled.cost_analysis()
+    if isinstance(analysis, (list, tuple)):
+        analysis = analysis[0] if analysis else None
+    flops = (analysis or {}).get("flops")
+    return float(flops) if flops and math.isfinite(flops) and flops > 0 else None
+
+
+# --- checkpoints ---------------------------------------------------------------------------------------------------
+
+def save(directory: Path, params, opt_state, step: int, config: LmConfig) -> Path:
+    """Host copies of the parameters and optimiser state, in leaf order, with the config they belong to."""
+    import jax
+    import numpy as np
+
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / CHECKPOINT_FILE
+    leaves = jax.tree.leaves((params, opt_state))
+    np.savez(path, step=np.asarray(step), config=np.asarray(json.dumps(asdict(config))),
+             **{f"leaf{i:05d}": np.asarray(leaf) for i, leaf in enumerate(leaves)})
+    return path
+
+
+def load(directory: Path, seed: int, config: LmConfig):
+    """(params, opt_state, static, step) from a checkpoint of `save`; the config must be the one it was saved with."""
+    import jax
+    import numpy as np
+
+    params, opt_state, static = init_state(seed, config)
+    with np.load(Path(directory) / CHECKPOINT_FILE) as data:
+        saved = json.loads(str(data["config"]))
+        if saved != asdict(config):
+            raise ValueError(f"the checkpoint in {directory} is of another model: {saved}, not {asdict(config)}")
+        leaves = [data[f"leaf{i:05d}"] for i in range(len([k for k in data.files if k.startswith("leaf")]))]
+        step = int(data["step"])
+    treedef = jax.tree.structure((params, opt_state))
+    params, opt_state = jax.tree.unflatten(treedef, leaves)
+    return params, opt_state, static, step
