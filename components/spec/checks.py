@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from .. import admission, catalog
 from . import images
 from . import multislice
-from . import service_checks
+from . import serve_checks, service_checks
 from .models import ClusterConfig, RayJobConfig, RayServiceConfig, TpuSliceConfig, WorkerGroupConfig, validate_as
 from .paths import ClusterContext, Paths
 from .problems import Problem, show
@@ -349,6 +349,7 @@ def check_ray_objects(context: ClusterContext, raw_lists: dict, lists: dict, pat
     if context.mode == "standard":
         problems += _check_demand(lists, demand, paths, warnings)
     problems += multislice.check(context, lists, paths, warnings)  # grace periods, start timeouts, multislice
+    problems += serve_checks.check_services(lists["ray_services"], known, paths)  # Serve autoscaling on the groups
     return problems
 
 
