@@ -66,9 +66,9 @@ def test_burst_steps_from_low_to_high_and_back():
         patterns.burst(2, 2, 1, 1, 1)
 
 
-def test_sparse_sends_single_requests_gaps_apart_and_longer_than_the_downscale_delay():
+def test_sparse_sends_single_requests_each_after_a_gap_longer_than_the_downscale_delay():
     pattern = patterns.sparse(requests=3, gap_s=12, downscale_delay_s=10)
-    assert [t for t, _ in pattern.schedule()] == [0, 12, 24] and pattern.duration_s == 36
+    assert [t for t, _ in pattern.schedule()] == [12, 24, 36] and pattern.duration_s == 36
     with pytest.raises(patterns.PatternError, match=r"--sparse-gap-s: 8 s is not longer than the Serve downscale "
                                                     r"delay \(10 s\)"):
         patterns.sparse(requests=3, gap_s=8, downscale_delay_s=10)

@@ -2,8 +2,11 @@
 slice and on the GPU pool: a scoring endpoint over the comparison's model, told nothing of where it runs (the stack's
 serveConfig gives each side its `ray_actor_options`: TPU chips or GPUs per replica, and Serve's autoscaling).
 
-`POST /` with `{"inputs": [[FEATURES numbers], ...]}` (1 to MAX_BATCH rows) answers `{"scores": [...], "replica":
-{...}}`, the replica's own start-up figures included (`loadS`: parameters ready, `compileS`: the first jitted call,
+`POST /` with `{"inputs": [[FEATURES numbers], ...], "tokens": N}` (1 to MAX_BATCH rows, N from 1 to MAX_TOKENS,
+default 1) answers `{"scores": [...], "tokens": N, "replica": {...}}`. With N > 1 it generates: N steps, each one
+jitted model call on the window of the last FEATURES values (the previous step's score appended), each waiting for the
+one before, so a request costs N device round trips, as a decoder's tokens do; N = 1 is a single score. The answer
+carries the replica's own start-up figures (`loadS`: parameters ready, `compileS`: the first jitted call,
 `startedAt`: epoch seconds when its constructor began), so the collector can split a cold start at the replica. A
 malformed body is a 400 with the reason.
 
@@ -23,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 MAX_BATCH = 256
+MAX_TOKENS = 1024
 CHECKPOINT_ENV = "MODEL_CHECKPOINT"  # optional: a workloads.train checkpoint folder to serve instead of the seed's
 
 
@@ -60,22 +64,28 @@ class Scorer:
                      "compileS": round(time.time() - loaded, 4), "platform": self.model.platform,
                      "devices": self.model.devices, "pid": os.getpid()}
 
-    def score(self, inputs) -> list[float]:
+    def generate(self, inputs, tokens: int = 1) -> list[float]:
         x = np.asarray(inputs, dtype=np.float32)
         if x.ndim != 2 or x.shape[1] != self.model.features or not 1 <= x.shape[0] <= MAX_BATCH:
             raise ValueError(f"inputs must be 1 to {MAX_BATCH} rows of {self.model.features} numbers, got shape "
                              f"{list(x.shape)}")
-        padded = np.zeros((_padded(len(x)), self.model.features), np.float32)
-        padded[:len(x)] = x
-        return self.model.score(padded)[:len(x)].tolist()
+        if not isinstance(tokens, int) or isinstance(tokens, bool) or not 1 <= tokens <= MAX_TOKENS:
+            raise ValueError(f"tokens must be a whole number from 1 to {MAX_TOKENS}, got {tokens!r}")
+        window = np.zeros((_padded(len(x)), self.model.features), np.float32)
+        window[:len(x)] = x
+        for _ in range(tokens):  # each step waits for the one before: a decoder's token loop
+            scores = self.model.score(window)
+            window = np.concatenate([window[:, 1:], scores[:, None]], axis=1)
+        return scores[:len(x)].tolist()
 
     async def __call__(self, request: Request):
         try:
             body = await request.json()
-            scores = self.score(body["inputs"])
-        except (ValueError, KeyError, TypeError) as error:
+            tokens = body.get("tokens", 1)
+            scores = self.generate(body["inputs"], tokens)
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
             return JSONResponse({"error": f"{type(error).__name__}: {error}"}, status_code=400)
-        return {"scores": scores, "replica": self.info}
+        return {"scores": scores, "tokens": tokens, "replica": self.info}
 
 
 app = Scorer.bind()

@@ -20,6 +20,7 @@ from ray_tpu_gke import ConfigError
 
 from .. import cost, harness, stackfile
 from . import local, output, report, sides
+from .serving import cli as serving_cli
 
 DEFAULT_OUT = Path("compare-report")  # in the current folder: `make compare` runs at the repository's root
 LIVE_TIMEOUT_S = 3600.0
@@ -57,6 +58,7 @@ def parse_args(argv):
                                                   f"{local.DEFAULT_STEPS}; live runs use the stack's own)")
     parser.add_argument("--report-every", type=int, help=f"--local: checkpoint cadence (default "
                                                          f"{local.DEFAULT_REPORT_EVERY})")
+    serving_cli.add_arguments(parser)
     args = parser.parse_args(argv)
     if not args.local and (args.steps is not None or args.report_every is not None):
         parser.error("--steps and --report-every are for --local; a live run uses the stack's own entrypoint")
@@ -90,6 +92,9 @@ def main(argv=None, clock: Callable[[], float] = time.time, sleep: Callable[[flo
     args = parse_args(argv)
     try:
         plan, values = load_plan(args.stack, args.config_file)
+        if args.serve:  # the serving comparison: the stack's RayServices, not its RayJobs
+            return serving_cli.main(args, plan, values, args.run or default_run(args.stack, clock()),
+                                    local.workloads_python)
         found = sides.sides(plan, values)
     except (ConfigError, stackfile.StackNotFound) as error:
         return stackfile.report(error)

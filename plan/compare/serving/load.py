@@ -56,6 +56,7 @@ class Outcome:
     done: Optional[float] = None
     status: Optional[int] = None
     error: Optional[str] = None  # "timeout", "connect", "http 503", ...
+    reply: Optional[dict] = None  # the answer's JSON, when the run keeps replies
 
     @property
     def ok(self) -> bool:
@@ -81,7 +82,8 @@ class LoadRun:
     outcomes: list[Outcome]
 
 
-async def _one(client, url: str, body: bytes, outcome: Outcome, zero: float, clock: Callable[[], float]) -> None:
+async def _one(client, url: str, body: bytes, outcome: Outcome, zero: float, clock: Callable[[], float],
+               keep: bool) -> None:
     import httpx
 
     delay = zero + outcome.due - clock()
@@ -93,15 +95,19 @@ async def _one(client, url: str, body: bytes, outcome: Outcome, zero: float, clo
         outcome.status = response.status_code
         if not 200 <= response.status_code < 300:
             outcome.error = f"http {response.status_code}"
+        elif keep:
+            outcome.reply = response.json()
     except httpx.TimeoutException:
         outcome.error = "timeout"
     except httpx.HTTPError as error:  # connection refused or reset, protocol errors
         outcome.error = type(error).__name__
+    except ValueError:  # an answer that is not JSON, where the run keeps replies
+        outcome.error = "not json"
     outcome.done = clock() - zero
 
 
 async def run_async(pattern: Pattern, url: str, body: dict, *, timeout_s: float = DEFAULT_TIMEOUT_S,
-                    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT) -> LoadRun:
+                    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT, keep_replies: bool = False) -> LoadRun:
     import httpx
 
     target_allowed(url)
@@ -112,7 +118,7 @@ async def run_async(pattern: Pattern, url: str, body: dict, *, timeout_s: float 
     limits = httpx.Limits(max_connections=max_in_flight, max_keepalive_connections=max_in_flight)
     async with httpx.AsyncClient(timeout=httpx.Timeout(timeout_s), limits=limits, trust_env=False) as client:
         zero, epoch = clock() + 0.05, time.time() + 0.05  # a moment for every task to be created before the first send
-        await asyncio.gather(*(_one(client, url, payload, o, zero, clock) for o in outcomes))
+        await asyncio.gather(*(_one(client, url, payload, o, zero, clock, keep_replies) for o in outcomes))
     return LoadRun(pattern.name, epoch, outcomes)
 
 

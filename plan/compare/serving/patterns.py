@@ -5,8 +5,8 @@ same way).
 
 - steady: one rate for a duration;
 - burst: a low rate, a step up to a high one, and back down (each for its own duration);
-- sparse: single requests separated by idle gaps longer than Serve's downscale delay, so that a service that scales
-  to zero is hit on its cold path each time.
+- sparse: single requests, each after an idle gap longer than Serve's downscale delay, so that a service that scales
+  to zero is hit on its cold path each time (the first one too, whatever ran before it).
 
 Pure: no clock, no network. Every schedule is bounded in requests and in time (MAX_REQUESTS, MAX_DURATION_S).
 """
@@ -52,8 +52,8 @@ class Pattern:
         """(offset in seconds from the pattern's start, phase label) of every request, in order."""
         sends, start = [], 0.0
         for phase in self.phases:
-            if self.gap_s is not None:  # sparse: one request at the start of each gap
-                sends.append((start, phase.label))
+            if self.gap_s is not None:  # sparse: one request at the end of each idle gap
+                sends.append((start + phase.seconds, phase.label))
             else:
                 count = int(math.floor(phase.rps * phase.seconds + 1e-9))
                 sends += [(start + i / phase.rps, phase.label) for i in range(count)]
