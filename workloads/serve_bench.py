@@ -17,6 +17,7 @@ two, so a replica compiles at most log2(MAX_BATCH) + 1 shapes, and the first req
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 
@@ -82,7 +83,9 @@ class Scorer:
         try:
             body = await request.json()
             tokens = body.get("tokens", 1)
-            scores = self.generate(body["inputs"], tokens)
+            # Off the replica's event loop: a handler that computes on it starves the loop that pushes the replica's
+            # ongoing-request count to Serve's autoscaler, which then reads the busy replica as idle and scales it down.
+            scores = await asyncio.to_thread(self.generate, body["inputs"], tokens)
         except (ValueError, KeyError, TypeError, AttributeError) as error:
             return JSONResponse({"error": f"{type(error).__name__}: {error}"}, status_code=400)
         return {"scores": scores, "tokens": tokens, "replica": self.info}

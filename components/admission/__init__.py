@@ -20,3 +20,4 @@ from .nodes import *  # noqa: F401,F403
 from .pods import *  # noqa: F401,F403
 from .quota import *  # noqa: F401,F403
 from .gpu import *  # noqa: F401,F403
+from .serve import *  # noqa: F401,F403

@@ -8,22 +8,15 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-from .. import catalog
+from .. import admission
 from .models import RayServiceConfig
 from .paths import Paths
 from .problems import Problem, show
 
-# Ray 2.55 python/ray/serve/config.py AutoscalingConfig: min_replicas NonNegativeInt (default 1), initial_replicas
-# Optional[NonNegativeInt], max_replicas PositiveInt (default 1), target_ongoing_requests PositiveFloat,
-# upscale_delay_s / downscale_delay_s / downscale_to_zero_delay_s NonNegativeFloat; replicas_settings_valid:
-# min_replicas <= initial_replicas <= max_replicas and min_replicas <= max_replicas.
-AUTOSCALING_INTS = {"min_replicas": 0, "initial_replicas": 0, "max_replicas": 1}
-AUTOSCALING_FLOATS = {"target_ongoing_requests": "above 0", "upscale_delay_s": "0 or more",
-                      "downscale_delay_s": "0 or more", "downscale_to_zero_delay_s": "0 or more"}
-SERVE_DEFAULT_MIN_REPLICAS = SERVE_DEFAULT_MAX_REPLICAS = 1  # AutoscalingConfig defaults (Ray 2.55)
-# Ray 2.55 python/ray/_private/accelerators/tpu.py TPU_VALID_CHIP_OPTIONS: the TPU chips one Ray worker process (one
-# Serve replica) may hold on a host.
-TPU_CHIPS_PER_REPLICA = (1, 2, 4, 8)
+# The facts, with their sources: admission/serve.py.
+AUTOSCALING_INTS, AUTOSCALING_FLOATS = admission.AUTOSCALING_INTS, admission.AUTOSCALING_FLOATS
+SERVE_DEFAULT_MIN_REPLICAS = SERVE_DEFAULT_MAX_REPLICAS = admission.SERVE_DEFAULT_MIN_REPLICAS
+TPU_CHIPS_PER_REPLICA = admission.TPU_CHIPS_PER_REPLICA
 
 
 def _number(value: Any) -> bool:

@@ -193,6 +193,9 @@ def node_spans(events: list[dict]) -> list[dict]:
     """Each node the Ray half added: when it was asked for, Ready (registered) and removed (this machine's clock)."""
     spans: dict[str, dict] = {}
     for e in events:
+        if e["action"] == "failed":  # its raylet never registered: no node, nothing billed
+            spans.pop(e["name"], None)
+            continue
         span = spans.setdefault(e["name"], {"name": e["name"], "requestedAt": None, "readyAt": None,
                                             "removedAt": None})
         key = {"requested": "requestedAt", "ready": "readyAt", "removed": "removedAt"}[e["action"]]

@@ -63,11 +63,15 @@ class Scaler:
         name = f"{side['name']}-{side['group']}-{self.count}"
         requested = time.time()
         say(event="node", action="requested", name=name, at=requested, demand=demand)
-        if side["kind"] == "tpu":
-            shape = SliceSpec(side["generation"], side["topology"], side["hosts"], side["unitsPerNode"])
-            node = self.cluster.tpu_host(shape, f"{side['group']}-{self.count}", 0, cpus=side["cpusPerNode"])
-        else:
-            node = self.cluster.gpu_node(side["unitsPerNode"], cpus=side["cpusPerNode"])
+        try:
+            if side["kind"] == "tpu":
+                shape = SliceSpec(side["generation"], side["topology"], side["hosts"], side["unitsPerNode"])
+                node = self.cluster.tpu_host(shape, f"{side['group']}-{self.count}", 0, cpus=side["cpusPerNode"])
+            else:
+                node = self.cluster.gpu_node(side["unitsPerNode"], cpus=side["cpusPerNode"])
+        except Exception as error:  # a raylet that did not register in time: the next poll asks again
+            say(event="node", action="failed", name=name, at=time.time(), why=f"{type(error).__name__}: {error}")
+            return
         node_id = node.node_id
         self.nodes[node_id] = {"name": name, "node": node, "side": side["name"]}
         say(event="node", action="ready", name=name, at=time.time(), requestedAt=requested, nodeId=node_id)
@@ -108,6 +112,21 @@ def _commands(into: "queue.Queue[dict]") -> None:
     into.put({"cmd": "stop"})  # stdin closed: the driver is gone
 
 
+def _start(local_cluster, attempts: int = 3):
+    """The cluster, its head given a few tries: Ray waits a fixed 30 s for a raylet to register (ray/_private/node.py
+    raylet_start_wait_time_s), which a busy two-core machine can miss."""
+    for attempt in range(1, attempts + 1):
+        dashboard_port = free_port()
+        try:
+            return local_cluster(head_args={"include_dashboard": True, "dashboard_host": "127.0.0.1",
+                                            "dashboard_port": dashboard_port}), dashboard_port
+        except Exception as error:
+            say(event="warning", message=f"cluster start {attempt}: {type(error).__name__}: {error}"[:500],
+                at=time.time())
+            if attempt == attempts:
+                raise
+
+
 def main(root: str) -> int:
     sys.path.insert(0, root)
     os.environ.setdefault("JAX_PLATFORMS", "cpu")  # every raylet's workers inherit it: JAX on the CPU stand-in
@@ -124,12 +143,11 @@ def main(root: str) -> int:
     from workloads.local_cluster import LocalCluster
 
     started = time.time()
-    dashboard_port = free_port()
     commands: "queue.Queue[dict]" = queue.Queue()
     # Nodes are added on this, the main thread (Ray's node start installs signal handlers); commands arrive on another.
     threading.Thread(target=_commands, args=(commands,), daemon=True).start()
-    with LocalCluster(head_args={"include_dashboard": True, "dashboard_host": "127.0.0.1",
-                                 "dashboard_port": dashboard_port}) as cluster:
+    cluster, dashboard_port = _start(LocalCluster)
+    with cluster:
         scaler = Scaler(cluster, cluster.address)
         say(event="cluster", dashboard=f"http://127.0.0.1:{dashboard_port}", startS=time.time() - started,
             at=time.time(), servePort=free_port())
