@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
+import httpx
+
 from . import load, local, output, patterns, report, services
 
 DEFAULT_OUT = Path("compare-serve-report")
@@ -76,6 +78,29 @@ def request_body(tokens: int) -> dict:
             "tokens": tokens}
 
 
+def cost_ceiling(sides: list[services.ServiceSide], chosen: list[patterns.Pattern]) -> dict:
+    """The most a live run can cost in accelerators: every side's worker nodes at the groups' maximum for the whole
+    run (the head's start and the first request's wait at their timeouts, every pattern, and the nodes' idle timeout
+    after), at the plan's prices."""
+    from . import drive
+
+    hours = (drive.APP_TIMEOUT_S + drive.COLD_TIMEOUT_S + sum(p.duration_s for p in chosen)
+             + max((s.idle_timeout_s or 60.0) for s in sides)) / 3600
+    usd = sum(s.max_nodes * (s.node_hourly or 0.0) * hours for s in sides)
+    return {"usd": round(usd, 2), "hoursPerSide": round(hours, 3),
+            "basis": "; ".join(f"{s.name}: {s.max_nodes} node(s) x ${s.node_hourly or 0:,.2f}/hour" for s in sides)
+            + f", {hours:.2f} h each at most"}
+
+
+def dry_run(sides: list[services.ServiceSide], run_id: str, ceiling: dict) -> int:
+    import yaml
+
+    for side in sides:
+        print(yaml.safe_dump(services.run_manifest(side, run_id), sort_keys=False), end="---\n")
+    print(f"# cost ceiling: ${ceiling['usd']:,.2f} ({ceiling['basis']})")
+    return 0
+
+
 def main(args, plan: dict, values: dict, run_id: str, workloads_python: Callable[[], str],
          say=lambda m: print(f"compare-serve: {m}", file=sys.stderr, flush=True)) -> int:
     try:
@@ -102,12 +127,27 @@ def main(args, plan: dict, values: dict, run_id: str, workloads_python: Callable
         except RuntimeError as error:  # local.LocalError, or no workloads interpreter
             print(f"error: {error}", file=sys.stderr)
             return 1
+        except httpx.HTTPError as error:
+            print(f"error: the local cluster's Serve REST API did not answer: {type(error).__name__}: {error}",
+                  file=sys.stderr)
+            return 1
         facts["wallS"] = round(time.time() - started, 1)
         context = None
     else:
-        print("error: the live serving comparison is not built yet; run it locally with --local (make compare-serve)",
-              file=sys.stderr)
-        return 2
+        ceiling = cost_ceiling(sides, chosen)
+        if getattr(args, "dry_run", False):  # --dry-run (the training comparison's flag): what a run creates
+            return dry_run(sides, run_id, ceiling)
+        from ...verify.kubectl import Kubectl, KubectlError
+        from . import live
+
+        say(f"cost ceiling of this run: ${ceiling['usd']:,.2f} ({ceiling['basis']})")
+        try:
+            seen = live.collect(Kubectl(args.context, args.kubeconfig), sides, run_id, chosen, body,
+                                timeout_s=args.request_timeout_s, say=say)
+        except KubectlError as error:
+            print(f"error: cannot run the services on the cluster: {error}", file=sys.stderr)
+            return 1
+        facts, context = {"costCeiling": ceiling, "wallS": round(time.time() - started, 1)}, args.context
     document = report.build(args.stack, "local" if args.local else "live", run_id, sides, seen, chosen,
                             slo_ms=args.slo_ms, context=context, facts=facts)
     output.write(document, out)

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from . import load, serve_state
+from . import drive, load, serve_state
 from .patterns import Pattern
 from .services import ServiceSide
 
@@ -38,8 +38,7 @@ COLD_TIMEOUT_S = 180.0  # the first request's answer, a node and a replica start
 DRAIN_TIMEOUT_S = 60.0
 
 
-class LocalError(RuntimeError):
-    pass
+LocalError = drive.DriveError
 
 
 def sparse_gap_s() -> float:
@@ -115,18 +114,6 @@ def side_shape(side: ServiceSide) -> dict:
     return shape
 
 
-def _wait_app(api: serve_state.ServeApi, app: str, timeout: float) -> float:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        status = ((api.applications().get("applications") or {}).get(app) or {}).get("status")
-        if status == serve_state.RUNNING:
-            return time.time()
-        if status == "DEPLOY_FAILED":
-            raise LocalError(f"Serve could not deploy application {app}")
-        time.sleep(0.2)
-    raise LocalError(f"application {app} not RUNNING within {timeout:.0f} s")
-
-
 def run_side(half: RayHalf, api: serve_state.ServeApi, serve_port: int, side: ServiceSide,
              patterns: list[Pattern], body: dict, timeout_s: float, say=print) -> dict:
     """One side end to end; what was seen, in the form report.side_entry reads."""
@@ -139,18 +126,9 @@ def run_side(half: RayHalf, api: serve_state.ServeApi, serve_port: int, side: Se
     poller = serve_state.Poller(api.applications, app, deployment).start()
     try:
         api.deploy(local_config(side, serve_port))
-        _wait_app(api, app, APP_TIMEOUT_S)
+        drive.wait_app(api, app, APP_TIMEOUT_S)
         say(f"{side.name}: application {app} RUNNING; the first request, from zero")
-        cold = load.run(Pattern("cold", (load_phase("cold"),)), url, body, timeout_s=COLD_TIMEOUT_S,
-                        keep_replies=True)
-        seen["cold"] = run_json(cold)
-        for pattern in patterns:
-            say(f"{side.name}: {pattern.name}, {pattern.requests} requests over {pattern.duration_s:g} s")
-            started = time.time()
-            # Sparse requests meet a service scaled to zero: each may wait for a node and a replica.
-            done = load.run(pattern, url, body, timeout_s=COLD_TIMEOUT_S if pattern.gap_s else timeout_s)
-            seen["patterns"][pattern.name] = {"startedAt": done.started_at, "endedAt": time.time(),
-                                              "calledAt": started, "run": run_json(done)}
+        drive.traffic(seen, url, patterns, body, timeout_s=timeout_s, cold_timeout_s=COLD_TIMEOUT_S, say=say)
     finally:
         seen["endedAt"] = time.time()
         try:
@@ -168,12 +146,6 @@ def run_side(half: RayHalf, api: serve_state.ServeApi, serve_port: int, side: Se
     return seen
 
 
-def load_phase(label: str):
-    from .patterns import Phase
-
-    return Phase(label, 1.0, 1.0)  # one request, sent at once
-
-
 def _wait_gone(api: serve_state.ServeApi, app: str, timeout: float) -> None:
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -181,12 +153,6 @@ def _wait_gone(api: serve_state.ServeApi, app: str, timeout: float) -> None:
             return
         time.sleep(0.3)
     raise LocalError(f"application {app} still there {timeout:.0f} s after its deletion")
-
-
-def run_json(run: load.LoadRun) -> dict:
-    return {"pattern": run.pattern, "startedAt": run.started_at,
-            "outcomes": [{**o.to_json(), **({"reply": o.reply} if o.reply is not None else {})}
-                         for o in run.outcomes]}
 
 
 def node_spans(events: list[dict]) -> list[dict]:

@@ -32,11 +32,12 @@ class ServeApi:
         response.raise_for_status()
         return response.json()
 
-    def deploy(self, config: dict) -> None:
-        self._client.put(self.base + APPLICATIONS_PATH, json=config).raise_for_status()
+    def deploy(self, config: dict, timeout_s: float = 300.0) -> None:
+        """The first PUT also starts Serve (its controller and proxy): on a busy machine, minutes."""
+        self._client.put(self.base + APPLICATIONS_PATH, json=config, timeout=timeout_s).raise_for_status()
 
-    def delete(self) -> None:
-        self._client.delete(self.base + APPLICATIONS_PATH).raise_for_status()
+    def delete(self, timeout_s: float = 120.0) -> None:
+        self._client.delete(self.base + APPLICATIONS_PATH, timeout=timeout_s).raise_for_status()
 
     def close(self) -> None:
         self._client.close()
