@@ -14,8 +14,8 @@ from plan.compare.serving import load, measures, patterns
 
 
 class _Stub(http.server.BaseHTTPRequestHandler):
-    """Answers every request after 0.3 s (on /slow after 2 s). On /mixed, by order of arrival: the 3rd and 6th get a 500, the 9th no
-    answer for 5 s (past the client's timeout)."""
+    """Answers every request after 0.3 s (on /slow after 2 s). On /mixed, by order of arrival: the 3rd and 6th get a
+    500, the 9th no answer for 5 s (past the client's timeout)."""
 
     arrivals = {"/mixed": 0}
     lock = threading.Lock()

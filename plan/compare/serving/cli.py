@@ -15,7 +15,7 @@ from . import load, local, output, patterns, report, services
 DEFAULT_OUT = Path("compare-serve-report")
 # Local defaults: short enough for `make compare-serve` on two cores; the burst's high step above what one replica
 # answers at target_ongoing_requests 1 (each request generates TOKENS model steps), so Serve adds a replica.
-LOCAL_DEFAULTS = {"steady_rps": 4.0, "steady_s": 8.0, "burst_rps": "2,24", "burst_s": "3,10,3", "sparse_requests": 2}
+LOCAL_DEFAULTS = {"steady_rps": 4.0, "steady_s": 8.0, "burst_rps": "2,24", "burst_s": "3,12,3", "sparse_requests": 2}
 LIVE_DEFAULTS = {"steady_rps": 10.0, "steady_s": 60.0, "burst_rps": "5,60", "burst_s": "30,120,60",
                  "sparse_requests": 3}
 DEFAULT_TOKENS = 128  # generation steps per request (workloads.serve_bench: `tokens`)
@@ -30,7 +30,8 @@ def add_arguments(parser) -> None:
     group.add_argument("--patterns", default=",".join(patterns.NAMES),
                        help="traffic patterns, in order (default steady,burst,sparse)")
     group.add_argument("--slo-ms", type=float, default=report.DEFAULT_SLO_MS,
-                       help=f"latency objective (p95, ms) for the highest rate held (default {report.DEFAULT_SLO_MS:g})")
+                       help="latency objective (p95, ms) for the highest rate held "
+                            f"(default {report.DEFAULT_SLO_MS:g})")
     group.add_argument("--steady-rps", type=float, help="steady: requests per second")
     group.add_argument("--steady-s", type=float, help="steady: seconds")
     group.add_argument("--burst-rps", help="burst: LOW,HIGH requests per second")

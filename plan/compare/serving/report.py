@@ -132,11 +132,13 @@ def side_entry(side: ServiceSide, seen: dict, patterns: list[Pattern], *, slo_ms
     burst = next((p for p in patterns if p.name == "burst"), None)
     if burst is not None and "burst" in seen["patterns"]:
         step = seen["patterns"]["burst"]["run"]["startedAt"] + burst.phases[0].seconds
-        reacted = serve_state.reaction(samples, step, decided_by=step + burst.phases[1].seconds)
+        # Serve's decision may come after the high step (its look-back and metric pushes lag), not after the burst.
+        reacted = serve_state.reaction(samples, step,
+                                       decided_by=step + burst.phases[1].seconds + burst.phases[2].seconds)
         entry["autoscale"] = {"stepAt": step, **(reacted or {})}
         if reacted is None:
-            problems.append(f"{side.name}: autoscaleReactionS: Serve added no replica after the burst's step to "
-                            f"{burst.phases[1].rps:g} requests/s (raise --burst-rps HIGH, or lower "
+            problems.append(f"{side.name}: autoscaleReactionS: Serve added no replica during the burst, after its step "
+                            f"to {burst.phases[1].rps:g} requests/s (raise --burst-rps HIGH, or lower "
                             "target_ongoing_requests)")
         else:
             entry["autoscaleReactionS"] = reacted["reactionS"]
