@@ -68,12 +68,13 @@ def build(observed=None):
 
 
 def test_cold_start_phases_are_the_observed_times_between_creation_and_the_first_answer():
-    cold = build()["serving"][0]["coldStartS"]
+    entry = build()["serving"][0]
+    cold = entry["coldStartS"]
     assert {k: cold[k] for k in ("totalS", "rayStartS", "capacityAndNodeS", "podAndImageS", "replicaStartS",
                                  "firstResponseS")} == {"totalS": 19.0, "rayStartS": 10.0, "capacityAndNodeS": 3.0,
                                                         "podAndImageS": 1.0, "replicaStartS": 2.5,
                                                         "firstResponseS": 2.5}
-    assert cold["replica"] == {"loadS": 1.0, "compileS": 0.5, "platform": "tpu"}
+    assert entry["replicaStartup"] == {"loadS": 1.0, "compileS": 0.5, "platform": "tpu"}
 
 
 def test_cost_per_million_is_the_billed_node_time_at_the_plans_price_over_the_answered_requests():

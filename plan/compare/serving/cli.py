@@ -18,7 +18,9 @@ DEFAULT_OUT = Path("compare-serve-report")
 LOCAL_DEFAULTS = {"steady_rps": 4.0, "steady_s": 8.0, "burst_rps": "2,24", "burst_s": "3,12,3", "sparse_requests": 2}
 LIVE_DEFAULTS = {"steady_rps": 10.0, "steady_s": 60.0, "burst_rps": "5,60", "burst_s": "30,120,60",
                  "sparse_requests": 3}
-DEFAULT_TOKENS = 128  # generation steps per request (workloads.serve_bench: `tokens`)
+# Generation steps per request (workloads.serve_bench: `tokens`). Locally more: one step on this CPU is fast, and the
+# burst's high step must keep more than target_ongoing_requests (1) in flight on one replica for Serve to add one.
+DEFAULT_TOKENS, LOCAL_TOKENS = 128, 256
 FEATURES = 16  # workloads.model.FEATURES: the inputs one row of a request carries
 ROWS = 4
 
@@ -42,8 +44,9 @@ def add_arguments(parser) -> None:
                             "node's idle timeout)")
     group.add_argument("--request-timeout-s", type=float, default=load.DEFAULT_TIMEOUT_S,
                        help=f"a request's timeout (default {load.DEFAULT_TIMEOUT_S:g})")
-    group.add_argument("--tokens", type=int, default=DEFAULT_TOKENS,
-                       help=f"generation steps per request of the default application (default {DEFAULT_TOKENS})")
+    group.add_argument("--tokens", type=int,
+                       help="generation steps per request of the default application (default "
+                            f"{DEFAULT_TOKENS}, locally {LOCAL_TOKENS})")
 
 
 def _floats(text: str, count: int, flag: str) -> list[float]:
@@ -119,7 +122,7 @@ def main(args, plan: dict, values: dict, run_id: str, workloads_python: Callable
         print(f"error: {error}", file=sys.stderr)
         return 2
     out = args.out if args.out != Path("compare-report") else DEFAULT_OUT
-    body = request_body(args.tokens)
+    body = request_body(args.tokens or (LOCAL_TOKENS if args.local else DEFAULT_TOKENS))
     started = time.time()
     if args.local:
         try:

@@ -75,11 +75,11 @@ def sentences(report: dict) -> list[str]:
         if cold:
             parts = [(label.split(" (")[0], cold[key]) for key, label in PHASES if cold.get(key) is not None]
             longest = max(parts, key=lambda p: p[1])[0] if parts else None
+            own = s.get("replicaStartup")
             out.append(f"- {s['name']} answered its first request {_s(cold.get('totalS'))} after the service was "
-                       f"created, most of it in {longest}" + (f"; the replica loaded its model in "
-                                                              f"{_s(cold['replica']['loadS'])} and compiled in "
-                                                              f"{_s(cold['replica']['compileS'])}."
-                                                              if cold.get("replica") else "."))
+                       f"created, most of it in {longest}" + (f"; the replica loaded its model in {_s(own['loadS'])} "
+                                                              f"and compiled in {_s(own['compileS'])}." if own
+                                                              else "."))
         react = s.get("autoscale") or {}
         if s["autoscaleReactionS"] is not None:
             out.append(f"- {s['name']}: after the burst's step Serve raised its target in {_s(react.get('decisionS'))} "

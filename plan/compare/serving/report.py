@@ -44,17 +44,18 @@ def billed_seconds(nodes: list[dict], start: float, end: float) -> float:
     return total
 
 
-def cold_start(side: ServiceSide, seen: dict) -> tuple[Optional[dict], list[str]]:
+def cold_start(side: ServiceSide, seen: dict) -> tuple[Optional[dict], Optional[dict], list[str]]:
     """Start-up from zero, split at what the cluster and the replica show: the service's creation (locally: its
     config applied) to Serve RUNNING and the first request sent (`rayStartS`), to a node Ready (`capacityAndNodeS`),
     to the worker pod Ready (`podAndImageS`, live), to the replica's model loaded and compiled (`replicaStartS`, from
-    the replica's own figures), to the first answer (`firstResponseS`)."""
+    the replica's own figures), to the first answer (`firstResponseS`). Every phase a number of seconds; the
+    replica's own figures (`loadS`, `compileS`, `platform`) apart."""
     problems = []
     run = load_run(seen["cold"]) if seen.get("cold") else None
     first = run.outcomes[0] if run and run.outcomes else None
     if first is None or not first.ok:
         why = "no first request" if first is None else f"the first request failed ({first.error})"
-        return None, [f"{side.name}: coldStartS: {why}"]
+        return None, None, [f"{side.name}: coldStartS: {why}"]
     created, sent, answered = seen["appliedAt"], _at(run, first.sent), _at(run, first.done)
     node = next((n for n in seen.get("nodes", []) if (n.get("readyAt") or 0) >= sent - 1e-6), None)
     replica = (first.reply or {}).get("replica") or {}
@@ -77,9 +78,10 @@ def cold_start(side: ServiceSide, seen: dict) -> tuple[Optional[dict], list[str]
     if ready is not None:
         phases["replicaStartS"] = _positive(ready - base)
         phases["firstResponseS"] = _positive(answered - ready)
-        phases["replica"] = {"loadS": replica["loadS"], "compileS": replica["compileS"],
-                             "platform": replica.get("platform")}
-    return phases, problems
+        own = {"loadS": replica["loadS"], "compileS": replica["compileS"], "platform": replica.get("platform")}
+    else:
+        own = None
+    return phases, own, problems
 
 
 def _pattern_entry(side: ServiceSide, pattern: Pattern, data: dict, nodes: list[dict]) -> dict:
@@ -115,7 +117,7 @@ def side_entry(side: ServiceSide, seen: dict, patterns: list[Pattern], *, slo_ms
                    "application": side.application.get("import_path"), "autoscalingConfig": side.autoscaling}
     if side.node_hourly is None:
         problems.append(f"{side.name}: costs: {side.price_problem}")
-    entry["coldStartS"], found = cold_start(side, seen)
+    entry["coldStartS"], entry["replicaStartup"], found = cold_start(side, seen)
     problems += found
     entry["patterns"] = {}
     for pattern in patterns:
