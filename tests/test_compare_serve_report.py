@@ -83,7 +83,9 @@ def test_cost_per_million_is_the_billed_node_time_at_the_plans_price_over_the_an
     assert (steady["requests"], steady["errors"], steady["billedNodeS"]) == (10, 1, 5.5)
     assert steady["costPerMillionUsd"] == pytest.approx(5.5 * side.node_hourly / 3600 / 9 * 1e6, rel=1e-4)
     # The node went at 1060: the sparse pattern (1040 to 1081) pays for 20 s of it.
-    assert build()["serving"][0]["patterns"]["sparse"]["billedNodeS"] == 20.0
+    sparse = build()["serving"][0]["patterns"]["sparse"]
+    assert sparse["billedNodeS"] == 20.0
+    assert sparse["sentAtZeroReplicas"] == [False, False]  # Serve's last state before 1060 and 1080: 2 RUNNING
 
 
 def test_autoscale_reaction_is_read_from_serves_replica_states():

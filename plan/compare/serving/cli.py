@@ -15,12 +15,12 @@ from . import load, local, output, patterns, report, services
 DEFAULT_OUT = Path("compare-serve-report")
 # Local defaults: short enough for `make compare-serve` on two cores; the burst's high step above what one replica
 # answers at target_ongoing_requests 1 (each request generates TOKENS model steps), so Serve adds a replica.
-LOCAL_DEFAULTS = {"steady_rps": 4.0, "steady_s": 8.0, "burst_rps": "2,24", "burst_s": "3,12,3", "sparse_requests": 2}
+LOCAL_DEFAULTS = {"steady_rps": 4.0, "steady_s": 8.0, "burst_rps": "2,20", "burst_s": "3,12,3", "sparse_requests": 2}
 LIVE_DEFAULTS = {"steady_rps": 10.0, "steady_s": 60.0, "burst_rps": "5,60", "burst_s": "30,120,60",
                  "sparse_requests": 3}
 # Generation steps per request (workloads.serve_bench: `tokens`). Locally more: one step on this CPU is fast, and the
 # burst's high step must keep more than target_ongoing_requests (1) in flight on one replica for Serve to add one.
-DEFAULT_TOKENS, LOCAL_TOKENS = 128, 256
+DEFAULT_TOKENS, LOCAL_TOKENS = 128, 512
 FEATURES = 16  # workloads.model.FEATURES: the inputs one row of a request carries
 ROWS = 4
 
@@ -67,7 +67,7 @@ def build_patterns(args, sides: list[services.ServiceSide]) -> list[patterns.Pat
     gap = args.sparse_gap_s
     if gap is None:
         idle = max((s.idle_timeout_s or 60.0) for s in sides)
-        gap = local.sparse_gap_s() if args.local else downscale * 2 + idle + 30
+        gap = local.sparse_gap_s() if args.local else downscale * 2 + idle + 60  # + Serve's 30 s look-back
     built = {"steady": lambda: patterns.steady(pick["steady_rps"], pick["steady_s"]),
              "burst": lambda: patterns.burst(*_floats(pick["burst_rps"], 2, "--burst-rps"),
                                              *_floats(pick["burst_s"], 3, "--burst-s")),

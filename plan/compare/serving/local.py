@@ -42,9 +42,10 @@ LocalError = drive.DriveError
 
 
 def sparse_gap_s() -> float:
-    """An idle gap long enough locally for Serve to scale to zero and the node to go (with a margin for polls)."""
-    return (LOCAL_AUTOSCALING["downscale_delay_s"] + LOCAL_AUTOSCALING["downscale_to_zero_delay_s"]
-            + LOCAL_IDLE_TIMEOUT_S + 2.0)
+    """An idle gap long enough locally for Serve to scale to zero (its look-back drains, then each downscale delay:
+    2 to 1, then 1 to 0, as measured) and the node to go, with a margin for polls."""
+    return (LOCAL_AUTOSCALING["look_back_period_s"] + LOCAL_AUTOSCALING["downscale_delay_s"]
+            + LOCAL_AUTOSCALING["downscale_to_zero_delay_s"] + LOCAL_IDLE_TIMEOUT_S + 3.0)
 
 
 def local_config(side: ServiceSide, serve_port: int) -> dict:

@@ -84,6 +84,11 @@ def cold_start(side: ServiceSide, seen: dict) -> tuple[Optional[dict], Optional[
     return phases, own, problems
 
 
+def _replicas_at(samples: list[dict], at: float) -> Optional[int]:
+    before = [s for s in samples if s["at"] <= at]
+    return serve_state.running(before[-1]) if before else None
+
+
 def _pattern_entry(side: ServiceSide, pattern: Pattern, data: dict, nodes: list[dict]) -> dict:
     run = load_run(data["run"])
     summary = pattern_summary(run, pattern)
@@ -126,6 +131,10 @@ def side_entry(side: ServiceSide, seen: dict, patterns: list[Pattern], *, slo_ms
             problems.append(f"{side.name}: patterns.{pattern.name}: not run")
             continue
         summary = entry["patterns"][pattern.name] = _pattern_entry(side, pattern, data, seen.get("nodes", []))
+        if pattern.gap_s is not None:  # which sparse requests Serve's state shows meeting zero replicas RUNNING
+            run = load_run(data["run"])
+            summary["sentAtZeroReplicas"] = [_replicas_at(seen.get("samples", []), run.started_at + o.due) == 0
+                                             for o in run.outcomes]
         if summary["latencyMs"] is None:
             problems.append(f"{side.name}: patterns.{pattern.name}.latencyMs: no request was answered")
     entry["maxRpsUnderSlo"] = max_rps_under_slo(entry["patterns"], slo_ms)
