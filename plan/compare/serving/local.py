@@ -41,10 +41,15 @@ DRAIN_TIMEOUT_S = 60.0
 LocalError = drive.DriveError
 
 
+LOCAL_COLD_ALLOWANCE_S = 15.0  # about what a start from zero takes here (a node, a replica, its compile)
+
+
 def sparse_gap_s() -> float:
-    """An idle gap long enough locally for Serve to scale to zero (its look-back drains, then each downscale delay:
-    2 to 1, then 1 to 0, as measured) and the node to go, with a margin for polls."""
-    return (LOCAL_AUTOSCALING["look_back_period_s"] + LOCAL_AUTOSCALING["downscale_delay_s"]
+    """An idle gap long enough locally for Serve to scale to zero and the node to go after the request before it,
+    which itself may have started from zero (the schedule is fixed: the gap counts from that request's send): the
+    cold start, Serve's look-back draining, each downscale delay (2 to 1, 1 to 0) and the idle timeout, with a
+    margin for polls."""
+    return (LOCAL_COLD_ALLOWANCE_S + LOCAL_AUTOSCALING["look_back_period_s"] + LOCAL_AUTOSCALING["downscale_delay_s"]
             + LOCAL_AUTOSCALING["downscale_to_zero_delay_s"] + LOCAL_IDLE_TIMEOUT_S + 3.0)
 
 

@@ -117,23 +117,24 @@ def first_replica(samples: list[dict], after: float) -> Optional[dict]:
 
 
 def reaction(samples: list[dict], step_at: float, decided_by: Optional[float] = None) -> Optional[dict]:
-    """The autoscaler's reaction to a load step at `step_at`: when Serve first raised its target above the replicas
-    RUNNING at the step (`decisionS`), and when a replica beyond those was RUNNING (`reactionS`), both from the
-    step; None when Serve raised no target by `decided_by` (the step's end) or no replica came of it."""
-    before = [s for s in samples if s["at"] <= step_at]
-    base = running(before[-1]) if before else 0
-    known = {r["id"] for s in before[-1:] for r in s["replicas"] if r["state"] == RUNNING}
-    decided = None
-    for s in samples:
-        if s["at"] <= step_at:
-            continue
-        if decided is None and (s["target"] or 0) > base:
-            decided = s["at"]
-        if decided is None and decided_by is not None and s["at"] > decided_by:
+    """The autoscaler's reaction to a load step at `step_at`: Serve's first upscale decision after the step (its
+    `target_num_replicas` rising from one poll to the next; `decisionS`) and when a replica beyond those RUNNING
+    before that decision was seen RUNNING (`reactionS`), both from the step. None when Serve raised no target by
+    `decided_by` or no replica came of it."""
+    after = [s for s in samples if s["at"] > step_at]
+    previous = ([s for s in samples if s["at"] <= step_at] or [None])[-1]
+    for i, s in enumerate(after):
+        if decided_by is not None and s["at"] > decided_by:
             return None
-        added = [r for r in s["replicas"] if r["state"] == RUNNING and r["id"] not in known]
-        if running(s) > base and added:
-            return {"fromReplicas": base, "toReplicas": running(s), "decisionS": round((decided or s["at"]) - step_at,
-                                                                                        3),
-                    "reactionS": round(s["at"] - step_at, 3), "replica": added[0]["id"]}
+        before = previous if i == 0 else after[i - 1]
+        if before is None or (s["target"] or 0) <= (before["target"] or 0):
+            continue
+        base = running(before)
+        known = {r["id"] for r in before["replicas"] if r["state"] == RUNNING}
+        for later in after[i:]:
+            added = [r for r in later["replicas"] if r["state"] == RUNNING and r["id"] not in known]
+            if running(later) > base and added:
+                return {"fromReplicas": base, "toReplicas": running(later), "decisionS": round(s["at"] - step_at, 3),
+                        "reactionS": round(later["at"] - step_at, 3), "replica": added[0]["id"]}
+        return None
     return None
