@@ -13,9 +13,10 @@ import httpx
 from . import load, local, output, patterns, report, services
 
 DEFAULT_OUT = Path("compare-serve-report")
-# Local defaults: short enough for `make compare-serve` on two cores; the burst's high step above what one replica
-# answers at target_ongoing_requests 1 (each request generates TOKENS model steps), so Serve adds a replica.
-LOCAL_DEFAULTS = {"steady_rps": 4.0, "steady_s": 8.0, "burst_rps": "2,20", "burst_s": "3,12,3", "sparse_requests": 2}
+# Local defaults: short enough for `make compare-serve` on two cores; steady and the burst's low steps below what one
+# replica answers at target_ongoing_requests 1 even on a busy machine, the high step above it (each request generates
+# LOCAL_TOKENS model steps), so that Serve adds a replica at the step and not before it.
+LOCAL_DEFAULTS = {"steady_rps": 2.0, "steady_s": 8.0, "burst_rps": "2,20", "burst_s": "3,12,3", "sparse_requests": 2}
 LIVE_DEFAULTS = {"steady_rps": 10.0, "steady_s": 60.0, "burst_rps": "5,60", "burst_s": "30,120,60",
                  "sparse_requests": 3}
 # Generation steps per request (workloads.serve_bench: `tokens`). Locally more: one step on this CPU is fast, and the
