@@ -136,3 +136,11 @@ COMPARE_STACK ?= compare
 .PHONY: compare
 compare: $(STAMP) $(ON_PATH) $(WORKLOADS_STAMP)
 	WORKLOADS_PYTHON=$(abspath $(WORKLOADS_VENV))/bin/python $(BIN)/python -m plan.compare $(COMPARE_STACK) --local --out compare-report $(COMPARE_ARGS)
+
+# The serving comparison on this machine: the compare stack's two RayServices (the same Serve application for the TPU
+# slice and the GPU pool) on a local Ray cluster, nodes added and removed as Ray's demand asks, under steady, burst
+# and sparse open-loop traffic; the report in compare-serve-report/ (docs/compare.md, "Serving").
+# COMPARE_SERVE_ARGS adds options, e.g. "--patterns steady,burst --slo-ms 300".
+.PHONY: compare-serve
+compare-serve: $(STAMP) $(ON_PATH) $(WORKLOADS_STAMP)
+	WORKLOADS_PYTHON=$(abspath $(WORKLOADS_VENV))/bin/python $(BIN)/python -m plan.compare $(COMPARE_STACK) --serve --local --out compare-serve-report $(COMPARE_SERVE_ARGS)

@@ -23,3 +23,4 @@ from .quota import *  # noqa: F401,F403
 from .gpu import *  # noqa: F401,F403
 from .alerting import *  # noqa: F401,F403
 from .cron import *  # noqa: F401,F403
+from .serve import *  # noqa: F401,F403

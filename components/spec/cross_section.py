@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from .. import admission, catalog
 from . import images
 from . import multislice
-from . import platform_rules
+from . import platform_rules, serve_checks
 from .models import ClusterConfig, TpuSliceConfig, validate_as
 from .ray_models import RayJobConfig, RayServiceConfig, WorkerGroupConfig
 from .paths import ClusterContext, Paths
@@ -364,6 +364,7 @@ def check_ray_objects(context: ClusterContext, raw_lists: dict, lists: dict, pat
     if context.mode == "standard":
         problems += _check_demand(lists, demand, paths, warnings)
     problems += multislice.check(context, lists, paths, warnings)  # grace periods, start timeouts, multislice
+    problems += serve_checks.check_services(lists["ray_services"], known, paths)  # Serve autoscaling on the groups
     return problems
 
 

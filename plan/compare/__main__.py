@@ -23,6 +23,7 @@ from ray_tpu_gke import ConfigError
 
 from .. import cost, harness, stackfile
 from . import dryrun, estimate, local, output, report, sides
+from .serving import cli as serving_cli
 
 DEFAULT_OUT = Path("compare-report")  # in the current folder: `make compare` runs at the repository's root
 LIVE_TIMEOUT_S = 3600.0
@@ -84,6 +85,7 @@ def parse_args(argv, prog: str = "python -m plan.compare"):
                                                   "--estimate: the job's length (default: its entrypoint's --steps)")
     parser.add_argument("--report-every", type=int, help=f"--local: checkpoint cadence (default "
                                                          f"{local.DEFAULT_REPORT_EVERY})")
+    serving_cli.add_arguments(parser)
     args = parser.parse_args(argv)
     args.inject_failure, args.inject_by_side = _injection(parser, args.inject_failure, args.local)
     args.entrypoints = _entrypoints(parser, args.entrypoint)
@@ -172,6 +174,9 @@ def main(argv=None, clock: Callable[[], float] = time.time, sleep: Callable[[flo
     args = parse_args(argv, prog)
     try:
         plan, values = load_plan(args.stack, args.config_file)
+        if args.serve:  # the serving comparison: the stack's RayServices, not its RayJobs
+            return serving_cli.main(args, plan, values, args.run or default_run(args.stack, clock()),
+                                    local.workloads_python)
         found = with_entrypoints(sides.sides(plan, values), args.entrypoints)
     except (ConfigError, stackfile.StackNotFound) as error:
         return stackfile.report(error)
