@@ -86,22 +86,18 @@ def _gpu_target(pool: Any, pools: tuple[str, ...], groups: tuple[str, ...]) -> s
 
 
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
-_MAPS = {"userLabels"}  # map-valued inputs: their keys are data, not field names
 
 
 @functools.lru_cache(maxsize=None)
 def _snake_key(key: str) -> str:
-    # A policy body repeats a few dozen field names thousands of times: convert each once.
     return _CAMEL.sub("_", key).lower()
 
 
-def snake(value: Any) -> Any:
-    """An API-shaped (camelCase) dict as pulumi-gcp's Python inputs (snake_case), which the SDK sends as camelCase."""
-    if isinstance(value, dict):
-        return {_snake_key(k): (dict(v) if k in _MAPS else snake(v)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [snake(v) for v in value]
-    return value
+def policy_kwargs(policy: dict[str, Any]) -> dict[str, Any]:
+    """An AlertPolicy body (API-shaped, camelCase) as pulumi-gcp's keyword arguments: the top-level field names in
+    snake_case. The values stay camelCase: the SDK sends a nested key that is none of its input type's Python names
+    as it is (rpc.serialize_property: `py_name_to_pulumi_name.get(k) or k`), which is the API's own spelling."""
+    return {_snake_key(k): v for k, v in policy.items()}
 
 
 class SliceMonitoring(pulumi.ComponentResource):
@@ -145,7 +141,7 @@ class SliceMonitoring(pulumi.ComponentResource):
                     f"{name}-{spec.key}",
                     project=env.project,
                     notification_channels=list(env.notification_channels),
-                    **snake(spec.policy),
+                    **policy_kwargs(spec.policy),
                     # `child` (parent only) and the waits: built directly, not by merging (a copy per policy).
                     opts=pulumi.ResourceOptions(parent=self, depends_on=after),
                 ))
