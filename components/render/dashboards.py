@@ -280,11 +280,20 @@ def prune(value: Any, key: str = "") -> Any:
     (terraform-provider-google resource_monitoring_dashboard.go removeComputedKeys, issue #16173), so a default in the
     config is a change in every preview. Empty messages that select a widget kind (collapsibleGroup) stay."""
     if isinstance(value, dict):
-        out = {k: prune(v, k) for k, v in value.items()}
-        return {k: v for k, v in out.items() if k in KEEP_EMPTY or v not in (0, False, "", [], {})}
+        out = {}
+        for k, v in value.items():
+            if isinstance(v, (dict, list)):
+                v = prune(v, k)
+            # Falsy and of a JSON type with a default (0, false, "", [], {}): left out; None and the rest stay.
+            if v or k in KEEP_EMPTY or not isinstance(v, _DEFAULTED):
+                out[k] = v
+        return out
     if isinstance(value, list):
-        return [prune(v) for v in value]
+        return [prune(v) if isinstance(v, (dict, list)) else v for v in value]
     return value
+
+
+_DEFAULTED = (int, float, str, list, dict)  # bool is an int
 
 
 KEEP_EMPTY = {"collapsibleGroup"}  # Widget.collapsibleGroup: its presence is the widget (CollapsibleGroup {})

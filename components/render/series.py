@@ -14,6 +14,7 @@ Which series say what:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
@@ -145,6 +146,9 @@ def _quoted(value: str) -> str:
     return f'"{value}"'
 
 
+_REGEX_SPECIAL = re.compile(r"[|()\[\]{}*+?^$]")  # what cannot be one of several alternatives (dots are bracketed)
+
+
 def _match(values: Values) -> str:
     """`= "v"` for one value; a full regular-expression match of the alternatives for several (Monitoring filters,
     `monitoring.regex.full_match`). Dots are bracketed rather than backslash-escaped, which the quoted string would
@@ -156,7 +160,7 @@ def _match(values: Values) -> str:
         return _quoted(values[0])
     for v in values:
         _quoted(v)
-        if any(c in v for c in "|()[]{}*+?^$"):
+        if _REGEX_SPECIAL.search(v):
             raise ObservabilityError(f"{v!r} cannot be one of several values of a Monitoring filter")
     return "monitoring.regex.full_match(" + _quoted("|".join(v.replace(".", "[.]") for v in values)) + ")"
 

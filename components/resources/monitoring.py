@@ -9,6 +9,7 @@ Operator add-on's Ray metrics already carry everything read here (docs/operation
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -86,16 +87,18 @@ def _gpu_target(pool: Any, pools: tuple[str, ...], groups: tuple[str, ...]) -> s
 
 
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
-_MAPS = {"userLabels"}  # map-valued inputs: their keys are data, not field names
 
 
-def snake(value: Any) -> Any:
-    """An API-shaped (camelCase) dict as pulumi-gcp's Python inputs (snake_case), which the SDK sends as camelCase."""
-    if isinstance(value, dict):
-        return {_CAMEL.sub("_", k).lower(): (dict(v) if k in _MAPS else snake(v)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [snake(v) for v in value]
-    return value
+@functools.lru_cache(maxsize=None)
+def _snake_key(key: str) -> str:
+    return _CAMEL.sub("_", key).lower()
+
+
+def policy_kwargs(policy: dict[str, Any]) -> dict[str, Any]:
+    """An AlertPolicy body (API-shaped, camelCase) as pulumi-gcp's keyword arguments: the top-level field names in
+    snake_case. The values stay camelCase: the SDK sends a nested key that is none of its input type's Python names
+    as it is (rpc.serialize_property: `py_name_to_pulumi_name.get(k) or k`), which is the API's own spelling."""
+    return {_snake_key(k): v for k, v in policy.items()}
 
 
 class SliceMonitoring(pulumi.ComponentResource):
@@ -131,27 +134,29 @@ class SliceMonitoring(pulumi.ComponentResource):
                     dashboard_json=dashboards.dashboard_json(dashboard),
                     opts=child,
                 ))
-            waits = _metric_waits(name, env.project, policies, opts, child)
-            for spec in policies:
-                after = [w for kind, w in waits.items() if kind in metric_waits.watched_metrics(spec.policy)]
+            watched = [metric_waits.watched_metrics(spec.policy) for spec in policies]  # once per policy
+            waits = _metric_waits(name, env.project, watched, opts, child)
+            for spec, metric_types in zip(policies, watched):
+                after = [w for kind, w in waits.items() if kind in metric_types]
                 self.policy_resources.append(gcp.monitoring.AlertPolicy(
                     f"{name}-{spec.key}",
                     project=env.project,
                     notification_channels=list(env.notification_channels),
-                    **snake(spec.policy),
-                    opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=after)),
+                    **policy_kwargs(spec.policy),
+                    # `child` (parent only) and the waits: built directly, not by merging (a copy per policy).
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=after),
                 ))
         self.dashboards = pulumi.Output.all(*[d.id for d in self.dashboard_resources])
         self.alert_policies = pulumi.Output.all(*[p.id for p in self.policy_resources])
         self.register_outputs({"dashboards": self.dashboards, "alertPolicies": self.alert_policies})
 
 
-def _metric_waits(name: str, project: str, policies: list[alerts.PolicySpec], opts: pulumi.ResourceOptions | None,
+def _metric_waits(name: str, project: str, watched_per_policy: list[set[str]], opts: pulumi.ResourceOptions | None,
                   child: pulumi.ResourceOptions) -> dict[str, pulumi.Resource]:
     """Per metric type that a policy may not be created before, the wait it depends on: the slice check's custom
     metrics after their descriptors, GKE's kube state metrics after what the component itself depends on (the
     cluster that collects them: RayTpuPlatform passes it, a library user passes `depends_on`)."""
-    watched = set().union(*(metric_waits.watched_metrics(p.policy) for p in policies))
+    watched = set().union(*watched_per_policy)
     waits: dict[str, pulumi.Resource] = {}
     custom = watched & set(metric_waits.DESCRIPTORS)
     if custom:
