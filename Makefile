@@ -35,7 +35,7 @@ endef
 export CHECK_PYTHON
 GUARD = @$(PYTHON) -c "$$CHECK_PYTHON" pyproject.toml '$(PYTHON)'
 
-.PHONY: plan test test-tools policy snapshots generate bench clean check-python
+.PHONY: plan test test-quick test-tools policy snapshots generate bench clean check-python
 
 # Fails, with one line on stderr, when $(PYTHON) is outside pyproject.toml's requires-python.
 check-python:
@@ -90,6 +90,11 @@ test-tools: $(CHECKOV_STAMP) $(WORKLOADS_STAMP)
 PYTEST_ARGS ?= -n auto --dist loadfile --no-loadscope-reorder
 test: $(STAMP) $(ON_PATH) $(CHECKOV_STAMP) $(WORKLOADS_STAMP)
 	CHECKOV=$(abspath $(CHECKOV_VENV))/bin/checkov WORKLOADS_PYTHON=$(abspath $(WORKLOADS_VENV))/bin/python $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# The suite without the modules that start a local Ray cluster (marker local_ray), and without building the tools'
+# venvs: the tests that use Checkov or the workloads venv run where they find them (as a plain pytest would), else skip.
+test-quick: $(STAMP) $(ON_PATH)
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS) -m "not local_ray"
 
 # The policy pack's rules over the offline plan (docs/policy.md); non-zero on a mandatory violation.
 policy: $(STAMP) $(ON_PATH)
