@@ -27,8 +27,8 @@ def test_real_subprocess_exit_codes(tmp_path):
     assert invalid.stderr.startswith("ray-tpu-gke:tpuSlices[0].topology: \"3x3\" is not a v6e topology")
 
 
-def test_human_output_has_tree_summary_and_capacity(plan):
-    result = plan("staging")
+def test_human_output_has_tree_summary_and_capacity(plan_output):
+    result = plan_output("staging")
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "Previewing update (staging)" in out
@@ -38,8 +38,8 @@ def test_human_output_has_tree_summary_and_capacity(plan):
     assert "TPU capacity" in out and "ct6e-standard-4t" in out and "ray/train:v6e-16" in out
 
 
-def test_json_output_is_only_json(plan, tmp_path):
-    result = plan("dev", "--json")
+def test_json_output_is_only_json(plan_output):
+    result = plan_output("dev", "--json")
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert document["stack"] == "dev" and document["steps"]
