@@ -11,9 +11,10 @@ import kuberay_schema
 import pytest
 import yaml
 from helpers import config_of, minimal_values
+from plans import program_plan
 from test_verify import GROUP, TRAIN, WEBHOOK, failures, healthy, run  # noqa: F401  (run: the fixture)
 
-from plan import harness, stackfile, version_set
+from plan import stackfile, version_set
 from plan.review import classify
 from plan.verify import live_versions as live
 from ray_tpu_gke.spec.config import parse_stack_config
@@ -25,7 +26,7 @@ WORKLOADS = "us-east5-docker.pkg.dev/acme-ml-test/ray-tpu-gke/workloads-tpu"
 def plan_json(stack: str, values=None) -> dict:
     values = values if values is not None else stackfile.load(stack)[0]
     config = parse_stack_config(values, stack)
-    return version_set.attach(harness.run_program(stack, values), config)
+    return version_set.attach(program_plan(stack, values), config)
 
 
 def test_the_plan_json_carries_the_version_set(plan_output):
