@@ -81,15 +81,15 @@ def test_warnings_do_not_block_the_plan(plan, tmp_path):
 
 
 @pytest.mark.parametrize("stack", ["staging", "sandbox"])
-def test_manifests_print_every_kubernetes_object_as_a_yaml_stream(plan, stack):
-    result = plan(stack, "--manifests")
+def test_manifests_print_every_kubernetes_object_as_a_yaml_stream(plan, plan_output, stack):
+    result = plan_output(stack, "--manifests")
     assert result.returncode == 0, result.stderr
     objects = list(yaml.safe_load_all(result.stdout))
     kinds = [o["kind"] for o in objects]
     assert {"Namespace", "ServiceAccount"} <= set(kinds)
     expected = {"staging": {"RayCluster", "RayJob"}, "sandbox": {"RayCluster", "ComputeClass"}}[stack]
     assert expected <= set(kinds)
-    plan_json = json.loads(plan(stack, "--json").stdout)
+    plan_json = json.loads(plan_output(stack, "--json").stdout)
     k8s_steps = [s for s in plan_json["steps"] if s["newState"]["type"].startswith("kubernetes:")
                  and s["newState"]["custom"] and "metadata" in s["newState"]["inputs"]]
     assert len(objects) == len(k8s_steps)
