@@ -34,8 +34,9 @@ def program_plan(stack: str, values: dict[str, Any], secret_keys=None, preview: 
 @contextlib.contextmanager
 def planned_once():
     """Within the block, `harness.run_program` (as `python -m plan` calls it) is `program_plan`."""
+    before = harness.run_program  # a test's own stand-in (monkeypatch) is put back as it was
     harness.run_program = program_plan
     try:
         yield
     finally:
-        harness.run_program = _RUN_PROGRAM
+        harness.run_program = before
