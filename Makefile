@@ -35,7 +35,7 @@ endef
 export CHECK_PYTHON
 GUARD = @$(PYTHON) -c "$$CHECK_PYTHON" pyproject.toml '$(PYTHON)'
 
-.PHONY: plan test test-tools policy snapshots generate bench clean check-python lint
+.PHONY: plan test test-quick test-tools policy snapshots generate bench clean check-python lint
 
 # Fails, with one line on stderr, when $(PYTHON) is outside pyproject.toml's requires-python.
 check-python:
@@ -106,6 +106,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/mypy
+
+# The suite without the modules that start a local Ray cluster (marker local_ray), and without building the tools'
+# venvs: the tests that use Checkov or the workloads venv run where they find them (as a plain pytest would), else skip.
+test-quick: $(STAMP) $(ON_PATH)
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS) -m "not local_ray"
 
 # The policy pack's rules over the offline plan (docs/policy.md); non-zero on a mandatory violation.
 policy: $(STAMP) $(ON_PATH)

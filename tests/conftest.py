@@ -1,3 +1,5 @@
+import contextlib
+import io
 import os
 import shutil
 import sys
@@ -68,7 +70,7 @@ def pytest_sessionfinish(session):
             shutil.rmtree(path, ignore_errors=True)
 
 
-@dataclass
+@dataclass(frozen=True)
 class CliResult:
     returncode: int
     stdout: str
@@ -84,5 +86,26 @@ def plan(capsys):
         code = plan_cli.main(list(args))
         out, err = capsys.readouterr()
         return CliResult(code, out, err)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def plan_output():
+    """`python -m plan ARGS` over a committed stack, in-process and once per session (per pytest-xdist worker) for
+    each ARGS, shared by the tests that only read what it printed; its stack planned once for all ARGS (plans.py).
+    Not for files a test writes (--config-file, --quotas): those change between tests; use `plan` for them."""
+    from plan import __main__ as plan_cli
+    from plans import planned_once
+
+    done: dict[tuple[str, ...], CliResult] = {}
+
+    def run(*args: str) -> CliResult:
+        if args not in done:
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), planned_once():
+                code = plan_cli.main(list(args))
+            done[args] = CliResult(code, out.getvalue(), err.getvalue())
+        return done[args]
 
     return run

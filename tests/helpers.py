@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from plans import program_plan
 
 from plan import harness, stackfile
 from ray_tpu_gke.spec.config import parse_stack_config
@@ -23,7 +24,7 @@ STACKS = stackfile.stacks()
 @functools.lru_cache(maxsize=None)
 def _plan(stack: str, preview: bool) -> harness.Plan:
     values, secrets = stackfile.load(stack)
-    return harness.run_program(stack, values, secrets, preview=preview)
+    return program_plan(stack, values, secrets, preview=preview)  # the plan `plan_output` prints, too
 
 
 def plan_of(stack: str, preview: bool = False) -> dict:

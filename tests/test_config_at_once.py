@@ -82,17 +82,11 @@ def test_an_entry_that_failed_on_a_key_other_rules_hinge_on_is_not_judged_on_its
     assert paths(problems(values)) == ["ray-tpu-gke:tpuSlices[0].capacity"]
 
 
-def test_the_plan_reports_all_six_before_any_resource(tmp_path):
-    import subprocess
-    import sys
-
+def test_the_plan_reports_all_six_before_any_resource(plan, tmp_path):
     import yaml
-    from helpers import ROOT
 
     stack = tmp_path / "Pulumi.six.yaml"
     stack.write_text(yaml.safe_dump({"config": six_mistakes()}))
-    python = ROOT / ".venv" / "bin" / "python"
-    result = subprocess.run([str(python if python.exists() else sys.executable), "-m", "plan", "dev",
-                             "--config-file", str(stack)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    result = plan("dev", "--config-file", str(stack))
     assert result.returncode == 2 and result.stdout == "", result.stderr
     assert len(result.stderr.splitlines()) == 6, result.stderr

@@ -8,8 +8,9 @@ import json
 import pytest
 import yaml
 from helpers import minimal_values
+from plans import program_plan
 
-from plan import harness, stackfile
+from plan import stackfile
 from ray_tpu_gke.catalog import prices
 from ray_tpu_gke.render import pricing
 
@@ -30,8 +31,8 @@ def stack_file(tmp_path, values, name="test"):
     return path
 
 
-def test_the_json_carries_the_cost_object(plan):
-    result = plan("staging", "--json")
+def test_the_json_carries_the_cost_object(plan_output):
+    result = plan_output("staging", "--json")
     assert result.returncode == 0, result.stderr
     cost = json.loads(result.stdout)["cost"]
     assert cost["currency"] == "USD" and cost["region"] == "us-east5"
@@ -56,8 +57,8 @@ def test_the_cost_json_is_deterministic(plan):
     assert plan("dev", "--json").stdout == plan("dev", "--json").stdout
 
 
-def test_the_text_plan_shows_dollars_per_slice_and_pool_after_the_capacity(plan):
-    out = plan("staging").stdout
+def test_the_text_plan_shows_dollars_per_slice_and_pool_after_the_capacity(plan_output):
+    out = plan_output("staging").stdout
     assert out.index("TPU capacity") < out.index("Cost estimate (USD, us-east5") < out.index("quota needed")
     assert "$/hour" in out and "$/month" in out
     table = rows(out)
@@ -124,22 +125,22 @@ def test_stranded_capacity_is_a_line_with_its_cost(plan, tmp_path):
             f"chips, {hourly}/hour — no Ray worker group uses it)") in out
 
 
-def test_manifests_carry_no_cost(plan):
-    result = plan("dev", "--manifests")
+def test_manifests_carry_no_cost(plan_output):
+    result = plan_output("dev", "--manifests")
     assert result.returncode == 0 and "cost" not in result.stdout.split("\n", 1)[0]
 
 
 def test_the_harness_alone_adds_no_cost():
     """Snapshots and the policy tests plan through the harness: their JSON has no `cost` unless one is attached."""
     values, secrets = stackfile.load("dev")
-    plan = harness.run_program("dev", values, secrets)
+    plan = program_plan("dev", values, secrets)  # the harness's plan (a copy of the one other tests read)
     assert "cost" not in plan.to_json()
     plan.cost = {"currency": "USD"}
     assert plan.to_json()["cost"] == {"currency": "USD"}
 
 
-def test_a_stack_whose_accelerators_scale_from_zero_is_priced_per_hour_of_a_running_job(plan, tmp_path):
-    out = plan("compare").stdout
+def test_a_stack_whose_accelerators_scale_from_zero_is_priced_per_hour_of_a_running_job(plan, plan_output, tmp_path):
+    out = plan_output("compare").stdout
     line = next(line for line in out.splitlines() if line.startswith("Monthly"))
     assert line.startswith("Monthly: every TPU slice and GPU pool scales from zero, so the stack costs ")
     rate = next(r.hourly for r in prices.load_table() if (r.kind, r.name, r.capacity, r.region)

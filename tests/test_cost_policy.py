@@ -4,12 +4,10 @@ what the capacity they flag costs. Plans are the committed stacks' (shared harne
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from decimal import Decimal
 
 import yaml
-from helpers import ROOT, plan_of
+from helpers import plan_of
 
 from plan import stackfile
 from policy import engine
@@ -111,13 +109,12 @@ def test_an_unused_slice_that_scales_from_zero_still_quotes_one_slice():
     assert f"which costs {pricing.format_usd(Decimal(str(item['perSlice']['hourly'])))}/hour" in hit.message
 
 
-def test_the_offline_pack_sees_the_cost_through_the_cli(tmp_path):
+def test_the_offline_pack_sees_the_cost_through_the_cli(plan, tmp_path):
     """`python -m plan STACK --policy-pack policy` passes the plan JSON, `cost` included, to the rules."""
     values, _ = stackfile.load("staging")
     values["ray-tpu-gke:pricing"] = {"monthlyBudget": 100}
     path = tmp_path / "Pulumi.staging.yaml"
     path.write_text(yaml.safe_dump({"config": values}))
-    done = subprocess.run([sys.executable, "-m", "plan", "staging", "--config-file", str(path), "--policy-pack",
-                           "policy"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = plan("staging", "--config-file", str(path), "--policy-pack", "policy")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "cost-monthly-budget" in done.stdout and "over its monthly budget $100.00" in done.stdout

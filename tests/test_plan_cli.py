@@ -28,8 +28,8 @@ def test_real_subprocess_exit_codes(tmp_path):
     assert invalid.stderr.startswith("ray-tpu-gke:tpuSlices[0].topology: \"3x3\" is not a v6e topology")
 
 
-def test_human_output_has_tree_summary_and_capacity(plan):
-    result = plan("staging")
+def test_human_output_has_tree_summary_and_capacity(plan_output):
+    result = plan_output("staging")
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "Previewing update (staging)" in out
@@ -39,8 +39,8 @@ def test_human_output_has_tree_summary_and_capacity(plan):
     assert "TPU capacity" in out and "ct6e-standard-4t" in out and "ray/train:v6e-16" in out
 
 
-def test_json_output_is_only_json(plan, tmp_path):
-    result = plan("dev", "--json")
+def test_json_output_is_only_json(plan_output):
+    result = plan_output("dev", "--json")
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert document["stack"] == "dev" and document["steps"]
@@ -82,15 +82,15 @@ def test_warnings_do_not_block_the_plan(plan, tmp_path):
 
 
 @pytest.mark.parametrize("stack", ["staging", "sandbox"])
-def test_manifests_print_every_kubernetes_object_as_a_yaml_stream(plan, stack):
-    result = plan(stack, "--manifests")
+def test_manifests_print_every_kubernetes_object_as_a_yaml_stream(plan, plan_output, stack):
+    result = plan_output(stack, "--manifests")
     assert result.returncode == 0, result.stderr
     objects = list(yaml.safe_load_all(result.stdout))
     kinds = [o["kind"] for o in objects]
     assert {"Namespace", "ServiceAccount"} <= set(kinds)
     expected = {"staging": {"RayCluster", "RayJob"}, "sandbox": {"RayCluster", "ComputeClass"}}[stack]
     assert expected <= set(kinds)
-    plan_json = json.loads(plan(stack, "--json").stdout)
+    plan_json = json.loads(plan_output(stack, "--json").stdout)
     k8s_steps = [s for s in plan_json["steps"] if s["newState"]["type"].startswith("kubernetes:")
                  and s["newState"]["custom"] and "metadata" in s["newState"]["inputs"]]
     assert len(objects) == len(k8s_steps)

@@ -462,8 +462,8 @@ def test_cli_over_saved_plans(tmp_path):
     assert result.returncode == 2 and "cannot read plan" in result.stderr and not result.stdout
 
 
-def test_plan_cli_with_policy_pack():
-    result = _cli("-m", "plan", "prod", "--policy-pack", "policy")
+def test_plan_cli_with_policy_pack(plan_output):
+    result = plan_output("prod", "--policy-pack", "policy")
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.rstrip().endswith("No policy violations.")
 

@@ -23,6 +23,7 @@ import kuberay_schema
 import pytest
 import yaml
 from helpers import ROOT
+from plans import program_plan
 
 from plan import harness, stackfile
 from plan.verify import cli, expected, kubectl, labels, smoke
@@ -41,7 +42,7 @@ def template(name: str) -> dict:
 @functools.lru_cache(maxsize=None)
 def _planned(stack: str) -> expected.StackPlan:
     values, secrets, config = stackfile.load_checked(stack)
-    return expected.stack_plan(harness.run_program(stack, values, secrets), config)
+    return expected.stack_plan(program_plan(stack, values, secrets), config)
 
 
 def planned(stack: str) -> expected.StackPlan:
@@ -203,12 +204,9 @@ def cluster_as_planned(plan: expected.StackPlan, images: dict) -> dict:
             "smoke": {"status": {"jobDeploymentStatus": "Complete", "jobStatus": "SUCCEEDED"}, "logs": logs}}
 
 
-_RUN_PROGRAM = harness.run_program
-
-
 @functools.lru_cache(maxsize=None)
 def _program(stack: str, values: str, secrets: tuple) -> harness.Plan:
-    return _RUN_PROGRAM(stack, json.loads(values), list(secrets))
+    return program_plan(stack, json.loads(values), list(secrets))
 
 
 def program_once(stack, values, secret_keys=None, **options):

@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 
 import kuberay_schema
 import pytest
 import yaml
-from helpers import ROOT, config_of, minimal_values
+from helpers import config_of, minimal_values
+from plans import program_plan
 from test_verify import GROUP, TRAIN, WEBHOOK, failures, healthy, run  # noqa: F401  (run: the fixture)
 
-from plan import harness, stackfile, version_set
+from plan import stackfile, version_set
 from plan.review import classify
 from plan.verify import live_versions as live
 from ray_tpu_gke.spec.config import parse_stack_config
@@ -27,12 +26,11 @@ WORKLOADS = "us-east5-docker.pkg.dev/acme-ml-test/ray-tpu-gke/workloads-tpu"
 def plan_json(stack: str, values=None) -> dict:
     values = values if values is not None else stackfile.load(stack)[0]
     config = parse_stack_config(values, stack)
-    return version_set.attach(harness.run_program(stack, values), config)
+    return version_set.attach(program_plan(stack, values), config)
 
 
-def test_the_plan_json_carries_the_version_set():
-    done = subprocess.run([sys.executable, "-m", "plan", "prod", "--json"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=600)
+def test_the_plan_json_carries_the_version_set(plan_output):
+    done = plan_output("prod", "--json")
     assert done.returncode == 0, done.stderr
     v = json.loads(done.stdout)["versions"]
     config = config_of("prod")
@@ -53,9 +51,8 @@ def test_the_plan_json_carries_the_version_set():
     assert v["rayObjects"]["train-multislice"]["image"] == v["rayObjects"]["train"]["image"]
 
 
-def test_the_text_plan_has_the_table():
-    done = subprocess.run([sys.executable, "-m", "plan", "staging"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=600)
+def test_the_text_plan_has_the_table(plan_output):
+    done = plan_output("staging")
     assert done.returncode == 0, done.stderr
     assert "Version set (what must stay together)" in done.stdout
     assert "GKE minimum needed" in done.stdout and "Ray of train" in done.stdout

@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -277,10 +278,13 @@ def test_post_deploy_check_script_reaches_the_stacks_cluster(tmp_path):
     _stub(bin_, "gcloud", 'printf "%s\\n" "$@" > "$GCLOUD_ARGS"\n')
     _stub(bin_, "kubectl", '[ "$1 $2" = "config current-context" ] && { echo gke_ctx; exit 0; }\n'
                            'echo "the server could not be reached" >&2; exit 1\n')
+    # The step's `.venv/bin/python` (the Makefile's venv in CI) is the interpreter running this test, wherever its
+    # venv is, run from the checkout as in CI.
+    _stub(tmp_path / "job" / ".venv" / "bin", "python", f'cd "{ROOT}" && exec "{sys.executable}" "$@"\n')
     env = dict(os.environ, STACK="staging", PATH=f"{bin_}:{os.environ['PATH']}",
                GCLOUD_ARGS=str(tmp_path / "gcloud"))
     env.pop("PYTHONPATH", None)
-    done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", step["run"]], cwd=ROOT, env=env,
+    done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", step["run"]], cwd=tmp_path / "job", env=env,
                           capture_output=True, text=True, timeout=300)
     config = config_of("staging")
     assert (tmp_path / "gcloud").read_text().split() == [
