@@ -52,7 +52,8 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "compilationCache": ("str", "null"),
     # Fourth round: any framework, the job's own evaluation metric, throughput in tokens, model FLOPs per step.
     "reporter": ("str",), "framework": ("str", "null"), "frameworkVersion": ("str", "null"),
-    "tokensPerS": ("float", "null"), "tokensPerStep": ("int", "null"), "evalMetric": ("dict", "null"), "flopsPerStep": ("float", "null"),
+    "tokensPerS": ("float", "null"), "tokensPerStep": ("int", "null"), "evalMetric": ("dict", "null"),
+    "flopsPerStep": ("float", "null"),
     "flopsSource": ("str", "null"),
 }
 RESTART_FIELDS = {"failureSeenAt": ("float", "null"), "resumedAt": ("float",), "fromStep": ("int",),

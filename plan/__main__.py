@@ -19,7 +19,7 @@ from ray_tpu_gke.spec.problems import ConfigError
 
 from ray_tpu_gke.render import pricing
 
-from . import cost, mocks, planned, preview, stackfile
+from . import cost, mocks, planned, preview, stackfile, terminal
 from .policy_pack import policy_engine
 from .review import gates
 
@@ -120,7 +120,7 @@ def main(argv=None, prog: str = "python -m plan") -> int:
     elif args.manifests:
         sys.stdout.write(preview.manifests_yaml(plan))
     else:
-        console = preview.console()
+        console = terminal.console()
         preview.print_plan(plan, config, console, cost_result, found.inventory)
     for note in plan.notes:  # what the offline answers were (plan/mocks.py), never mistaken for the project's
         if args.json or args.manifests:

@@ -209,7 +209,7 @@ def print_cost(result: CostResult, console) -> None:
     for f in e.fees:
         console.print(escape(f"  GKE cluster fee: ${f.hourly:.2f}/cluster-hour (as of {f.to_json()['asOf']}, "
                              f"{f.to_json()['source']})"))
-    from .preview import print_warnings
+    from .terminal import print_warnings
 
     print_warnings([f"warning: {' '.join(w.split())}" for w in result.warnings], console)
     console.print("[dim]List prices; not included: Autopilot pod charges, disks, storage, network. Monthly = hourly "

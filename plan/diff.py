@@ -29,7 +29,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import ROOT, preview
+from . import ROOT, terminal
 from . import project as projects
 from .review import gates
 from .review.changes import Report
@@ -84,7 +84,7 @@ def run(args) -> int:
     elif fmt == "markdown":
         sys.stdout.write(markdown(report, root))
     else:
-        console = preview.console()
+        console = terminal.console()
         print_text(report, console)
     if fmt != "text":
         for problem in [report.error] + [s.error for s in report.stacks]:

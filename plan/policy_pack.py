@@ -3,15 +3,13 @@ pyproject.toml), or this repository's `policy/` beside `plan/`."""
 
 from __future__ import annotations
 
-import importlib
-
 
 def policy_engine():
     """The module `policy.engine` (evaluate, check_plan, report, RULES, views)."""
-    inside = f"{__package__}.policy"
     try:
-        return importlib.import_module(f"{inside}.engine")
+        from .policy import engine
     except ModuleNotFoundError as error:
-        if error.name != inside:
+        if error.name != f"{__package__}.policy":
             raise
-    return importlib.import_module("policy.engine")
+        from policy import engine
+    return engine

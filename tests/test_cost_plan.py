@@ -141,7 +141,7 @@ def test_the_harness_alone_adds_no_cost():
 
 def test_a_stack_whose_accelerators_scale_from_zero_is_priced_per_hour_of_a_running_job(plan, plan_output, tmp_path):
     out = plan_output("compare").stdout
-    line = next(line for line in out.splitlines() if line.startswith("Monthly"))
+    line = " ".join(out[out.index("\nMonthly") + 1:].split())  # the paragraph wraps at words
     assert line.startswith("Monthly: every TPU slice and GPU pool scales from zero, so the stack costs ")
     rate = next(r.hourly for r in prices.load_table() if (r.kind, r.name, r.capacity, r.region)
                 == ("tpu", "v6e", "onDemand", "us-central1"))

@@ -19,9 +19,14 @@ class _Item:
         return object() if (name == "local_ray" and self._ray) else None
 
 
+class _Config:
+    def getoption(self, name: str):
+        return None  # no --stack: every test kept
+
+
 def test_local_ray_modules_come_first_and_the_rest_keep_their_order():
     items = [_Item("a", False), _Item("ray-1", True), _Item("b", False), _Item("c", False), _Item("ray-2", True)]
-    conftest.pytest_collection_modifyitems(items)
+    conftest.pytest_collection_modifyitems(_Config(), items)
     assert [i.name for i in items] == ["ray-1", "ray-2", "a", "b", "c"]
 
 

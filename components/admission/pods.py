@@ -11,7 +11,7 @@ from .rules import rule
 
 __all__ = ["RESERVATION_SELECTOR", "check_reservation", "RAYSERVICE_SURGE", "NEVER_RUNS", "RAY_AUTOSCALER_TPU",
     "RAY_AUTOSCALER_ACCELERATORS", "check_ray_version", "ray_autoscaler_accelerators", "pod_label_problems",
-    "RAY_DRAIN_GRACE", "RAY_TRAIN_START_TIMEOUT", "RAY_MULTISLICE", "RAY_REQUEST_FITS", "RAYJOB_SUSPEND_SHUTDOWN",
+    "RAY_DRAIN_GRACE", "RAY_TRAIN_START_TIMEOUT", "RAY_MULTISLICE", "RAYJOB_SUSPEND_SHUTDOWN",
     "RAYJOB_SUSPEND_CLUSTER_SELECTOR", "RAYJOB_SUSPEND_WAIT"]
 
 
@@ -40,14 +40,6 @@ RAYSERVICE_SURGE = rule(
     "an upgrade, so its TPU worker groups need twice their slices while it runs.",
     "https://docs.ray.io/en/latest/cluster/kubernetes/user-guides/rayservice-incremental-upgrade.html; KubeRay "
     "rayservice_types.go (NewCluster: create new upgraded cluster and switch to it when it becomes ready)")
-RAY_REQUEST_FITS = rule(
-    "ray-request-fits-a-host", "A Ray Serve deployment's ray_actor_options (resources TPU, num_gpus) ask for no more "
-    "of a resource than one host of one of the object's worker groups has: KubeRay gives each Ray node the TPU and "
-    "GPU resources of its pod's google.com/tpu and nvidia.com/gpu limits, and Ray places an actor on one node that "
-    "has all it asks for, or never.",
-    "https://docs.ray.io/en/latest/ray-core/scheduling/resources.html (\"Ray only schedules a task or actor on a node "
-    "if there are enough required resources\"); KubeRay ray-operator/controllers/ray/common/pod.go (TPU and GPU "
-    "from the container's limits)")
 NEVER_RUNS = rule(
     "kuberay-group-never-runs", "A worker group with replicas 0 and Ray autoscaling off never gets a pod.",
     "KubeRay raycluster_controller.go: the operator creates `replicas` pods per group; only the autoscaler "

@@ -1,6 +1,7 @@
 """The in-cluster slice check of a stack (render/health.py builds its objects): a Google service account that may
 only write metrics, bound by Workload Identity to the check's Kubernetes service account; the metric descriptors
-it writes to are SliceMonitoring's (resources/metric_waits.py), whose policies wait for them; and the Namespace, ServiceAccount, read-only RBAC, ConfigMap and CronJob in the cluster."""
+it writes to are SliceMonitoring's (resources/metric_waits.py), whose policies wait for them; and the Namespace,
+ServiceAccount, read-only RBAC, ConfigMap and CronJob in the cluster."""
 
 from __future__ import annotations
 

@@ -265,7 +265,7 @@ def _validate(sections: dict[str, Any], paths: Paths, stack: str, problems: list
         region = region or context.region
 
     warnings: list[str] = []
-    from . import cross_section, platform_rules, ray_requests
+    from . import cross_section, platform_rules
 
     across = cross_section.check_cluster(cluster_seen, context, paths)
     across += platform_rules.check_storage(checked(sections.get("storage", {}), storage), project, cluster_seen,
@@ -276,7 +276,6 @@ def _validate(sections: dict[str, Any], paths: Paths, stack: str, problems: list
     across += platform_rules.check_node_pool_count(context, seen, paths, warnings)
     across += cross_section.check_ray_objects(context, raw_lists, seen, paths, warnings)
     across += cross_section.check_heads(cluster_seen, seen, paths)
-    across += ray_requests.check_serve_requests(seen, paths)
     problems += [p for p in across if not _overlaps(p.path, dropped)]
     if problems:
         raise ConfigError(list(dict.fromkeys(problems)))

@@ -20,14 +20,13 @@ from pydantic import (
     PrivateAttr,
     StrictBool,
     StrictInt,
-    ValidationInfo,
     field_validator,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
 
 from .. import admission, catalog
-from .operations import MaintenanceConfig, SliceHealthConfig, UpgradeConfig, check_ray_version_of_image
+from .operations import MaintenanceConfig, SliceHealthConfig, UpgradeConfig
 
 DEFAULT_RAY_VERSION = "2.55.0"
 # The Ray project's own image of this Ray version, as KubeRay's TPU samples use; TPU access comes from the GKE TPU

@@ -112,6 +112,6 @@ def check_node_pool_count(context: ClusterContext, lists: dict, paths: Paths, wa
         section = "tpu_slices" if slices else ("gpu_pools" if gpus else "cpu_pools")
         warnings.append(f"{paths(section)}: {total} node pools in one cluster (system 1, {paths.key('tpu_slices')} "
                         f"{slices}, {paths.key('gpu_pools')} {gpus}, {paths.key('cpu_pools')} {cpus}): past "
-                        f"{admission.NODE_POOLS_WARNING}, GKE's autoscaling may take longer (GKE node auto-provisioning, "
-                        "Limitations); consider fewer, larger slices")
+                        f"{admission.NODE_POOLS_WARNING}, GKE's autoscaling may take longer (GKE node "
+                        "auto-provisioning, Limitations); consider fewer, larger slices")
     return []

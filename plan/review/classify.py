@@ -16,10 +16,12 @@ from . import tpu
 from .change import Change, Detail
 from .changes import StackDiff
 from .paths import ABSENT, apply_ignore_changes, covers, format_path, leaf_diffs, lookup, parse_path
-from .replacement import CLUSTER, NODE_POOL, replace_rule
+from ray_tpu_gke.catalog.resource_types import RAY_KIND_PREFIX
 
-RAYJOB = "kubernetes:ray.io/v1:RayJob"
+from .replacement import CLUSTER, NODE_POOL, replace_rule
 from .revisions import Side
+
+RAYJOB = RAY_KIND_PREFIX + "RayJob"
 
 
 def _state(step: dict) -> dict:

@@ -20,7 +20,6 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Optional
 
 from . import drive, load, serve_state
 from .patterns import Pattern
@@ -95,7 +94,8 @@ class RayHalf:
                 event = self._new.get(timeout=min(1.0, max(0.01, deadline - time.time())))
             except queue.Empty:
                 if self.process.poll() is not None:
-                    raise LocalError(f"the local Ray cluster exited ({self.process.returncode}) before {kind}")
+                    raise LocalError(f"the local Ray cluster exited ({self.process.returncode}) "
+                                     f"before {kind}") from None
                 continue
             if event["event"] == kind:
                 return event
