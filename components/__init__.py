@@ -23,27 +23,10 @@ from importlib.metadata import PackageNotFoundError, version
 # Imported on first use (PEP 562), so that `from ray_tpu_gke import bench` (pure Python, for training jobs in images
 # without Pulumi) never imports Pulumi; `from ray_tpu_gke import RayTpuPlatform` works as before. Each import is
 # spelt out, so that the layout checks (tests/test_layout.py) see every edge.
-_ARGS = (
-    "ClusterSpecArgs",
-    "CpuPoolArgs",
-    "GkeClusterArgs",
-    "GpuPoolArgs",
-    "PoolAutoscalingArgs",
-    "RayClusterArgs",
-    "RayJobArgs",
-    "RayJobSpecArgs",
-    "RayObjectArgs",
-    "RayServiceArgs",
-    "RayServiceSpecArgs",
-    "RayTpuPlatformArgs",
-    "SliceAutoscalingArgs",
-    "SliceMonitoringArgs",
-    "StorageArgs",
-    "TpuSliceArgs",
-    "TpuSlicePoolsArgs",
-    "WorkerGroupArgs",
-    "WorkerPoolArgs",
-)
+_ARGS = ("ClusterSpecArgs", "CpuPoolArgs", "GkeClusterArgs", "GpuPoolArgs", "PoolAutoscalingArgs", "RayClusterArgs",
+         "RayJobArgs", "RayJobSpecArgs", "RayObjectArgs", "RayServiceArgs", "RayServiceSpecArgs", "RayTpuPlatformArgs",
+         "SliceAutoscalingArgs", "SliceMonitoringArgs", "StorageArgs", "TpuSliceArgs", "TpuSlicePoolsArgs",
+         "WorkerGroupArgs", "WorkerPoolArgs")
 
 
 def _module_of(name: str):
@@ -68,17 +51,9 @@ def _module_of(name: str):
         return {"StackConfig": config, "ConfigError": problems, "load_stack_config": stack}[name], name
     from .resources import cluster, monitoring, platform, ray, slice_pool, worker_pool, workload_policy
 
-    found = {
-        "GkeCluster": cluster,
-        "SliceMonitoring": monitoring,
-        "RayTpuPlatform": platform,
-        "RayCluster": ray,
-        "RayJob": ray,
-        "RayService": ray,
-        "TpuSlicePools": slice_pool,
-        "WorkerPool": worker_pool,
-        "ironwood_workload_policy": workload_policy,
-    }.get(name)
+    found = {"GkeCluster": cluster, "SliceMonitoring": monitoring, "RayTpuPlatform": platform, "RayCluster": ray,
+             "RayJob": ray, "RayService": ray, "TpuSlicePools": slice_pool, "WorkerPool": worker_pool,
+             "ironwood_workload_policy": workload_policy}.get(name)
     return found, name
 
 
@@ -101,41 +76,12 @@ except PackageNotFoundError:  # imported from a checkout that is not installed
     __version__ = "0.3.0"
 
 __all__ = [
-    "admission",
-    "bench",
-    "catalog",
-    "CatalogError",
-    "SliceShape",
-    "slice_shape",
-    "ConfigError",
-    "StackConfig",
-    "load_stack_config",
-    "SliceMonitoring",
-    "SliceMonitoringArgs",
-    "ironwood_workload_policy",
-    "GkeCluster",
-    "TpuSlicePools",
-    "WorkerPool",
-    "RayCluster",
-    "RayService",
-    "RayJob",
-    "RayTpuPlatform",
-    "ClusterSpecArgs",
-    "CpuPoolArgs",
-    "GkeClusterArgs",
-    "GpuPoolArgs",
-    "PoolAutoscalingArgs",
-    "WorkerPoolArgs",
-    "RayClusterArgs",
-    "RayJobArgs",
-    "RayJobSpecArgs",
-    "RayObjectArgs",
-    "RayServiceArgs",
-    "RayServiceSpecArgs",
-    "RayTpuPlatformArgs",
-    "SliceAutoscalingArgs",
-    "StorageArgs",
-    "TpuSliceArgs",
-    "TpuSlicePoolsArgs",
-    "WorkerGroupArgs",
+    "admission", "bench", "catalog", "CatalogError", "SliceShape", "slice_shape", "ConfigError", "StackConfig",
+    "load_stack_config", "SliceMonitoring", "SliceMonitoringArgs", "ironwood_workload_policy",
+    "GkeCluster", "TpuSlicePools", "WorkerPool",
+    "RayCluster", "RayService", "RayJob",
+    "RayTpuPlatform", "ClusterSpecArgs", "CpuPoolArgs", "GkeClusterArgs", "GpuPoolArgs", "PoolAutoscalingArgs",
+    "WorkerPoolArgs", "RayClusterArgs", "RayJobArgs", "RayJobSpecArgs", "RayObjectArgs",
+    "RayServiceArgs", "RayServiceSpecArgs", "RayTpuPlatformArgs", "SliceAutoscalingArgs", "StorageArgs",
+    "TpuSliceArgs", "TpuSlicePoolsArgs", "WorkerGroupArgs",
 ]

@@ -41,64 +41,28 @@ _DECODER = json.JSONDecoder()
 
 # Every field of the result document and the JSON types it may hold ("null" where the contract allows it).
 FIELDS: dict[str, tuple[str, ...]] = {
-    "schema": ("str",),
-    "run": ("str",),
-    "side": ("str",),
-    "kind": ("str", "null"),
-    "platform": ("str",),
-    "simulated": ("bool",),
-    "devices": ("int",),
-    "deviceKind": ("str", "null"),
-    "processes": ("int",),
-    "slices": ("int",),
-    "steps": ("int",),
-    "batchSize": ("int", "null"),
-    "seed": ("int",),
-    "stepTimesS": ("list",),
-    "compiledSteps": ("list",),
-    "compileS": ("float",),
-    "compileEvents": ("int",),
-    "processStartToFirstStepS": ("float", "null"),
-    "workerGroupStartS": ("float", "null"),
-    "checkpoints": ("dict",),
-    "examplesPerS": ("float", "null"),
-    "loss": ("list",),
-    "finalLoss": ("float", "null"),
-    "fingerprint": ("dict", "null"),
-    "restarts": ("list",),
-    "workers": ("list",),
-    "startedAt": ("float",),
-    "finishedAt": ("float",),
-    "rayVersion": ("str", "null"),
-    "jaxVersion": ("str", "null"),
+    "schema": ("str",), "run": ("str",), "side": ("str",), "kind": ("str", "null"), "platform": ("str",),
+    "simulated": ("bool",), "devices": ("int",), "deviceKind": ("str", "null"), "processes": ("int",),
+    "slices": ("int",), "steps": ("int",), "batchSize": ("int", "null"), "seed": ("int",), "stepTimesS": ("list",),
+    "compiledSteps": ("list",), "compileS": ("float",), "compileEvents": ("int",),
+    "processStartToFirstStepS": ("float", "null"), "workerGroupStartS": ("float", "null"), "checkpoints": ("dict",),
+    "examplesPerS": ("float", "null"), "loss": ("list",), "finalLoss": ("float", "null"),
+    "fingerprint": ("dict", "null"), "restarts": ("list",), "workers": ("list",), "startedAt": ("float",),
+    "finishedAt": ("float",), "rayVersion": ("str", "null"), "jaxVersion": ("str", "null"),
     "compilationCache": ("str", "null"),
     # Fourth round: any framework, the job's own evaluation metric, throughput in tokens, model FLOPs per step.
-    "reporter": ("str",),
-    "framework": ("str", "null"),
-    "frameworkVersion": ("str", "null"),
-    "tokensPerS": ("float", "null"),
-    "tokensPerStep": ("int", "null"),
-    "evalMetric": ("dict", "null"),
+    "reporter": ("str",), "framework": ("str", "null"), "frameworkVersion": ("str", "null"),
+    "tokensPerS": ("float", "null"), "tokensPerStep": ("int", "null"), "evalMetric": ("dict", "null"),
     "flopsPerStep": ("float", "null"),
     "flopsSource": ("str", "null"),
 }
-RESTART_FIELDS = {
-    "failureSeenAt": ("float", "null"),
-    "resumedAt": ("float",),
-    "fromStep": ("int",),
-    "stepsRedone": ("int",),
-}
-WORKER_FIELDS = {
-    "rank": ("int",),
-    "slice": ("int",),
-    "megascaleSliceId": ("str", "null"),
-    "megascaleNumSlices": ("str", "null"),
-    "platform": ("str",),
-}
+RESTART_FIELDS = {"failureSeenAt": ("float", "null"), "resumedAt": ("float",), "fromStep": ("int",),
+                  "stepsRedone": ("int",)}
+WORKER_FIELDS = {"rank": ("int",), "slice": ("int",), "megascaleSliceId": ("str", "null"),
+                 "megascaleNumSlices": ("str", "null"), "platform": ("str",)}
 
 
 # --- the steady-step rule ------------------------------------------------------------------------------------------
-
 
 def steady_indices(step_times: list, compiled: Iterable[int]) -> list[int]:
     """The steps that measure the job's steady speed: every step but those during which it compiled (or warmed up:
@@ -113,7 +77,6 @@ def steady(step_times: list, compiled: Iterable[int]) -> list[float]:
 
 
 # --- writing -------------------------------------------------------------------------------------------------------
-
 
 def event_line(event: str, **fields: Any) -> str:
     """One event as a job prints it: a JSON object whose "event" key names it."""
@@ -139,10 +102,9 @@ def process_start_time() -> float:
     btime of /proc/stat (proc(5)). Where /proc is not Linux's, the time of this call."""
     try:
         stat = Path("/proc/self/stat").read_text()
-        ticks = int(stat[stat.rindex(")") + 2 :].split()[19])  # fields after "(comm)" start at field 3
-        boot = next(
-            int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime ")
-        )
+        ticks = int(stat[stat.rindex(")") + 2:].split()[19])  # fields after "(comm)" start at field 3
+        boot = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime "))
         return boot + ticks / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError, StopIteration):
         return time.time()
@@ -159,44 +121,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return parser
 
 
-def document(
-    *,
-    run: str,
-    side: str,
-    kind: Optional[str],
-    platform: str,
-    simulated: bool,
-    devices: int,
-    steps: int,
-    step_records: list[dict],
-    seed: int = 0,
-    device_kind: Optional[str] = None,
-    processes: int = 1,
-    slices: int = 1,
-    batch_size: Optional[int] = None,
-    saves: Iterable[float] = (),
-    restores: Iterable[float] = (),
-    restarts: Iterable[dict] = (),
-    compile_s: float = 0.0,
-    compile_events: int = 0,
-    process_start: Optional[float] = None,
-    worker_group_start_s: Optional[float] = None,
-    started_at: float,
-    finished_at: float,
-    final_loss: Optional[float] = None,
-    metric: Optional[float] = None,
-    metric_name: Optional[str] = None,
-    fingerprint: Optional[dict] = None,
-    flops_per_step: Optional[float] = None,
-    flops_source: Optional[str] = None,
-    framework: Optional[str] = None,
-    framework_version: Optional[str] = None,
-    ray_version: Optional[str] = None,
-    jax_version: Optional[str] = None,
-    compilation_cache: Optional[str] = None,
-    workers: Iterable[dict] = (),
-    extra: Optional[dict] = None,
-) -> dict:
+def document(*, run: str, side: str, kind: Optional[str], platform: str, simulated: bool, devices: int, steps: int,
+             step_records: list[dict], seed: int = 0, device_kind: Optional[str] = None, processes: int = 1,
+             slices: int = 1, batch_size: Optional[int] = None, saves: Iterable[float] = (),
+             restores: Iterable[float] = (), restarts: Iterable[dict] = (), compile_s: float = 0.0,
+             compile_events: int = 0, process_start: Optional[float] = None,
+             worker_group_start_s: Optional[float] = None,
+             started_at: float, finished_at: float, final_loss: Optional[float] = None,
+             metric: Optional[float] = None, metric_name: Optional[str] = None, fingerprint: Optional[dict] = None,
+             flops_per_step: Optional[float] = None, flops_source: Optional[str] = None,
+             framework: Optional[str] = None, framework_version: Optional[str] = None,
+             ray_version: Optional[str] = None, jax_version: Optional[str] = None,
+             compilation_cache: Optional[str] = None, workers: Iterable[dict] = (),
+             extra: Optional[dict] = None) -> dict:
     """The result document: the one writer of it. `step_records` are the steps executed, in order, redone ones
     included: {"step", "stepS", "loss", "compiled", "time", "examples", "tokens"} (the last two optional). Pure: no
     clock, no I/O."""
@@ -215,55 +152,25 @@ def document(
     if final_loss is None and step_records and step_records[-1].get("loss") is not None:
         final_loss = float(step_records[-1]["loss"])
     doc: dict[str, Any] = {
-        "schema": SCHEMA,
-        "reporter": REPORTER,
-        "run": run,
-        "side": side,
-        "kind": kind,
-        "platform": platform,
-        "simulated": bool(simulated),
-        "devices": devices,
-        "deviceKind": device_kind,
-        "processes": processes,
-        "slices": slices,
-        "steps": steps,
-        "batchSize": batch_size,
-        "seed": seed,
-        "stepTimesS": times,
-        "compiledSteps": compiled,
-        "compileS": float(compile_s),
-        "compileEvents": compile_events,
-        "processStartToFirstStepS": (
-            float(step_records[0]["time"]) - process_start if step_records and process_start is not None else None
-        ),
+        "schema": SCHEMA, "reporter": REPORTER, "run": run, "side": side, "kind": kind, "platform": platform,
+        "simulated": bool(simulated), "devices": devices, "deviceKind": device_kind, "processes": processes,
+        "slices": slices, "steps": steps, "batchSize": batch_size, "seed": seed,
+        "stepTimesS": times, "compiledSteps": compiled, "compileS": float(compile_s), "compileEvents": compile_events,
+        "processStartToFirstStepS": (float(step_records[0]["time"]) - process_start
+                                     if step_records and process_start is not None else None),
         "workerGroupStartS": worker_group_start_s,
         "checkpoints": {"saveS": [float(s) for s in saves], "restoreS": [float(s) for s in restores]},
-        "examplesPerS": per_second("examples"),
-        "tokensPerS": per_second("tokens"),
+        "examplesPerS": per_second("examples"), "tokensPerS": per_second("tokens"),
         "tokensPerStep": step_records[-1].get("tokens") if step_records else None,
-        "loss": [[step, latest_loss[step]] for step in sorted(latest_loss)],
-        "finalLoss": final_loss,
+        "loss": [[step, latest_loss[step]] for step in sorted(latest_loss)], "finalLoss": final_loss,
         "evalMetric": None if metric is None else {"name": metric_name or "metric", "value": float(metric)},
-        "fingerprint": fingerprint,
-        "flopsPerStep": None if flops_per_step is None else float(flops_per_step),
+        "fingerprint": fingerprint, "flopsPerStep": None if flops_per_step is None else float(flops_per_step),
         "flopsSource": flops_source if flops_per_step is not None else None,
-        "restarts": [
-            {
-                "failureSeenAt": r.get("failureSeenAt"),
-                "resumedAt": r["resumedAt"],
-                "fromStep": r["fromStep"],
-                "stepsRedone": r["stepsRedone"],
-            }
-            for r in restarts
-        ],
-        "workers": list(workers),
-        "startedAt": started_at,
-        "finishedAt": finished_at,
-        "framework": framework,
-        "frameworkVersion": framework_version,
-        "rayVersion": ray_version,
-        "jaxVersion": jax_version,
-        "compilationCache": compilation_cache,
+        "restarts": [{"failureSeenAt": r.get("failureSeenAt"), "resumedAt": r["resumedAt"], "fromStep": r["fromStep"],
+                      "stepsRedone": r["stepsRedone"]} for r in restarts],
+        "workers": list(workers), "startedAt": started_at, "finishedAt": finished_at,
+        "framework": framework, "frameworkVersion": framework_version, "rayVersion": ray_version,
+        "jaxVersion": jax_version, "compilationCache": compilation_cache,
     }
     doc.update(extra or {})
     return doc
@@ -287,58 +194,23 @@ def print_result(doc: dict, out=None) -> None:
 class Run:
     """One attempt of a job's training loop, reporting as it goes. Create it with `bench.start`."""
 
-    def __init__(
-        self,
-        *,
-        run: str,
-        side: str,
-        kind: Optional[str],
-        platform: str,
-        devices: int = 1,
-        device_kind: Optional[str] = None,
-        processes: int = 1,
-        slices: int = 1,
-        simulated: bool = False,
-        steps: Optional[int] = None,
-        batch_size: Optional[int] = None,
-        seed: int = 0,
-        framework: Optional[str] = None,
-        framework_version: Optional[str] = None,
-        attempt: int = 0,
-        from_step: int = 0,
-        result_dir: Optional[str] = None,
-        flops_per_step: Optional[float] = None,
-        flops_source: Optional[str] = None,
-        ray_version: Optional[str] = None,
-        jax_version: Optional[str] = None,
-        warmup_steps: int = 1,
-        emit: Optional[Callable[[str], None]] = None,
-        sink: Optional[Callable[[dict], None]] = None,
-        clock: Callable[[], float] = time.time,
-        timer: Callable[[], float] = time.perf_counter,
-    ):
+    def __init__(self, *, run: str, side: str, kind: Optional[str], platform: str, devices: int = 1,
+                 device_kind: Optional[str] = None, processes: int = 1, slices: int = 1, simulated: bool = False,
+                 steps: Optional[int] = None, batch_size: Optional[int] = None, seed: int = 0,
+                 framework: Optional[str] = None, framework_version: Optional[str] = None, attempt: int = 0,
+                 from_step: int = 0, result_dir: Optional[str] = None, flops_per_step: Optional[float] = None,
+                 flops_source: Optional[str] = None, ray_version: Optional[str] = None,
+                 jax_version: Optional[str] = None, warmup_steps: int = 1, emit: Optional[Callable[[str], None]] = None,
+                 sink: Optional[Callable[[dict], None]] = None, clock: Callable[[], float] = time.time,
+                 timer: Callable[[], float] = time.perf_counter):
         if (kind is not None and kind not in KINDS) or platform not in PLATFORMS:
-            raise ValueError(
-                f"kind {kind!r} must be one of {', '.join(KINDS)} (or None: the side decides), "
-                f"platform {platform!r} one of {', '.join(PLATFORMS)}"
-            )
-        self.facts = {
-            "run": run,
-            "side": side,
-            "kind": kind,
-            "platform": platform,
-            "devices": devices,
-            "device_kind": device_kind,
-            "processes": processes,
-            "slices": slices,
-            "simulated": simulated,
-            "batch_size": batch_size,
-            "seed": seed,
-            "framework": framework,
-            "framework_version": framework_version,
-            "ray_version": ray_version,
-            "jax_version": jax_version,
-        }
+            raise ValueError(f"kind {kind!r} must be one of {', '.join(KINDS)} (or None: the side decides), "
+                             f"platform {platform!r} one of {', '.join(PLATFORMS)}")
+        self.facts = {"run": run, "side": side, "kind": kind, "platform": platform, "devices": devices,
+                      "device_kind": device_kind, "processes": processes, "slices": slices, "simulated": simulated,
+                      "batch_size": batch_size, "seed": seed, "framework": framework,
+                      "framework_version": framework_version, "ray_version": ray_version,
+                      "jax_version": jax_version}
         self.planned_steps, self.attempt, self.from_step = steps, attempt, from_step
         self.result_dir, self.warmup_steps = result_dir, warmup_steps
         self.flops_per_step = flops_per_step
@@ -366,16 +238,8 @@ class Run:
         self._last = self._timer()
         return self
 
-    def step(
-        self,
-        step: int,
-        *,
-        loss: Optional[float] = None,
-        examples: Optional[int] = None,
-        tokens: Optional[int] = None,
-        step_s: Optional[float] = None,
-        compiled: Optional[bool] = None,
-    ) -> dict:
+    def step(self, step: int, *, loss: Optional[float] = None, examples: Optional[int] = None,
+             tokens: Optional[int] = None, step_s: Optional[float] = None, compiled: Optional[bool] = None) -> dict:
         """Step `step` (steps done, 1-based) is done. `step_s`: its time, measured by the job; by default the time
         since the previous step (or since start or restore), so call it once the step's result is ready. `compiled`:
         the step compiled or warmed up (default: the first `warmup_steps` steps of this attempt)."""
@@ -384,12 +248,8 @@ class Run:
         self._last = now
         if compiled is None:
             compiled = len(self.records) < self.warmup_steps
-        fields: dict[str, Any] = {
-            "step": int(step),
-            "stepS": seconds,
-            "loss": None if loss is None else float(loss),
-            "compiled": bool(compiled),
-        }
+        fields: dict[str, Any] = {"step": int(step), "stepS": seconds, "loss": None if loss is None else float(loss),
+                                  "compiled": bool(compiled)}
         if examples is not None:
             fields["examples"] = int(examples)
         if tokens is not None:
@@ -408,16 +268,11 @@ class Run:
         self._event("restore", step=int(step), restoreS=float(restore_s))
         self._last = self._timer()
 
-    def restart(
-        self, *, from_step: int, resumed_at: float, steps_redone: int, failure_seen_at: Optional[float] = None
-    ) -> None:
+    def restart(self, *, from_step: int, resumed_at: float, steps_redone: int,
+                failure_seen_at: Optional[float] = None) -> None:
         """At the first step of an attempt after a failure: from which step it resumed, and the steps done again."""
-        restart = {
-            "fromStep": int(from_step),
-            "failureSeenAt": failure_seen_at,
-            "resumedAt": float(resumed_at),
-            "stepsRedone": int(steps_redone),
-        }
+        restart = {"fromStep": int(from_step), "failureSeenAt": failure_seen_at, "resumedAt": float(resumed_at),
+                   "stepsRedone": int(steps_redone)}
         self.restarts.append(restart)
         self._event("restart", **restart)
 
@@ -426,60 +281,30 @@ class Run:
         self.compile_s += float(seconds)
         self.compile_events += events
 
-    def finish(
-        self,
-        *,
-        metric: Optional[float] = None,
-        metric_name: str = "evalLoss",
-        fingerprint: Optional[dict] = None,
-        flops_per_step: Optional[float] = None,
-        flops_source: Optional[str] = None,
-        final_loss: Optional[float] = None,
-        steps: Optional[int] = None,
-        extra: Optional[dict] = None,
-        print_it: bool = True,
-    ) -> dict:
+    def finish(self, *, metric: Optional[float] = None, metric_name: str = "evalLoss",
+               fingerprint: Optional[dict] = None, flops_per_step: Optional[float] = None,
+               flops_source: Optional[str] = None, final_loss: Optional[float] = None, steps: Optional[int] = None,
+               extra: Optional[dict] = None, print_it: bool = True) -> dict:
         """The end: the job's evaluation metric (`metric`, named `metric_name`; the comparison's agreement compares
         it), an output fingerprint (`bench.fingerprint`), the model FLOPs of one step where the job knows them. Prints
         the result document as the last line and writes it under result_dir; returns it."""
         flops = flops_per_step if flops_per_step is not None else self.flops_per_step
         source = flops_source or (self.flops_source if flops_per_step is None else "declared")
         done = max((r["step"] for r in self.records), default=self.from_step)
-        doc = document(
-            **self.facts,
-            steps=steps or self.planned_steps or done,
-            step_records=self.records,
-            saves=self.saves,
-            restores=self.restores,
-            restarts=self.restarts,
-            compile_s=self.compile_s,
-            compile_events=self.compile_events,
-            process_start=self.process_start,
-            started_at=self.started_at,
-            finished_at=self._clock(),
-            final_loss=final_loss,
-            metric=metric,
-            metric_name=metric_name,
-            fingerprint=fingerprint,
-            flops_per_step=flops,
-            flops_source=source if flops is not None else None,
-            extra=extra,
-        )
+        doc = document(**self.facts, steps=steps or self.planned_steps or done, step_records=self.records,
+                       saves=self.saves, restores=self.restores, restarts=self.restarts, compile_s=self.compile_s,
+                       compile_events=self.compile_events, process_start=self.process_start,
+                       started_at=self.started_at, finished_at=self._clock(), final_loss=final_loss, metric=metric,
+                       metric_name=metric_name, fingerprint=fingerprint, flops_per_step=flops,
+                       flops_source=source if flops is not None else None, extra=extra)
         write_result(doc, self.result_dir)
         if print_it:
             print_result(doc)
         return doc
 
 
-def start(
-    *,
-    run: Optional[str] = None,
-    side: Optional[str] = None,
-    kind: Optional[str] = None,
-    platform: str,
-    args: Optional[argparse.Namespace] = None,
-    **facts: Any,
-) -> Run:
+def start(*, run: Optional[str] = None, side: Optional[str] = None, kind: Optional[str] = None, platform: str,
+          args: Optional[argparse.Namespace] = None, **facts: Any) -> Run:
     """The run starts: prints its `start` event and returns the recorder of its steps. `kind`: what the job was asked
     to run on, "tpu" or "gpu", or None to leave it to the side it runs as; `platform`: what it runs on ("tpu",
     "gpu", "cpu"). `run`, `side`, `result_dir`,
@@ -499,12 +324,11 @@ def start(
 
 # --- reading -------------------------------------------------------------------------------------------------------
 
-
 def objects(lines: Union[str, Iterable[str]]) -> Iterator[dict]:
     """Every JSON object of a log, one per line: Ray puts a prefix such as `(RayTrainWorker pid=123) ` before a
     worker's line and its log deduplication may append text after it, so a line is read from its first `{` and only
     the JSON object there counts."""
-    for line in lines.splitlines() if isinstance(lines, str) else lines:
+    for line in (lines.splitlines() if isinstance(lines, str) else lines):
         start = line.find("{")
         if start < 0:
             continue
@@ -557,7 +381,6 @@ def read(lines: Union[str, Iterable[str]]) -> JobLog:
 
 # --- the contract --------------------------------------------------------------------------------------------------
 
-
 def _type_of(value: Any) -> str:
     if value is None:
         return "null"
@@ -580,20 +403,14 @@ def _check_fields(where: str, value: Any, fields: dict[str, tuple[str, ...]]) ->
     if not isinstance(value, dict):
         return [f"{where}: {_type_of(value)}, expected an object"]
     problems = [f"{where}.{name}: missing" for name in fields if name not in value]
-    problems += [
-        f"{where}.{name}: {_type_of(value[name])} {value[name]!r}, expected {' or '.join(allowed)}"
-        for name, allowed in fields.items()
-        if name in value and not _fits(value[name], allowed)
-    ]
+    problems += [f"{where}.{name}: {_type_of(value[name])} {value[name]!r}, expected {' or '.join(allowed)}"
+                 for name, allowed in fields.items() if name in value and not _fits(value[name], allowed)]
     return problems
 
 
 def _numbers(where: str, values: Iterable, kind: str = "float") -> list[str]:
-    return [
-        f"{where}[{i}]: {v!r} is not a finite {kind}"
-        for i, v in enumerate(values)
-        if not _fits(v, (kind,)) or (kind == "float" and not math.isfinite(v))
-    ]
+    return [f"{where}[{i}]: {v!r} is not a finite {kind}" for i, v in enumerate(values)
+            if not _fits(v, (kind,)) or (kind == "float" and not math.isfinite(v))]
 
 
 def validate(doc: Any) -> list[str]:
@@ -613,11 +430,8 @@ def validate(doc: Any) -> list[str]:
         compiled = doc.get("compiledSteps")
         if isinstance(compiled, list):
             problems += _numbers("result.compiledSteps", compiled, "int")
-            problems += [
-                f"result.compiledSteps: index {i} is not one of the {len(times)} steps"
-                for i in compiled
-                if isinstance(i, int) and not 0 <= i < len(times)
-            ]
+            problems += [f"result.compiledSteps: index {i} is not one of the {len(times)} steps" for i in compiled
+                         if isinstance(i, int) and not 0 <= i < len(times)]
     checkpoints = doc.get("checkpoints")
     if isinstance(checkpoints, dict):
         for name in ("saveS", "restoreS"):
@@ -627,18 +441,13 @@ def validate(doc: Any) -> list[str]:
                 problems += _numbers(f"result.checkpoints.{name}", checkpoints[name])
     loss = doc.get("loss")
     if isinstance(loss, list):
-        problems += [
-            f"result.loss[{i}]: {pair!r} is not [step, loss]"
-            for i, pair in enumerate(loss)
-            if not (
-                isinstance(pair, list) and len(pair) == 2 and _fits(pair[0], ("int",)) and _fits(pair[1], ("float",))
-            )
-        ]
+        problems += [f"result.loss[{i}]: {pair!r} is not [step, loss]" for i, pair in enumerate(loss)
+                     if not (isinstance(pair, list) and len(pair) == 2 and _fits(pair[0], ("int",))
+                             and _fits(pair[1], ("float",)))]
     fingerprint_ = doc.get("fingerprint")
     if isinstance(fingerprint_, dict):
-        problems += _check_fields(
-            "result.fingerprint", fingerprint_, {"seed": ("int", "null"), "values": ("list",), "sha256": ("str",)}
-        )
+        problems += _check_fields("result.fingerprint", fingerprint_,
+                                  {"seed": ("int", "null"), "values": ("list",), "sha256": ("str",)})
         if isinstance(fingerprint_.get("values"), list):
             problems += _numbers("result.fingerprint.values", fingerprint_["values"])
     metric = doc.get("evalMetric")

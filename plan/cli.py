@@ -107,13 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         return stackfile.report(error)
     if project is not None and command in STACK_FILE_COMMANDS and not project.reads_stack_files and not help_only:
-        print(
-            f"error: {PROG} {command} reads its sides from a stack file's ray-tpu-gke:rayJobs (the RayJobs on a "
-            f"TPU slice or a GPU pool, docs/compare.md), which project {project.name!r} does not have: declare "
-            f"the jobs in a project of the stack-file schema (load_stack_config(), as this repository's "
-            f"stacks/Pulumi.compare.yaml) and run {PROG} {command} there",
-            file=sys.stderr,
-        )
+        print(f"error: {PROG} {command} reads its sides from a stack file's ray-tpu-gke:rayJobs (the RayJobs on a "
+              f"TPU slice or a GPU pool, docs/compare.md), which project {project.name!r} does not have: declare "
+              f"the jobs in a project of the stack-file schema (load_stack_config(), as this repository's "
+              f"stacks/Pulumi.compare.yaml) and run {PROG} {command} there",
+              file=sys.stderr)
         return stackfile.EXIT_INVALID
     projects.use(project)
     if project is not None:

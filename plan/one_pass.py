@@ -20,6 +20,7 @@ import contextlib
 from typing import Iterator
 
 import pulumi
+
 import ray_tpu_gke
 from ray_tpu_gke.spec.problems import ConfigError, Problem
 
@@ -57,7 +58,6 @@ def collecting() -> Iterator[list[Problem]]:
                 opts = kwargs.get("opts") if "opts" in kwargs else (args[1] if len(args) > 1 else None)
                 setattr(self, FAILED, True)
                 pulumi.ComponentResource.__init__(self, f"ray-tpu-gke:index:{cls.__name__}", name, None, opts)
-
         return init
 
     def outputs_unknown(self, attribute: str):

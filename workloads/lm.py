@@ -52,18 +52,10 @@ class LmConfig:
 
     def describe(self) -> dict:
         """The model as the result document's `model` says it (camelCase, as every field of the document)."""
-        return {
-            "name": "decoder-only transformer LM (workloads.lm: Equinox, Optax AdamW)",
-            "parameters": self.parameters,
-            "vocab": self.vocab,
-            "dModel": self.d_model,
-            "layers": self.layers,
-            "heads": self.heads,
-            "seqLen": self.seq_len,
-            "mlpRatio": self.mlp_ratio,
-            "learningRate": self.learning_rate,
-            "weightDecay": self.weight_decay,
-        }
+        return {"name": "decoder-only transformer LM (workloads.lm: Equinox, Optax AdamW)",
+                "parameters": self.parameters, "vocab": self.vocab, "dModel": self.d_model, "layers": self.layers,
+                "heads": self.heads, "seqLen": self.seq_len, "mlpRatio": self.mlp_ratio,
+                "learningRate": self.learning_rate, "weightDecay": self.weight_decay}
 
     @property
     def parameters(self) -> int:
@@ -77,16 +69,8 @@ class LmConfig:
 PRESETS = {
     "tiny": LmConfig(vocab=128, d_model=32, layers=2, heads=2, seq_len=32, batch_size=16, learning_rate=1e-2),
     # GPT-2 small's depth and width (12 layers, 768 wide, 12 heads; Radford et al. 2019, table 2) with a 32k vocab.
-    "gpt-100m": LmConfig(
-        vocab=32768,
-        d_model=768,
-        layers=12,
-        heads=12,
-        seq_len=1024,
-        batch_size=256,
-        learning_rate=6e-4,
-        weight_decay=0.1,
-    ),
+    "gpt-100m": LmConfig(vocab=32768, d_model=768, layers=12, heads=12, seq_len=1024, batch_size=256,
+                         learning_rate=6e-4, weight_decay=0.1),
 }
 DEFAULT_PRESET = "tiny"
 SIZE_FLAGS = ("vocab", "d_model", "layers", "heads", "seq_len")
@@ -100,7 +84,6 @@ def config_for(preset: str = DEFAULT_PRESET, **overrides: Any) -> LmConfig:
 
 
 # --- data ----------------------------------------------------------------------------------------------------------
-
 
 def successor_table(seed: int, vocab: int):
     import numpy as np
@@ -124,9 +107,8 @@ def batch(step: int, size: int, seed: int, config: LmConfig) -> tuple:
     and on every accelerator for one seed."""
     import numpy as np
 
-    tokens = _sequences(
-        np.random.default_rng([seed, 1_000_003 + step]), size, config, successor_table(seed, config.vocab)
-    )
+    tokens = _sequences(np.random.default_rng([seed, 1_000_003 + step]), size, config,
+                        successor_table(seed, config.vocab))
     return tokens[:, :-1], tokens[:, 1:]
 
 
@@ -139,7 +121,6 @@ def eval_batch(seed: int, config: LmConfig, rows: int = EVAL_ROWS) -> tuple:
 
 
 # --- the model -----------------------------------------------------------------------------------------------------
-
 
 @functools.lru_cache(maxsize=None)
 def _modules():
@@ -160,15 +141,8 @@ def _modules():
             k1, k2, k3 = jax.random.split(key, 3)
             d = config.d_model
             self.norm1, self.norm2 = eqx.nn.LayerNorm(d), eqx.nn.LayerNorm(d)
-            self.attention = eqx.nn.MultiheadAttention(
-                config.heads,
-                d,
-                use_query_bias=True,
-                use_key_bias=True,
-                use_value_bias=True,
-                use_output_bias=True,
-                key=k1,
-            )
+            self.attention = eqx.nn.MultiheadAttention(config.heads, d, use_query_bias=True, use_key_bias=True,
+                                                       use_value_bias=True, use_output_bias=True, key=k1)
             self.up = eqx.nn.Linear(d, d * config.mlp_ratio, key=k2)
             self.down = eqx.nn.Linear(d * config.mlp_ratio, d, key=k3)
 
@@ -279,7 +253,6 @@ def flops_of(compiled) -> Optional[float]:
 
 # --- checkpoints ---------------------------------------------------------------------------------------------------
 
-
 def save(directory: Path, params, opt_state, step: int, config: LmConfig) -> Path:
     """Host copies of the parameters and optimiser state, in leaf order, with the config they belong to."""
     import jax
@@ -288,12 +261,8 @@ def save(directory: Path, params, opt_state, step: int, config: LmConfig) -> Pat
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / CHECKPOINT_FILE
     leaves = jax.tree.leaves((params, opt_state))
-    np.savez(
-        path,
-        step=np.asarray(step),
-        config=np.asarray(json.dumps(asdict(config))),
-        **{f"leaf{i:05d}": np.asarray(leaf) for i, leaf in enumerate(leaves)},
-    )
+    np.savez(path, step=np.asarray(step), config=np.asarray(json.dumps(asdict(config))),
+             **{f"leaf{i:05d}": np.asarray(leaf) for i, leaf in enumerate(leaves)})
     return path
 
 

@@ -44,33 +44,19 @@ class LocalCluster:
 
         # Every raylet's workers import this repository's workloads, as the image's .pth file makes them do.
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-        self._cluster = Cluster(
-            initialize_head=True,
-            head_node_args={"num_cpus": head_cpus, "include_dashboard": False, **(head_args or {})},
-        )
+        self._cluster = Cluster(initialize_head=True,
+                                head_node_args={"num_cpus": head_cpus, "include_dashboard": False,
+                                                **(head_args or {})})
         self.hosts: dict[tuple[str, int], object] = {}
 
     @property
     def address(self) -> str:
         return self._cluster.address
 
-    def tpu_host(
-        self,
-        spec: SliceSpec,
-        slice_name: str,
-        worker_id: int,
-        topology: Optional[str] = None,
-        wait: bool = True,
-        cpus: int = 1,
-        **extra: str,
-    ):
-        env = {
-            "TPU_ACCELERATOR_TYPE": spec.pod_type,
-            "TPU_TOPOLOGY": topology or spec.topology,
-            "TPU_WORKER_ID": str(worker_id),
-            **({"TPU_NAME": slice_name} if slice_name else {}),
-            **extra,
-        }
+    def tpu_host(self, spec: SliceSpec, slice_name: str, worker_id: int, topology: Optional[str] = None,
+                 wait: bool = True, cpus: int = 1, **extra: str):
+        env = {"TPU_ACCELERATOR_TYPE": spec.pod_type, "TPU_TOPOLOGY": topology or spec.topology,
+               "TPU_WORKER_ID": str(worker_id), **({"TPU_NAME": slice_name} if slice_name else {}), **extra}
         with environment(**env):
             node = self._cluster.add_node(num_cpus=cpus, resources={"TPU": spec.chips_per_host})
         if wait:

@@ -61,29 +61,23 @@ class Scorer:
         self.model = _Model()
         loaded = time.time()
         self.model.score(np.zeros((1, self.model.features), np.float32))  # compile the one-row shape now
-        self.info = {
-            "startedAt": started,
-            "loadS": round(loaded - started, 4),
-            "compileS": round(time.time() - loaded, 4),
-            "platform": self.model.platform,
-            "devices": self.model.devices,
-            "pid": os.getpid(),
-        }
+        self.info = {"startedAt": started, "loadS": round(loaded - started, 4),
+                     "compileS": round(time.time() - loaded, 4), "platform": self.model.platform,
+                     "devices": self.model.devices, "pid": os.getpid()}
 
     def generate(self, inputs, tokens: int = 1) -> list[float]:
         x = np.asarray(inputs, dtype=np.float32)
         if x.ndim != 2 or x.shape[1] != self.model.features or not 1 <= x.shape[0] <= MAX_BATCH:
-            raise ValueError(
-                f"inputs must be 1 to {MAX_BATCH} rows of {self.model.features} numbers, got shape {list(x.shape)}"
-            )
+            raise ValueError(f"inputs must be 1 to {MAX_BATCH} rows of {self.model.features} numbers, got shape "
+                             f"{list(x.shape)}")
         if not isinstance(tokens, int) or isinstance(tokens, bool) or not 1 <= tokens <= MAX_TOKENS:
             raise ValueError(f"tokens must be a whole number from 1 to {MAX_TOKENS}, got {tokens!r}")
         window = np.zeros((_padded(len(x)), self.model.features), np.float32)
-        window[: len(x)] = x
+        window[:len(x)] = x
         for _ in range(tokens):  # each step waits for the one before: a decoder's token loop
             scores = self.model.score(window)
             window = np.concatenate([window[:, 1:], scores[:, None]], axis=1)
-        return scores[: len(x)].tolist()
+        return scores[:len(x)].tolist()
 
     async def __call__(self, request: Request):
         try:

@@ -96,21 +96,10 @@ class GroupPlan:
     slice: str = ""  # the tpuSlices entry it runs on
 
     def to_json(self) -> dict:
-        return {
-            "group": self.group,
-            "spec": {
-                "generation": self.spec.generation,
-                "topology": self.spec.topology,
-                "hosts": self.spec.hosts,
-                "chips_per_host": self.spec.chips_per_host,
-            },
-            "selector": dict(self.selector),
-            "replicas": self.replicas,
-            "min_replicas": self.min_replicas,
-            "max_replicas": self.max_replicas,
-            "autoscaling": self.autoscaling,
-            "slice": self.slice,
-        }
+        return {"group": self.group, "spec": {"generation": self.spec.generation, "topology": self.spec.topology,
+                                              "hosts": self.spec.hosts, "chips_per_host": self.spec.chips_per_host},
+                "selector": dict(self.selector), "replicas": self.replicas, "min_replicas": self.min_replicas,
+                "max_replicas": self.max_replicas, "autoscaling": self.autoscaling, "slice": self.slice}
 
     @classmethod
     def from_json(cls, data: dict) -> "GroupPlan":
@@ -140,14 +129,11 @@ def listing(items: list[str], limit: int = 6) -> str:
 
 def tpu_container(pod_spec: dict) -> Optional[dict]:
     """The container that asks for TPU chips (the one the TPU webhook injects its environment into)."""
-    return next(
-        (c for c in pod_spec.get("containers", []) if TPU_RESOURCE in ((c.get("resources") or {}).get("limits") or {})),
-        None,
-    )
+    return next((c for c in pod_spec.get("containers", [])
+                 if TPU_RESOURCE in ((c.get("resources") or {}).get("limits") or {})), None)
 
 
 # --- node pools ----------------------------------------------------------------------------------------------------
-
 
 def pool_checks(pool: PoolPlan, nodes: list[dict]) -> list[Check]:
     subject = f"node pool {pool.name}"
@@ -155,48 +141,24 @@ def pool_checks(pool: PoolPlan, nodes: list[dict]) -> list[Check]:
     hosts = pool.hosts
     if not mine and pool.autoscaled_from_zero:
         detail = f"0 nodes: the pool autoscales from zero ({hosts} when in use)"
-        return [
-            Check(subject, "nodes", SKIP, detail),
-            Check(subject, "labels", SKIP, "no nodes"),
-            Check(subject, "ready", SKIP, "no nodes"),
-        ]
+        return [Check(subject, "nodes", SKIP, detail), Check(subject, "labels", SKIP, "no nodes"),
+                Check(subject, "ready", SKIP, "no nodes")]
     want = f"0 or {hosts}" if pool.autoscaled_from_zero else str(hosts)
     short = "" if len(mine) == hosts else f", expected {want} (hosts of {pool.slice})"
     checks = [Check(subject, "nodes", PASS if len(mine) == hosts else FAIL, f"{len(mine)} nodes{short}")]
-    expected = {
-        ACCELERATOR_LABEL: pool.accelerator,
-        TOPOLOGY_LABEL: pool.topology,
-        SLICE_LABEL: pool.slice,
-        INSTANCE_TYPE_LABEL: pool.machine_type,
-    }
-    problems = [
-        f"{name_of(n)} {key}={labels_of(n).get(key)!r}"
-        for n in mine
-        for key, value in expected.items()
-        if labels_of(n).get(key) != value
-    ]
-    checks.append(
-        Check(
-            subject,
-            "labels",
-            _status(problems),
-            listing(problems) or ", ".join(f"{k}={v}" for k, v in expected.items()),
-        )
-    )
+    expected = {ACCELERATOR_LABEL: pool.accelerator, TOPOLOGY_LABEL: pool.topology, SLICE_LABEL: pool.slice,
+                INSTANCE_TYPE_LABEL: pool.machine_type}
+    problems = [f"{name_of(n)} {key}={labels_of(n).get(key)!r}" for n in mine for key, value in expected.items()
+                if labels_of(n).get(key) != value]
+    checks.append(Check(subject, "labels", _status(problems), listing(problems) or ", ".join(
+        f"{k}={v}" for k, v in expected.items())))
     problems = [name_of(n) for n in mine if not is_ready(n)]
-    checks.append(
-        Check(
-            subject,
-            "ready",
-            _status(problems),
-            f"not Ready: {listing(problems)}" if problems else f"{len(mine)} nodes Ready",
-        )
-    )
+    checks.append(Check(subject, "ready", _status(problems),
+                        f"not Ready: {listing(problems)}" if problems else f"{len(mine)} nodes Ready"))
     return checks
 
 
 # --- Ray objects ---------------------------------------------------------------------------------------------------
-
 
 def field_at(obj: Any, path: tuple[str, ...]) -> Any:
     for key in path:
@@ -204,9 +166,8 @@ def field_at(obj: Any, path: tuple[str, ...]) -> Any:
     return obj
 
 
-def object_checks(
-    subject: str, kind: str, name: str, live: Optional[dict], cluster_selector: Optional[str] = None
-) -> tuple[list[Check], Optional[str]]:
+def object_checks(subject: str, kind: str, name: str, live: Optional[dict],
+                  cluster_selector: Optional[str] = None) -> tuple[list[Check], Optional[str]]:
     """Whether the object exists and is ready (a RayJob: has not failed), and the name of the Ray cluster its pods
     belong to (None when it has none yet)."""
     if live is None:
@@ -255,7 +216,6 @@ def job_finished(status: dict) -> bool:
 
 # --- the worker pods of a TPU worker group -------------------------------------------------------------------------
 
-
 def _env(container: dict) -> dict:
     return {e["name"]: e.get("value") for e in container.get("env") or [] if "name" in e}
 
@@ -270,27 +230,15 @@ def group_checks(subject: str, group: GroupPlan, pods: list[dict], nodes: dict[s
     low, high = (group.min_replicas, group.max_replicas) if group.autoscaling else (group.replicas, group.replicas)
     bounds = f"{low}" if low == high else f"{low} to {high}"
     ok = rest == 0 and low <= slices <= high
-    checks.append(
-        Check(
-            subject,
-            "pods",
-            PASS if ok else FAIL,
-            f"{len(pods)} worker pods: {slices} slices of {spec.hosts}"
-            + ("" if rest == 0 else f" and {rest} over")
-            + (f"; expected {bounds} slices" if not ok else f" ({bounds} planned)"),
-        )
-    )
+    checks.append(Check(subject, "pods", PASS if ok else FAIL,
+                        f"{len(pods)} worker pods: {slices} slices of {spec.hosts}" + ("" if rest == 0 else
+                        f" and {rest} over") + (f"; expected {bounds} slices" if not ok else f" ({bounds} planned)")))
     if not pods:
-        return checks + [
-            Check(subject, name, SKIP, "no worker pods")
-            for name in ("running", "tpu request", "webhook env", "slices", "nodes")
-        ]
+        return checks + [Check(subject, name, SKIP, "no worker pods") for name in
+                         ("running", "tpu request", "webhook env", "slices", "nodes")]
 
-    problems = [
-        f"{name_of(p)} {p.get('status', {}).get('phase', 'unknown')}" + ("" if is_ready(p) else ", not Ready")
-        for p in pods
-        if p.get("status", {}).get("phase") != "Running" or not is_ready(p)
-    ]
+    problems = [f"{name_of(p)} {p.get('status', {}).get('phase', 'unknown')}" + ("" if is_ready(p) else ", not Ready")
+                for p in pods if p.get("status", {}).get("phase") != "Running" or not is_ready(p)]
     checks.append(Check(subject, "running", _status(problems), listing(problems) or f"{len(pods)} pods Running"))
 
     containers = {name_of(p): tpu_container(p.get("spec", {})) for p in pods}
@@ -303,30 +251,15 @@ def group_checks(subject: str, group: GroupPlan, pods: list[dict], nodes: dict[s
         got = [str((resources.get(k) or {}).get(TPU_RESOURCE)) for k in ("requests", "limits")]
         if got != [str(spec.chips_per_host)] * 2:
             problems.append(f"{pod} requests/limits {TPU_RESOURCE} {'/'.join(got)}")
-    checks.append(
-        Check(
-            subject,
-            "tpu request",
-            _status(problems),
-            listing(problems) or f"{TPU_RESOURCE} {spec.chips_per_host} per pod",
-        )
-    )
+    checks.append(Check(subject, "tpu request", _status(problems),
+                        listing(problems) or f"{TPU_RESOURCE} {spec.chips_per_host} per pod"))
 
     wanted = [WORKER_ID_ENV, NAME_ENV] + ([HOSTNAMES_ENV] if spec.hosts > 1 else [])
     envs = {pod: _env(c) for pod, c in containers.items() if c is not None}
-    problems = [
-        f"{pod} lacks {', '.join(k for k in wanted if not env.get(k))}"
-        for pod, env in envs.items()
-        if not all(env.get(k) for k in wanted)
-    ]
-    checks.append(
-        Check(
-            subject,
-            "webhook env",
-            _status(problems),
-            listing(problems) or f"{', '.join(wanted)} on every TPU container",
-        )
-    )
+    problems = [f"{pod} lacks {', '.join(k for k in wanted if not env.get(k))}" for pod, env in envs.items()
+                if not all(env.get(k) for k in wanted)]
+    checks.append(Check(subject, "webhook env", _status(problems),
+                        listing(problems) or f"{', '.join(wanted)} on every TPU container"))
     if problems:
         checks.append(Check(subject, "slices", SKIP, "the TPU webhook's environment is missing"))
     else:
@@ -373,17 +306,12 @@ def pools_of(pods: list[dict], nodes: dict[str, dict]) -> set[str]:
     return {labels_of(n).get(NODE_POOL_LABEL, "?") for n in scheduled if n}
 
 
-def _slice_check(
-    subject: str, group: GroupPlan, pods: list[dict], envs: dict[str, dict], nodes: dict[str, dict]
-) -> Check:
+def _slice_check(subject: str, group: GroupPlan, pods: list[dict], envs: dict[str, dict],
+                 nodes: dict[str, dict]) -> Check:
     by_slice = slice_problems(group, pods, nodes)
     problems = [p for name in sorted(by_slice) for p in by_slice[name]]
-    return Check(
-        subject,
-        "slices",
-        _status(problems),
-        listing(problems) or f"{len(by_slice)} slices, {WORKER_ID_ENV} 0..{group.spec.hosts - 1} in each",
-    )
+    return Check(subject, "slices", _status(problems),
+                 listing(problems) or f"{len(by_slice)} slices, {WORKER_ID_ENV} 0..{group.spec.hosts - 1} in each")
 
 
 def _node_check(subject: str, group: GroupPlan, pods: list[dict], nodes: dict[str, dict]) -> Check:
@@ -397,17 +325,10 @@ def _node_check(subject: str, group: GroupPlan, pods: list[dict], nodes: dict[st
         if node is None:
             problems.append(f"{name_of(pod)} runs on {node_name}, which is not a node of the cluster")
             continue
-        problems += [
-            f"{node_name} {key}={labels_of(node).get(key)!r}, expected {value!r}"
-            for key, value in group.selector.items()
-            if labels_of(node).get(key) != value
-        ]
-    return Check(
-        subject,
-        "nodes",
-        _status(problems),
-        listing(problems) or "every pod on a node with " + ", ".join(f"{k}={v}" for k, v in group.selector.items()),
-    )
+        problems += [f"{node_name} {key}={labels_of(node).get(key)!r}, expected {value!r}"
+                     for key, value in group.selector.items() if labels_of(node).get(key) != value]
+    return Check(subject, "nodes", _status(problems), listing(problems) or "every pod on a node with " + ", ".join(
+        f"{k}={v}" for k, v in group.selector.items()))
 
 
 def slice_of_pods(pods: list[dict]) -> dict[str, str]:
@@ -424,7 +345,6 @@ def slice_of_pods(pods: list[dict]) -> dict[str, str]:
 
 # --- Ray's own view ------------------------------------------------------------------------------------------------
 
-
 def ray_nodes_of_state_api(answer: Any) -> Optional[list[dict]]:
     """The nodes of a Ray dashboard's `GET /api/v0/nodes` answer in the shape of `ray.nodes()`, which the smoke
     test's label checks read; None when the answer is not a successful one.
@@ -437,22 +357,13 @@ def ray_nodes_of_state_api(answer: Any) -> Optional[list[dict]]:
     rows = field_at(answer, ("data", "result", "result"))
     if not isinstance(rows, list):
         return None
-    return [
-        {
-            "NodeID": n.get("node_id", ""),
-            "NodeManagerAddress": n.get("node_ip", ""),
-            "Alive": n.get("state") == "ALIVE",
-            "Labels": n.get("labels") or {},
-            "Resources": n.get("resources_total") or {},
-        }
-        for n in rows
-        if isinstance(n, dict)
-    ]
+    return [{"NodeID": n.get("node_id", ""), "NodeManagerAddress": n.get("node_ip", ""),
+             "Alive": n.get("state") == "ALIVE", "Labels": n.get("labels") or {},
+             "Resources": n.get("resources_total") or {}} for n in rows if isinstance(n, dict)]
 
 
-def ray_view_checks(
-    subject: str, group: GroupPlan, ray_nodes: Optional[list[dict]], expected_slices: int, error: str = ""
-) -> tuple[list[Check], dict[str, list[str]]]:
+def ray_view_checks(subject: str, group: GroupPlan, ray_nodes: Optional[list[dict]], expected_slices: int,
+                    error: str = "") -> tuple[list[Check], dict[str, list[str]]]:
     """Ray's view of one TPU worker group: as many whole, correctly labelled slices as the group has pods for, each
     with the slice's hosts. Returns the checks and, per Ray slice name, what is wrong with it (empty: whole).
 
@@ -467,9 +378,6 @@ def ray_view_checks(
     for c in found:
         if c.slice and c.status == FAIL:
             per_slice[c.slice].append(c.name)
-    detail = (
-        listing(problems)
-        if problems
-        else f"{len(observed.slices)} slices of {group.spec.hosts} hosts with ray.io/tpu-* labels as declared"
-    )
+    detail = (listing(problems) if problems else
+              f"{len(observed.slices)} slices of {group.spec.hosts} hosts with ray.io/tpu-* labels as declared")
     return [Check(subject, "ray view", _status(problems), detail)], per_slice

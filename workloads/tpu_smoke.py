@@ -78,12 +78,8 @@ class Host:
 
     @classmethod
     def of(cls, node: dict) -> "Host":
-        return cls(
-            node_id=node.get("NodeID", ""),
-            address=node.get("NodeManagerAddress", ""),
-            labels=dict(node.get("Labels") or {}),
-            tpus=float((node.get("Resources") or {}).get("TPU", 0)),
-        )
+        return cls(node_id=node.get("NodeID", ""), address=node.get("NodeManagerAddress", ""),
+                   labels=dict(node.get("Labels") or {}), tpus=float((node.get("Resources") or {}).get("TPU", 0)))
 
     @property
     def name(self) -> str:
@@ -104,7 +100,7 @@ def belongs(labels: dict[str, str], group: Optional[str]) -> bool:
     if labels.get(NODE_GROUP) == group:
         return True
     name = labels.get(SLICE_NAME, "")
-    return name.startswith(f"{group}-") and name[len(group) + 1 :].isdigit()
+    return name.startswith(f"{group}-") and name[len(group) + 1:].isdigit()
 
 
 def observe(nodes: Iterable[dict], group: Optional[str]) -> Observed:
@@ -125,11 +121,8 @@ def observe(nodes: Iterable[dict], group: Optional[str]) -> Observed:
 
 
 def _mismatches(hosts: list[Host], key: str, want: str) -> list[str]:
-    return [
-        f"{h.name} has {h.labels[key]!r}" if key in h.labels else f"{h.name} has none"
-        for h in hosts
-        if h.labels.get(key) != want
-    ]
+    return [f"{h.name} has {h.labels[key]!r}" if key in h.labels else f"{h.name} has none"
+            for h in hosts if h.labels.get(key) != want]
 
 
 def slice_checks(name: str, hosts: list[Host], spec: SliceSpec) -> list[Check]:
@@ -159,30 +152,18 @@ def slice_checks(name: str, hosts: list[Host], spec: SliceSpec) -> list[Check]:
     add("worker-ids", problems, f"{WORKER_ID} 0..{spec.hosts - 1}, each once")
     add("topology", _mismatches(hosts, TOPOLOGY, spec.topology), f"{TOPOLOGY} {spec.topology}")
     add("pod-type", _mismatches(hosts, POD_TYPE, spec.pod_type), f"{POD_TYPE} {spec.pod_type}")
-    add(
-        "accelerator-type",
-        _mismatches(hosts, ACCELERATOR_TYPE, spec.accelerator_type),
-        f"{ACCELERATOR_TYPE} {spec.accelerator_type}",
-    )
-    add(
-        "chips-per-host",
-        [f"{h.name} has {h.tpus:g} TPU" for h in hosts if h.tpus != spec.chips_per_host],
-        f"{spec.chips_per_host} TPU per host",
-    )
+    add("accelerator-type", _mismatches(hosts, ACCELERATOR_TYPE, spec.accelerator_type),
+        f"{ACCELERATOR_TYPE} {spec.accelerator_type}")
+    add("chips-per-host", [f"{h.name} has {h.tpus:g} TPU" for h in hosts if h.tpus != spec.chips_per_host],
+        f"{spec.chips_per_host} TPU per host")
     return checks
 
 
 def label_checks(observed: Observed, spec: SliceSpec, slices: int) -> tuple[list[Check], list[str]]:
     """Every label check of the group and the names of its whole slices (every check of theirs passed)."""
-    checks = [
-        Check(
-            "slice-names",
-            FAIL if observed.unnamed else PASS,
-            f"TPU hosts without {SLICE_NAME}: {', '.join(h.name for h in observed.unnamed)}"
-            if observed.unnamed
-            else f"every TPU host has {SLICE_NAME}",
-        )
-    ]
+    checks = [Check("slice-names", FAIL if observed.unnamed else PASS,
+                    f"TPU hosts without {SLICE_NAME}: {', '.join(h.name for h in observed.unnamed)}"
+                    if observed.unnamed else f"every TPU host has {SLICE_NAME}")]
     whole = []
     for name in sorted(observed.slices):
         own = slice_checks(name, observed.slices[name], spec)
@@ -206,13 +187,8 @@ def reserve_slices(spec: SliceSpec, count: int, name: str):
     """
     from ray.util.tpu import slice_placement_group
 
-    return slice_placement_group(
-        topology=spec.topology,
-        accelerator_version=spec.ray_version,
-        resources_per_bundle={"TPU": spec.chips_per_host},
-        num_slices=count,
-        name=name,
-    )
+    return slice_placement_group(topology=spec.topology, accelerator_version=spec.ray_version,
+                                 resources_per_bundle={"TPU": spec.chips_per_host}, num_slices=count, name=name)
 
 
 def _free_port() -> tuple[str, int]:
@@ -239,22 +215,15 @@ def _psum_on_host(coordinator: str, processes: int, timeout: int) -> dict:
 
     # Explicit coordinator and process id, so the same call works on TPU and in the CPU test; the id is the TPU worker
     # id, which libtpu also reads (TPU_WORKER_ID).
-    jax.distributed.initialize(
-        coordinator, num_processes=processes, process_id=process_id, initialization_timeout=timeout
-    )
+    jax.distributed.initialize(coordinator, num_processes=processes, process_id=process_id,
+                               initialization_timeout=timeout)
     try:
         init_s = time.perf_counter() - started
         mesh = jax.make_mesh((jax.device_count(),), ("hosts",))
         local = jax.numpy.full((jax.local_device_count(),), jax.process_index() + 1.0)
         x = jax.make_array_from_process_local_data(NamedSharding(mesh, PartitionSpec("hosts")), local)
-        total = jax.jit(
-            jax.shard_map(
-                lambda v: jax.lax.psum(v, "hosts"),
-                mesh=mesh,
-                in_specs=PartitionSpec("hosts"),
-                out_specs=PartitionSpec(),
-            )
-        )
+        total = jax.jit(jax.shard_map(lambda v: jax.lax.psum(v, "hosts"), mesh=mesh,
+                                      in_specs=PartitionSpec("hosts"), out_specs=PartitionSpec()))
         started = time.perf_counter()
         compiled = total.lower(x).compile()
         compile_s = time.perf_counter() - started
@@ -262,18 +231,10 @@ def _psum_on_host(coordinator: str, processes: int, timeout: int) -> dict:
         out = compiled(x)
         out.block_until_ready()
         run_s = time.perf_counter() - started
-        return {
-            "worker_id": process_id,
-            "process_index": jax.process_index(),
-            "process_count": jax.process_count(),
-            "device_count": jax.device_count(),
-            "local_device_count": jax.local_device_count(),
-            "platform": jax.devices()[0].platform,
-            "value": float(out.addressable_data(0)[0]),
-            "init_s": init_s,
-            "compile_s": compile_s,
-            "run_s": run_s,
-        }
+        return {"worker_id": process_id, "process_index": jax.process_index(), "process_count": jax.process_count(),
+                "device_count": jax.device_count(), "local_device_count": jax.local_device_count(),
+                "platform": jax.devices()[0].platform, "value": float(out.addressable_data(0)[0]),
+                "init_s": init_s, "compile_s": compile_s, "run_s": run_s}
     finally:
         jax.distributed.shutdown()
 
@@ -286,9 +247,8 @@ def psum_check(name: str, results: list[dict], spec: SliceSpec, platform: str) -
         problems.append(f"{len(results)} processes answered, process counts {counts}; expected {spec.hosts}")
     local = sum(r["local_device_count"] for r in results)
     if sorted({r["device_count"] for r in results}) != [local]:
-        problems.append(
-            f"global device counts {sorted({r['device_count'] for r in results})}, the hosts have {local} devices"
-        )
+        problems.append(f"global device counts {sorted({r['device_count'] for r in results})}, the hosts have "
+                        f"{local} devices")
     odd = [r["worker_id"] for r in results if r["local_device_count"] % spec.chips_per_host]
     if odd:
         problems.append(f"hosts {odd} see a device count that is not a multiple of {spec.chips_per_host} chips")
@@ -331,11 +291,8 @@ def run_psum(handle, spec: SliceSpec, platform: str, deadline: float) -> tuple[l
     port = ray.remote(num_cpus=0)(_free_port)
     host = ray.remote(num_cpus=0, resources={"TPU": spec.chips_per_host}, max_calls=1)(_psum_on_host)
     # Every slice at once: a coordinator address on its worker 0, then one process per host.
-    coordinators = {
-        name: port.options(scheduling_strategy=in_bundle(by_worker[0])).remote()
-        for name, by_worker in bundles.items()
-        if 0 in by_worker
-    }
+    coordinators = {name: port.options(scheduling_strategy=in_bundle(by_worker[0])).remote()
+                    for name, by_worker in bundles.items() if 0 in by_worker}
     checks, timings = [], {"jax_init_s": 0.0, "compile_s": 0.0, "psum_s": 0.0}
     pending = {}
     for name, by_worker in sorted(bundles.items()):
@@ -347,10 +304,8 @@ def run_psum(handle, spec: SliceSpec, platform: str, deadline: float) -> tuple[l
         except Exception as error:  # noqa: BLE001 the check fails with it
             checks.append(Check("psum", FAIL, _brief(error), name))
             continue
-        pending[name] = [
-            host.options(scheduling_strategy=in_bundle(b)).remote(f"{ip}:{free}", spec.hosts, int(left()))
-            for _, b in sorted(by_worker.items())
-        ]
+        pending[name] = [host.options(scheduling_strategy=in_bundle(b)).remote(f"{ip}:{free}", spec.hosts, int(left()))
+                         for _, b in sorted(by_worker.items())]
     for name, refs in sorted(pending.items()):
         try:
             results = ray.get(refs, timeout=left())
@@ -389,15 +344,8 @@ def wait_for_slices(spec: SliceSpec, group: Optional[str], slices: int, deadline
             request_resources(bundles=[])
 
 
-def smoke(
-    spec: SliceSpec,
-    group: Optional[str] = None,
-    slices: int = 1,
-    timeout: float = 900.0,
-    platform: str = "tpu",
-    poll: float = 5.0,
-    labels_only: bool = False,
-) -> dict:
+def smoke(spec: SliceSpec, group: Optional[str] = None, slices: int = 1, timeout: float = 900.0,
+          platform: str = "tpu", poll: float = 5.0, labels_only: bool = False) -> dict:
     """Run every check against the connected Ray cluster; the result as printed. `labels_only` leaves the chips alone
     (a RayService's slices serve traffic: reserving them would fail, or take them from the replicas)."""
     import ray
@@ -419,25 +367,19 @@ def smoke(
             ready = handle.placement_group.ready()
             done, _ = ray.wait([ready], timeout=max(0.0, deadline - time.monotonic()))
             if not done:
-                raise TimeoutError(
-                    f"the slice placement group was not ready within {timeout:g}s of the start: are "
-                    "the slices' chips in use, or a host still coming up?"
-                )
+                raise TimeoutError(f"the slice placement group was not ready within {timeout:g}s of the start: are "
+                                   "the slices' chips in use, or a host still coming up?")
             ray.get(ready)
         except Exception as error:  # noqa: BLE001 Ray's reservation raises several kinds; the check fails with it
             timings["reservation_s"] = time.monotonic() - began
-            checks += [Check("reservation", FAIL, _brief(error)), Check("psum", SKIP, "not run: no reservation")]
+            checks += [Check("reservation", FAIL, _brief(error)),
+                       Check("psum", SKIP, "not run: no reservation")]
             if handle is not None:
                 handle.shutdown()
         else:
             timings["reservation_s"] = time.monotonic() - began
-            checks.append(
-                Check(
-                    "reservation",
-                    PASS,
-                    f"{len(whole)} slices, {handle.num_bundles} bundles of {spec.chips_per_host} TPU",
-                )
-            )
+            checks.append(Check("reservation", PASS, f"{len(whole)} slices, {handle.num_bundles} bundles of "
+                                                     f"{spec.chips_per_host} TPU"))
             try:
                 psum, psum_timings = run_psum(handle, spec, platform, deadline)
             finally:
@@ -448,26 +390,16 @@ def smoke(
     return document(spec, group, slices, platform, observed, checks, timings)
 
 
-def document(
-    spec: SliceSpec,
-    group: Optional[str],
-    slices: int,
-    platform: str,
-    observed: Observed,
-    checks: list[Check],
-    timings: dict[str, float],
-) -> dict:
+def document(spec: SliceSpec, group: Optional[str], slices: int, platform: str, observed: Observed,
+             checks: list[Check], timings: dict[str, float]) -> dict:
     """The result as printed: what was expected, the hosts seen per slice, every check, the timings."""
     return {
         "kind": RESULT_KIND,
         "ok": all(c.status != FAIL for c in checks),
         "expected": {**spec.to_json(), "group": group, "slices": slices, "platform": platform},
-        "slices": {
-            name: sorted(
-                ({"node": h.name, WORKER_ID: h.labels.get(WORKER_ID)} for h in hosts), key=lambda h: str(h[WORKER_ID])
-            )
-            for name, hosts in sorted(observed.slices.items())
-        },
+        "slices": {name: sorted(({"node": h.name, WORKER_ID: h.labels.get(WORKER_ID)} for h in hosts),
+                                key=lambda h: str(h[WORKER_ID]))
+                   for name, hosts in sorted(observed.slices.items())},
         "checks": [c.to_json() for c in checks],
         "timings": {k: round(v, 3) for k, v in timings.items()},
     }
@@ -488,7 +420,8 @@ def parse_result(text: str) -> Optional[dict]:
 
 def command(spec: SliceSpec, group: Optional[str], slices: int, timeout: int, labels_only: bool = False) -> str:
     """The entrypoint that runs this smoke test for a worker group (what plan.verify submits)."""
-    parts = ["python", "-m", "workloads.tpu_smoke", *spec.to_args(), "--slices", str(slices), "--timeout", str(timeout)]
+    parts = ["python", "-m", "workloads.tpu_smoke", *spec.to_args(), "--slices", str(slices),
+             "--timeout", str(timeout)]
     if group:
         parts += ["--group", group]
     if labels_only:
@@ -499,34 +432,17 @@ def command(spec: SliceSpec, group: Optional[str], slices: int, timeout: int, la
 def parse_args(argv: Optional[list[str]] = None, environ=os.environ) -> tuple[SliceSpec, argparse.Namespace]:
     parser = argparse.ArgumentParser(prog="python -m workloads.tpu_smoke", description=__doc__.splitlines()[0])
     add_arguments(parser, environ)
-    parser.add_argument(
-        "--group",
-        default=environ.get("SMOKE_GROUP"),
-        help="the Ray worker group (its slices are named <group>-<replica>); default: every TPU host",
-    )
+    parser.add_argument("--group", default=environ.get("SMOKE_GROUP"),
+                        help="the Ray worker group (its slices are named <group>-<replica>); default: every TPU host")
     # A driver on a pod of the group (or on the head of a cluster with one TPU group) knows the group's slices.
-    parser.add_argument(
-        "--slices",
-        type=int,
-        default=environ.get("SMOKE_SLICES", environ.get(COUNT_ENV, 1)),
-        help=f"whole slices the group must have (default $SMOKE_SLICES, else ${COUNT_ENV}, else 1)",
-    )
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=environ.get("SMOKE_TIMEOUT", 900),
-        help="seconds for the whole test, scale-up included (default 900)",
-    )
-    parser.add_argument(
-        "--labels-only",
-        action="store_true",
-        help="check the slices' labels only, without reserving their chips (slices that serve)",
-    )
-    parser.add_argument(
-        "--platform",
-        default=environ.get("SMOKE_PLATFORM", "tpu"),
-        help="the JAX platform the hosts must compute on (default tpu; the tests use cpu)",
-    )
+    parser.add_argument("--slices", type=int, default=environ.get("SMOKE_SLICES", environ.get(COUNT_ENV, 1)),
+                        help=f"whole slices the group must have (default $SMOKE_SLICES, else ${COUNT_ENV}, else 1)")
+    parser.add_argument("--timeout", type=float, default=environ.get("SMOKE_TIMEOUT", 900),
+                        help="seconds for the whole test, scale-up included (default 900)")
+    parser.add_argument("--labels-only", action="store_true",
+                        help="check the slices' labels only, without reserving their chips (slices that serve)")
+    parser.add_argument("--platform", default=environ.get("SMOKE_PLATFORM", "tpu"),
+                        help="the JAX platform the hosts must compute on (default tpu; the tests use cpu)")
     args = parser.parse_args(argv)
     spec = from_args(parser, args)
     if args.slices < 1:
@@ -541,14 +457,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     import ray
 
     ray.init(address=os.environ.get("RAY_ADDRESS", "auto"), log_to_driver=False)
-    result = smoke(
-        spec,
-        group=args.group,
-        slices=args.slices,
-        timeout=args.timeout,
-        platform=args.platform,
-        labels_only=args.labels_only,
-    )
+    result = smoke(spec, group=args.group, slices=args.slices, timeout=args.timeout, platform=args.platform,
+                   labels_only=args.labels_only)
     print(json.dumps(result, sort_keys=True), flush=True)
     return 0 if result["ok"] else 1
 

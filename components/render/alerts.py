@@ -113,6 +113,7 @@ ALERTS = {
 }
 
 
+
 # --- alert policies -------------------------------------------------------------------------------------------------
 
 
@@ -128,17 +129,14 @@ class PolicySpec:
 
 
 def _condition(title: str, series: dict, comparison: str, value: float, seconds: int) -> dict:
-    body = {
-        "displayName": title,
-        "conditionThreshold": {
-            "filter": series["filter"],
-            "aggregations": [series["aggregation"]],
-            "comparison": comparison,
-            "thresholdValue": value,
-            "duration": f"{seconds}s",
-            "trigger": {"count": 1},
-        },
-    }
+    body = {"displayName": title, "conditionThreshold": {
+        "filter": series["filter"],
+        "aggregations": [series["aggregation"]],
+        "comparison": comparison,
+        "thresholdValue": value,
+        "duration": f"{seconds}s",
+        "trigger": {"count": 1},
+    }}
     if seconds >= 60:
         # No data is no problem: a pool scaled to zero has no nodes, and a quiet pool reports no interruptions. The
         # API refuses it on a condition of duration 0 (admission ALERT_CONDITION_MISSING_DATA), where a missing
@@ -147,32 +145,17 @@ def _condition(title: str, series: dict, comparison: str, value: float, seconds:
     return body
 
 
-SEVERITY = {
-    "idle": "WARNING",
-    "unavailable": "ERROR",
-    "interruptions": "WARNING",
-    "gpu-idle": "WARNING",
-    "gpu-interruptions": "WARNING",
-    "cluster-interruptions": "WARNING",
-    "slice-health": "ERROR",
-    "pending-pods": "WARNING",
-    "ray-not-ready": "ERROR",
-    "rayjob-failed": "ERROR",
-}
+SEVERITY = {"idle": "WARNING", "unavailable": "ERROR", "interruptions": "WARNING", "gpu-idle": "WARNING",
+            "gpu-interruptions": "WARNING", "cluster-interruptions": "WARNING", "slice-health": "ERROR",
+            "pending-pods": "WARNING", "ray-not-ready": "ERROR", "rayjob-failed": "ERROR"}
 HEALTH_NAMESPACE = "slice-health"  # the slice check's namespace (render/health.py NAMESPACE)
 
 
 def _absent(title: str, series: dict, seconds: int) -> dict:
     # conditionAbsent: no point at all for `duration` (at least 120 s, AlertPolicy.Condition.MetricAbsence).
-    return {
-        "displayName": title,
-        "conditionAbsent": {
-            "filter": series["filter"],
-            "aggregations": [series["aggregation"]],
-            "duration": f"{max(120, seconds)}s",
-            "trigger": {"count": 1},
-        },
-    }
+    return {"displayName": title, "conditionAbsent": {
+        "filter": series["filter"], "aggregations": [series["aggregation"]], "duration": f"{max(120, seconds)}s",
+        "trigger": {"count": 1}}}
 
 
 def runbook_anchor(heading: str) -> str:
@@ -185,51 +168,31 @@ def runbook_text(env: Environment, heading: str) -> str:
     """The runbook line of an alert's documentation: a URL where the stack sets monitoring.runbookBaseUrl."""
     if env.runbook_base_url:
         return f"Runbook: [{heading}]({env.runbook_base_url}/{RUNBOOK}#{runbook_anchor(heading)})."
-    return f'Runbook: `{RUNBOOK}`, section "{heading}", in the ray-tpu-gke repository.'
+    return f"Runbook: `{RUNBOOK}`, section \"{heading}\", in the ray-tpu-gke repository."
 
 
-def _policy(
-    env: Environment,
-    kind: str,
-    subject: str,
-    title: str,
-    conditions: list[dict],
-    combiner: str,
-    facts: Mapping[str, Any],
-) -> dict:
+def _policy(env: Environment, kind: str, subject: str, title: str, conditions: list[dict], combiner: str,
+            facts: Mapping[str, Any]) -> dict:
     if not 1 <= len(conditions) <= limit("conditions_per_policy"):
-        raise ObservabilityError(
-            f"a policy holds 1 to {limit('conditions_per_policy')} conditions ({len(conditions)} for {title})"
-        )
+        raise ObservabilityError(f"a policy holds 1 to {limit('conditions_per_policy')} conditions "
+                                 f"({len(conditions)} for {title})")
     heading, meaning, action = ALERTS[kind]
     t = env.thresholds
-    values = {
-        "idle": f"{t.idle_duty_cycle_percent:g}",
-        "idle_minutes": t.idle_minutes,
-        "unavailable_minutes": t.unavailable_minutes,
-        "interruptions": t.interruptions_per_day,
-        "pending_pods_minutes": t.pending_pods_minutes,
-        "slice_health_minutes": t.slice_health_minutes,
-        "silent_minutes": 2 * t.slice_health_minutes,
-        "health_namespace": HEALTH_NAMESPACE,
-        "namespaces": ", ".join(env.ray_namespaces),
-        **facts,
-    }
-    content = (
-        f"**{heading}**: {title}.\n\n{meaning.format(**values)}\n\n**What to do**: {action.format(**values)}"
-        f"\n\n{runbook_text(env, heading)} Cluster `{env.cluster}`, project `{env.project}`."
-    )
+    values = {"idle": f"{t.idle_duty_cycle_percent:g}", "idle_minutes": t.idle_minutes,
+              "unavailable_minutes": t.unavailable_minutes, "interruptions": t.interruptions_per_day,
+              "pending_pods_minutes": t.pending_pods_minutes, "slice_health_minutes": t.slice_health_minutes,
+              "silent_minutes": 2 * t.slice_health_minutes, "health_namespace": HEALTH_NAMESPACE,
+              "namespaces": ", ".join(env.ray_namespaces), **facts}
+    content = (f"**{heading}**: {title}.\n\n{meaning.format(**values)}\n\n**What to do**: {action.format(**values)}"
+               f"\n\n{runbook_text(env, heading)} Cluster `{env.cluster}`, project `{env.project}`.")
     labels = dict(env.labels)
     labels.update({"alert": kind, "subject": subject})
     return {
         "displayName": f"[{env.environment}] {title}",
         "combiner": combiner,
         "conditions": conditions,
-        "documentation": {
-            "content": content,
-            "mimeType": "text/markdown",
-            "subject": f"[{env.environment}] {heading}: {subject}",
-        },
+        "documentation": {"content": content, "mimeType": "text/markdown",
+                          "subject": f"[{env.environment}] {heading}: {subject}"},
         "severity": SEVERITY[kind],
         "userLabels": labels,
         # An incident whose series stop (a pool scaled to zero) closes after 30 minutes, the shortest allowed.
@@ -251,158 +214,56 @@ def _slice_policies(env: Environment, s: SliceTarget) -> list[PolicySpec]:
         for index, pool in enumerate(s.pools):
             one = SliceTarget(s.name, shape, s.capacity, 1, (pool,), (), s.autoscaled, s.worker_groups)
             conditions = [
-                _condition(
-                    f"{pool}: multi-host pool available", pool_available(env, one, 300), "COMPARISON_GT", 0.99, idle_s
-                ),
-                _condition(
-                    f"{pool}: {idle}", duty_cycle(env, one, 300), "COMPARISON_LT", t.idle_duty_cycle_percent, idle_s
-                ),
+                _condition(f"{pool}: multi-host pool available", pool_available(env, one, 300),
+                           "COMPARISON_GT", 0.99, idle_s),
+                _condition(f"{pool}: {idle}", duty_cycle(env, one, 300), "COMPARISON_LT",
+                           t.idle_duty_cycle_percent, idle_s),
             ]
-            specs.append(
-                PolicySpec(
-                    f"{s.name}-idle-{index}",
-                    "idle",
-                    pool,
-                    _policy(
-                        env, "idle", pool, f"{env.cluster}: TPU slice {pool} ({s.name}) idle", conditions, "AND", facts
-                    ),
-                )
-            )
+            specs.append(PolicySpec(f"{s.name}-idle-{index}", "idle", pool, _policy(
+                env, "idle", pool, f"{env.cluster}: TPU slice {pool} ({s.name}) idle", conditions, "AND", facts)))
     else:
-        conditions = [
-            _condition(f"{s.name}: {idle}", duty_cycle(env, s, 300), "COMPARISON_LT", t.idle_duty_cycle_percent, idle_s)
-        ]
-        specs.append(
-            PolicySpec(
-                f"{s.name}-idle",
-                "idle",
-                s.name,
-                _policy(env, "idle", s.name, f"{env.cluster}: TPU slice {s.name} idle", conditions, "OR", facts),
-            )
-        )
+        conditions = [_condition(f"{s.name}: {idle}", duty_cycle(env, s, 300), "COMPARISON_LT",
+                                 t.idle_duty_cycle_percent, idle_s)]
+        specs.append(PolicySpec(f"{s.name}-idle", "idle", s.name, _policy(
+            env, "idle", s.name, f"{env.cluster}: TPU slice {s.name} idle", conditions, "OR", facts)))
 
     # Not whole: fewer Ready hosts than the slice has, per pool. A pool scaled to zero has no nodes and no series, so
     # this never fires for it; a pool that is coming up is given the same grace as any other.
-    conditions = [
-        _condition(
-            f"{s.name}: fewer than {shape.hosts} Ready hosts for {t.unavailable_minutes} min",
-            ready_hosts(env, s),
-            "COMPARISON_LT",
-            shape.hosts - 0.5,
-            unavailable_s,
-        )
-    ]
+    conditions = [_condition(f"{s.name}: fewer than {shape.hosts} Ready hosts for {t.unavailable_minutes} min",
+                             ready_hosts(env, s), "COMPARISON_LT", shape.hosts - 0.5, unavailable_s)]
     if shape.multi_host and s.pools and not s.autoscaled:
         # GKE documents the availability of multi-host pools, not what an empty (scaled-to-zero) pool reports, so it is
         # alerted on for fixed-size pools only; the Ready-hosts condition covers autoscaled ones.
         # By GKE's unavailability reason, so the incident names it (${metric.label.unavailability_reason}).
-        conditions.append(
-            _condition(
-                f"{s.name}: multi-host pool unavailable for {t.unavailable_minutes} min",
-                pool_available(env, s, by_reason=True),
-                "COMPARISON_LT",
-                1,
-                unavailable_s,
-            )
-        )
-    specs.append(
-        PolicySpec(
-            f"{s.name}-unavailable",
-            "unavailable",
-            s.name,
-            _policy(
-                env,
-                "unavailable",
-                s.name,
-                f"{env.cluster}: TPU slice {s.name} not whole or not available",
-                conditions,
-                "OR",
-                facts,
-            ),
-        )
-    )
+        conditions.append(_condition(f"{s.name}: multi-host pool unavailable for {t.unavailable_minutes} min",
+                                     pool_available(env, s, by_reason=True), "COMPARISON_LT", 1, unavailable_s))
+    specs.append(PolicySpec(f"{s.name}-unavailable", "unavailable", s.name, _policy(
+        env, "unavailable", s.name, f"{env.cluster}: TPU slice {s.name} not whole or not available", conditions,
+        "OR", facts)))
 
     if s.pools:
-        conditions = [
-            _condition(
-                f"{s.name}: more than {t.interruptions_per_day} interruptions in 24 h",
-                interruptions(env, s, 86400),
-                "COMPARISON_GT",
-                t.interruptions_per_day,
-                0,
-            )
-        ]
-        specs.append(
-            PolicySpec(
-                f"{s.name}-interruptions",
-                "interruptions",
-                s.name,
-                _policy(
-                    env,
-                    "interruptions",
-                    s.name,
-                    f"{env.cluster}: TPU slice {s.name} interrupted repeatedly",
-                    conditions,
-                    "OR",
-                    facts,
-                ),
-            )
-        )
+        conditions = [_condition(f"{s.name}: more than {t.interruptions_per_day} interruptions in 24 h",
+                                 interruptions(env, s, 86400), "COMPARISON_GT", t.interruptions_per_day, 0)]
+        specs.append(PolicySpec(f"{s.name}-interruptions", "interruptions", s.name, _policy(
+            env, "interruptions", s.name, f"{env.cluster}: TPU slice {s.name} interrupted repeatedly", conditions,
+            "OR", facts)))
     return specs
 
 
 def _gpu_policies(env: Environment, g: GpuPoolTarget) -> list[PolicySpec]:
     t = env.thresholds
     facts = {"groups": worker_groups_text(g)}
-    specs = [
-        PolicySpec(
-            f"{g.name}-gpu-idle",
-            "gpu-idle",
-            g.name,
-            _policy(
-                env,
-                "gpu-idle",
-                g.name,
-                f"{env.cluster}: GPU pool {g.name} idle",
-                [
-                    _condition(
-                        f"{g.name}: GPU duty cycle below {t.idle_duty_cycle_percent:g}% for {t.idle_minutes} min",
-                        duty_cycle(env, g, 300),
-                        "COMPARISON_LT",
-                        t.idle_duty_cycle_percent,
-                        t.idle_minutes * 60,
-                    )
-                ],
-                "OR",
-                facts,
-            ),
-        )
-    ]
+    specs = [PolicySpec(f"{g.name}-gpu-idle", "gpu-idle", g.name, _policy(
+        env, "gpu-idle", g.name, f"{env.cluster}: GPU pool {g.name} idle",
+        [_condition(f"{g.name}: GPU duty cycle below {t.idle_duty_cycle_percent:g}% for {t.idle_minutes} min",
+                    duty_cycle(env, g, 300), "COMPARISON_LT", t.idle_duty_cycle_percent, t.idle_minutes * 60)],
+        "OR", facts))]
     if g.pools:
-        specs.append(
-            PolicySpec(
-                f"{g.name}-gpu-interruptions",
-                "gpu-interruptions",
-                g.name,
-                _policy(
-                    env,
-                    "gpu-interruptions",
-                    g.name,
-                    f"{env.cluster}: GPU pool {g.name} interrupted repeatedly",
-                    [
-                        _condition(
-                            f"{g.name}: more than {t.interruptions_per_day} interruptions in 24 h",
-                            interruptions(env, g, 86400),
-                            "COMPARISON_GT",
-                            t.interruptions_per_day,
-                            0,
-                        )
-                    ],
-                    "OR",
-                    facts,
-                ),
-            )
-        )
+        specs.append(PolicySpec(f"{g.name}-gpu-interruptions", "gpu-interruptions", g.name, _policy(
+            env, "gpu-interruptions", g.name, f"{env.cluster}: GPU pool {g.name} interrupted repeatedly",
+            [_condition(f"{g.name}: more than {t.interruptions_per_day} interruptions in 24 h",
+                        interruptions(env, g, 86400), "COMPARISON_GT", t.interruptions_per_day, 0)],
+            "OR", facts)))
     return specs
 
 
@@ -428,106 +289,37 @@ def _stack_policies(env: Environment, slices: Sequence[SliceTarget]) -> list[Pol
         seconds = _multiple(t.slice_health_minutes * 60, period)
         facts.update(slice_health_minutes=seconds // 60, silent_minutes=2 * seconds // 60)
         conditions = [
-            _condition(
-                f"a slice wrong for {seconds // 60} min", slice_health(env, None, period), "COMPARISON_LT", 1, seconds
-            ),
-            _absent(f"no slice check result for {2 * seconds // 60} min", slice_check_runs(env, period), 2 * seconds),
+            _condition(f"a slice wrong for {seconds // 60} min", slice_health(env, None, period),
+                       "COMPARISON_LT", 1, seconds),
+            _absent(f"no slice check result for {2 * seconds // 60} min", slice_check_runs(env, period),
+                    2 * seconds),
         ]
-        specs.append(
-            PolicySpec(
-                "slice-health",
-                "slice-health",
-                env.cluster,
-                _policy(
-                    env,
-                    "slice-health",
-                    env.cluster,
-                    f"{env.cluster}: TPU slice wrong in the cluster's own check",
-                    conditions,
-                    "OR",
-                    facts,
-                ),
-            )
-        )
+        specs.append(PolicySpec("slice-health", "slice-health", env.cluster, _policy(
+            env, "slice-health", env.cluster, f"{env.cluster}: TPU slice wrong in the cluster's own check",
+            conditions, "OR", facts)))
         clusters = [k for k in ("RayCluster", "RayService") if k in env.ray_kinds]
         not_ready = _multiple(t.unavailable_minutes * 60, period)
         if clusters:
-            specs.append(
-                PolicySpec(
-                    "ray-not-ready",
-                    "ray-not-ready",
-                    env.cluster,
-                    _policy(
-                        env,
-                        "ray-not-ready",
-                        env.cluster,
-                        f"{env.cluster}: Ray cluster not ready",
-                        [
-                            _condition(
-                                f"a {' or '.join(clusters)} not ready for {not_ready // 60} min",
-                                ray_objects_ready(env, clusters, period),
-                                "COMPARISON_LT",
-                                1,
-                                not_ready,
-                            )
-                        ],
-                        "OR",
-                        {**facts, "unavailable_minutes": not_ready // 60},
-                    ),
-                )
-            )
+            specs.append(PolicySpec("ray-not-ready", "ray-not-ready", env.cluster, _policy(
+                env, "ray-not-ready", env.cluster, f"{env.cluster}: Ray cluster not ready",
+                [_condition(f"a {' or '.join(clusters)} not ready for {not_ready // 60} min",
+                            ray_objects_ready(env, clusters, period), "COMPARISON_LT", 1, not_ready)],
+                "OR", {**facts, "unavailable_minutes": not_ready // 60})))
         if "RayJob" in env.ray_kinds:
-            specs.append(
-                PolicySpec(
-                    "rayjob-failed",
-                    "rayjob-failed",
-                    env.cluster,
-                    _policy(
-                        env,
-                        "rayjob-failed",
-                        env.cluster,
-                        f"{env.cluster}: RayJob failed",
-                        [
-                            _condition(
-                                "a RayJob failed", ray_objects_ready(env, ["RayJob"], period), "COMPARISON_LT", 1, 0
-                            )
-                        ],
-                        "OR",
-                        facts,
-                    ),
-                )
-            )
+            specs.append(PolicySpec("rayjob-failed", "rayjob-failed", env.cluster, _policy(
+                env, "rayjob-failed", env.cluster, f"{env.cluster}: RayJob failed",
+                [_condition("a RayJob failed", ray_objects_ready(env, ["RayJob"], period), "COMPARISON_LT", 1, 0)],
+                "OR", facts)))
     if env.ray_namespaces and (slices or env.ray_kinds):
-        specs.append(
-            PolicySpec(
-                "pending-pods",
-                "pending-pods",
-                env.cluster,
-                _policy(
-                    env,
-                    "pending-pods",
-                    env.cluster,
-                    f"{env.cluster}: Ray pods unschedulable",
-                    [
-                        _condition(
-                            f"pods unschedulable for {t.pending_pods_minutes} min",
-                            unschedulable_pods(env),
-                            "COMPARISON_GT",
-                            0,
-                            t.pending_pods_minutes * 60,
-                        )
-                    ],
-                    "OR",
-                    facts,
-                ),
-            )
-        )
+        specs.append(PolicySpec("pending-pods", "pending-pods", env.cluster, _policy(
+            env, "pending-pods", env.cluster, f"{env.cluster}: Ray pods unschedulable",
+            [_condition(f"pods unschedulable for {t.pending_pods_minutes} min", unschedulable_pods(env),
+                        "COMPARISON_GT", 0, t.pending_pods_minutes * 60)], "OR", facts)))
     return specs
 
 
-def alert_policies(
-    env: Environment, slices: Sequence[SliceTarget], gpu_pools: Sequence[GpuPoolTarget] = ()
-) -> list[PolicySpec]:
+def alert_policies(env: Environment, slices: Sequence[SliceTarget],
+                   gpu_pools: Sequence[GpuPoolTarget] = ()) -> list[PolicySpec]:
     """Every alert policy of the environment: per TPU slice entry idle (per slice for multi-host entries), not whole
     or not available, and interrupted repeatedly; per GPU pool idle and interrupted; in Autopilot one interruption
     policy for the cluster's node pools."""
@@ -545,30 +337,11 @@ def alert_policies(
     specs += _stack_policies(env, slices)
     if env.autopilot and (slices or gpu_pools):
         t = env.thresholds
-        specs.append(
-            PolicySpec(
-                "node-pools-interruptions",
-                "cluster-interruptions",
-                env.cluster,
-                _policy(
-                    env,
-                    "cluster-interruptions",
-                    env.cluster,
-                    f"{env.cluster}: node pools interrupted repeatedly",
-                    [
-                        _condition(
-                            f"a node pool: more than {t.interruptions_per_day} interruptions in 24 h",
-                            interruptions(env, None, 86400),
-                            "COMPARISON_GT",
-                            t.interruptions_per_day,
-                            0,
-                        )
-                    ],
-                    "OR",
-                    {"groups": "", "hosts": ""},
-                ),
-            )
-        )
+        specs.append(PolicySpec("node-pools-interruptions", "cluster-interruptions", env.cluster, _policy(
+            env, "cluster-interruptions", env.cluster, f"{env.cluster}: node pools interrupted repeatedly",
+            [_condition(f"a node pool: more than {t.interruptions_per_day} interruptions in 24 h",
+                        interruptions(env, None, 86400), "COMPARISON_GT", t.interruptions_per_day, 0)],
+            "OR", {"groups": "", "hosts": ""})))
     for spec in specs:  # what the Monitoring API refuses, before anything is registered (library path included)
         problems = admission.alert_policy_problems(spec.policy)
         if problems:
@@ -576,7 +349,8 @@ def alert_policies(
     keys = [s.key for s in specs]
     duplicate = next((k for k in keys if keys.count(k) > 1), None)
     if duplicate is not None:
-        raise ObservabilityError(
-            f"two alert policies would both be named {duplicate!r}: give slices and GPU pools names that differ"
-        )
+        raise ObservabilityError(f"two alert policies would both be named {duplicate!r}: give slices and GPU pools "
+                                 "names that differ")
     return specs
+
+

@@ -1,5 +1,6 @@
 """TPU slices as node pools: one pool per slice, sized from the catalogue, placed so the slice's ICI is intact."""
 
+
 import pulumi
 import pulumi_gcp as gcp
 
@@ -66,13 +67,8 @@ def node_service_account(name: str, args, parent: pulumi.Resource) -> pulumi.Inp
         opts=child,
     )
     for role in NODE_ROLES:
-        gcp.projects.IAMMember(
-            f"{name}-nodes-{role.split('/')[-1]}",
-            project=args["project"],
-            role=role,
-            member=account.email.apply(lambda email: f"serviceAccount:{email}"),
-            opts=child,
-        )
+        gcp.projects.IAMMember(f"{name}-nodes-{role.split('/')[-1]}", project=args["project"], role=role,
+                               member=account.email.apply(lambda email: f"serviceAccount:{email}"), opts=child)
     return account.email
 
 
@@ -100,13 +96,11 @@ class TpuSlicePools(pulumi.ComponentResource):
             workload_policy = gcp.compute.ResourcePolicy(
                 f"{name}-workload",
                 name=pulumi.Output.from_input(args["cluster"]).apply(
-                    lambda cluster: manifests.workload_policy_name(cluster.rsplit("/", 1)[-1], tpu_slice)
-                ),
+                    lambda cluster: manifests.workload_policy_name(cluster.rsplit("/", 1)[-1], tpu_slice)),
                 project=args["project"],
                 region=region,
                 workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(
-                    type="HIGH_THROUGHPUT", accelerator_topology=shape.topology
-                ),
+                    type="HIGH_THROUGHPUT", accelerator_topology=shape.topology),
                 opts=child,
             )
         flex = tpu_slice.capacity == "flexStart"
@@ -127,46 +121,40 @@ class TpuSlicePools(pulumi.ComponentResource):
         self.node_service_account = pulumi.Output.from_input(hardening["service_account"])
         self.pools = []
         for index in range(tpu_slice.count):
-            self.pools.append(
-                gcp.container.NodePool(
-                    pool_name(tpu_slice, index),
-                    name=pool_name(tpu_slice, index),
-                    project=args["project"],
-                    cluster=args["cluster"],
-                    location=location,
-                    node_locations=[zone],
-                    node_count=None if tpu_slice.autoscaled else shape.hosts,
-                    # Only read at creation; ignored afterwards so a new minimum never replaces the slice.
-                    initial_node_count=tpu_slice.min_nodes if tpu_slice.autoscaled else None,
-                    autoscaling=autoscaling(tpu_slice, shape),
-                    max_pods_per_node=TPU_MAX_PODS_PER_NODE,
-                    placement_policy=placement(shape, workload_policy),
-                    # Flex-start VMs are not repaired in place; they are returned and requested again.
-                    management=gcp.container.NodePoolManagementArgs(auto_repair=not flex, auto_upgrade=True),
-                    upgrade_settings=_upgrade_settings(tpu_slice),
-                    node_config=gcp.container.NodePoolNodeConfigArgs(
-                        **hardening,
-                        machine_type=shape.machine_type.name,
-                        spot=True if tpu_slice.capacity == "spot" else None,
-                        flex_start=True if flex else None,
-                        reservation_affinity=reservation_affinity(tpu_slice),
-                        labels=node_labels,
-                        resource_labels=args.get("labels") or {},
-                        taints=[
-                            gcp.container.NodePoolNodeConfigTaintArgs(
-                                key=manifests.TPU_TAINT["key"], value=manifests.TPU_TAINT["value"], effect="NO_SCHEDULE"
-                            )
-                        ],
-                        shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
-                            enable_secure_boot=True, enable_integrity_monitoring=True
-                        ),
-                        workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
-                            mode="GKE_METADATA"
-                        ),
-                    ),
-                    opts=pulumi.ResourceOptions(parent=self, protect=protect, ignore_changes=ignore),
-                )
-            )
+            self.pools.append(gcp.container.NodePool(
+                pool_name(tpu_slice, index),
+                name=pool_name(tpu_slice, index),
+                project=args["project"],
+                cluster=args["cluster"],
+                location=location,
+                node_locations=[zone],
+                node_count=None if tpu_slice.autoscaled else shape.hosts,
+                # Only read at creation; ignored afterwards so a new minimum never replaces the slice.
+                initial_node_count=tpu_slice.min_nodes if tpu_slice.autoscaled else None,
+                autoscaling=autoscaling(tpu_slice, shape),
+                max_pods_per_node=TPU_MAX_PODS_PER_NODE,
+                placement_policy=placement(shape, workload_policy),
+                # Flex-start VMs are not repaired in place; they are returned and requested again.
+                management=gcp.container.NodePoolManagementArgs(auto_repair=not flex, auto_upgrade=True),
+                upgrade_settings=_upgrade_settings(tpu_slice),
+                node_config=gcp.container.NodePoolNodeConfigArgs(
+                    **hardening,
+                    machine_type=shape.machine_type.name,
+                    spot=True if tpu_slice.capacity == "spot" else None,
+                    flex_start=True if flex else None,
+                    reservation_affinity=reservation_affinity(tpu_slice),
+                    labels=node_labels,
+                    resource_labels=args.get("labels") or {},
+                    taints=[gcp.container.NodePoolNodeConfigTaintArgs(
+                        key=manifests.TPU_TAINT["key"], value=manifests.TPU_TAINT["value"],
+                        effect="NO_SCHEDULE")],
+                    shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
+                        enable_secure_boot=True, enable_integrity_monitoring=True),
+                    workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
+                        mode="GKE_METADATA"),
+                ),
+                opts=pulumi.ResourceOptions(parent=self, protect=protect, ignore_changes=ignore),
+            ))
         self.pool_names = pulumi.Output.all(*[p.name for p in self.pools])
         self.node_selector = pulumi.Output.from_input(manifests.slice_node_selector(tpu_slice, standard=True))
         self.register_outputs({"poolNames": self.pool_names, "nodeSelector": self.node_selector})
@@ -177,6 +165,5 @@ def _upgrade_settings(entry) -> "gcp.container.NodePoolUpgradeSettingsArgs | Non
     settings = upgrades.upgrade_settings(entry)
     if settings is None:
         return None
-    return gcp.container.NodePoolUpgradeSettingsArgs(
-        strategy=settings["strategy"], max_surge=settings["maxSurge"], max_unavailable=settings["maxUnavailable"]
-    )
+    return gcp.container.NodePoolUpgradeSettingsArgs(strategy=settings["strategy"], max_surge=settings["maxSurge"],
+                                                     max_unavailable=settings["maxUnavailable"])

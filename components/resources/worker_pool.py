@@ -10,11 +10,11 @@ import pulumi_gcp as gcp
 
 from .. import admission
 from ..render import manifests
+from .slice_pool import _upgrade_settings, node_service_account
 from ..spec.args import WorkerPoolArgs
 from ..spec.component_args import validate_worker_pool_args
 from ..spec.models import GpuPoolConfig
 from .cluster import node_hardening
-from .slice_pool import _upgrade_settings, node_service_account
 
 
 def _autoscaling(pool, total: bool):
@@ -23,22 +23,18 @@ def _autoscaling(pool, total: bool):
     # Spot and flex-start capacity goes where it is (ANY); on-demand pools balance their zones.
     policy = "ANY" if getattr(pool, "capacity", "onDemand") in ("spot", "flexStart") else "BALANCED"
     if total:  # a pool across the cluster's zones: limits for the whole pool (admission.PER_ZONE_LIMITS)
-        return gcp.container.NodePoolAutoscalingArgs(
-            total_min_node_count=pool.min_nodes, total_max_node_count=pool.max_nodes, location_policy=policy
-        )
-    return gcp.container.NodePoolAutoscalingArgs(
-        min_node_count=pool.min_nodes, max_node_count=pool.max_nodes, location_policy=policy
-    )
+        return gcp.container.NodePoolAutoscalingArgs(total_min_node_count=pool.min_nodes,
+                                                     total_max_node_count=pool.max_nodes, location_policy=policy)
+    return gcp.container.NodePoolAutoscalingArgs(min_node_count=pool.min_nodes, max_node_count=pool.max_nodes,
+                                                 location_policy=policy)
 
 
 def _reservation_affinity(pool):
     capacity = getattr(pool, "capacity", "onDemand")
     if capacity == "reservation":
         return gcp.container.NodePoolNodeConfigReservationAffinityArgs(
-            consume_reservation_type="SPECIFIC_RESERVATION",
-            key="compute.googleapis.com/reservation-name",
-            values=[pool.reservation],
-        )
+            consume_reservation_type="SPECIFIC_RESERVATION", key="compute.googleapis.com/reservation-name",
+            values=[pool.reservation])
     if capacity in ("spot", "flexStart"):
         return gcp.container.NodePoolNodeConfigReservationAffinityArgs(consume_reservation_type="NO_RESERVATION")
     return None
@@ -70,27 +66,19 @@ class WorkerPool(pulumi.ComponentResource):
             labels=labels,
             resource_labels=args.get("labels") or {},
             shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
-                enable_secure_boot=True, enable_integrity_monitoring=True
-            ),
+                enable_secure_boot=True, enable_integrity_monitoring=True),
             workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
         )
         if gpu:
             node_config.update(
                 flex_start=True if flex else None,
-                guest_accelerators=[
-                    gcp.container.NodePoolNodeConfigGuestAcceleratorArgs(
-                        type=pool.accelerator,
-                        count=pool.machine.gpus,
-                        gpu_driver_installation_config=gcp.container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
-                            gpu_driver_version="DEFAULT"
-                        ),
-                    )
-                ],
-                taints=[
-                    gcp.container.NodePoolNodeConfigTaintArgs(
-                        key=manifests.GPU_TAINT["key"], value=manifests.GPU_TAINT["value"], effect="NO_SCHEDULE"
-                    )
-                ],
+                guest_accelerators=[gcp.container.NodePoolNodeConfigGuestAcceleratorArgs(
+                    type=pool.accelerator, count=pool.machine.gpus,
+                    gpu_driver_installation_config=gcp.container
+                    .NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(gpu_driver_version="DEFAULT"),
+                )],
+                taints=[gcp.container.NodePoolNodeConfigTaintArgs(
+                    key=manifests.GPU_TAINT["key"], value=manifests.GPU_TAINT["value"], effect="NO_SCHEDULE")],
             )
         ignore = ["initialNodeCount"] + (["nodeCount"] if pool.autoscaled else [])
         self.pool = gcp.container.NodePool(
@@ -107,9 +95,8 @@ class WorkerPool(pulumi.ComponentResource):
             upgrade_settings=_upgrade_settings(pool) if isinstance(pool, GpuPoolConfig) else None,
             node_config=gcp.container.NodePoolNodeConfigArgs(**node_config),
             # Protected by default, as TPU pools are: a deleted pool takes its Ray workers' nodes with it.
-            opts=pulumi.ResourceOptions(
-                parent=self, protect=bool(args.get("deletion_protection", True)), ignore_changes=ignore
-            ),
+            opts=pulumi.ResourceOptions(parent=self, protect=bool(args.get("deletion_protection", True)),
+                                        ignore_changes=ignore),
         )
         self.pool_name = self.pool.name
         selector = dict(labels, **({manifests.catalog.GPU_ACCELERATOR_LABEL: pool.accelerator} if gpu else {}))

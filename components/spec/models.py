@@ -64,9 +64,8 @@ LabelValue = _checked(admission.check_gcp_label_value)
 
 class Model(BaseModel):
     # validate_by_alias (camelCase) is the stack file's spelling; `validate_as(..., "args")` switches to field names.
-    model_config = ConfigDict(
-        extra="forbid", alias_generator=to_camel, validate_by_alias=True, validate_by_name=False, frozen=True
-    )
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, validate_by_alias=True,
+                              validate_by_name=False, frozen=True)
     # Keys left out because they failed validation (`validate_partial`): locations as pydantic reports them.
     _dropped: frozenset = PrivateAttr(default=frozenset())
 
@@ -351,11 +350,8 @@ class _WorkerPool(Model):
 
     @property
     def min_nodes(self) -> int:
-        return (
-            self.autoscaling.min_nodes
-            if self.autoscaled and self.autoscaling is not None
-            else (0 if self.autoscaled else self.count)
-        )
+        return self.autoscaling.min_nodes if self.autoscaled and self.autoscaling is not None else \
+            (0 if self.autoscaled else self.count)
 
     @property
     def max_nodes(self) -> int:
@@ -433,10 +429,8 @@ class RateConfig(Model):
             raise ValueError(f"is a zone; a rate applies to a region: allowed: {admission.region_of(value.lower())}")
         if value.lower() in admission.GOOGLE_CLOUD_REGIONS:
             raise ValueError(f"regions are lower case; allowed: {value.lower()}")
-        raise ValueError(
-            "is not a Google Cloud region; allowed: a region such as us-central1 (admission GOOGLE_CLOUD_REGIONS)"
-        )
-
+        raise ValueError("is not a Google Cloud region; allowed: a region such as us-central1 (admission "
+                         "GOOGLE_CLOUD_REGIONS)")
     source: str = "stack config"
     """Where the rate comes from (e.g. a contract)."""
     as_of: Optional[str] = None
@@ -486,10 +480,8 @@ class MonitoringConfig(Model):
         parts = urlsplit(value)
         # RFC 3986 reserves < > " and spaces; a link Cloud Monitoring renders in Markdown must be whole.
         if parts.scheme != "https" or not parts.netloc or parts.query or parts.fragment or re.search(r'[\s<>"]', value):
-            raise ValueError(
-                f"{value!r} is not an https URL without query or fragment (the base under which the "
-                "repository's files are served: https://<your-git-host>/<org>/ray-tpu-gke/blob/main)"
-            )
+            raise ValueError(f"{value!r} is not an https URL without query or fragment (the base under which the "
+                             "repository's files are served: https://<your-git-host>/<org>/ray-tpu-gke/blob/main)")
         return value.rstrip("/")
 
     @field_validator("notification_channels")
@@ -497,7 +489,6 @@ class MonitoringConfig(Model):
     def _channels(cls, value: list[str]) -> list[str]:
         for channel in value:
             if not re.fullmatch(r"projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/notificationChannels/[0-9]+", channel):
-                raise ValueError(
-                    f"{channel!r} is not a notification channel ID: projects/<project>/notificationChannels/<number>"
-                )
+                raise ValueError(f"{channel!r} is not a notification channel ID: "
+                                 "projects/<project>/notificationChannels/<number>")
         return value

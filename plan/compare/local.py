@@ -54,8 +54,7 @@ def workloads_python() -> str:
         raise LocalError(
             f"no workloads interpreter at {configured}: set WORKLOADS_PYTHON to a python with Ray 2.55 and JAX, or "
             f"build one there: python3 -m venv {where / '.venv-workloads'} && {where / '.venv-workloads'}/bin/pip "
-            "install -r requirements-workloads.txt (ray-tpu-gke's source; `make compare` in a checkout does both)"
-        )
+            "install -r requirements-workloads.txt (ray-tpu-gke's source; `make compare` in a checkout does both)")
     return configured
 
 
@@ -72,11 +71,8 @@ def job_path(work_dir: Path) -> Path:
     from ray_tpu_gke import bench
 
     root = work_dir / "jobpath"
-    shutil.copytree(
-        workloads_package(),
-        root / "workloads",
-        ignore=shutil.ignore_patterns("__pycache__", "Dockerfile*", "cloudbuild.yaml"),
-    )
+    shutil.copytree(workloads_package(), root / "workloads", ignore=shutil.ignore_patterns("__pycache__", "Dockerfile*",
+                                                                                           "cloudbuild.yaml"))
     (root / "ray_tpu_gke").mkdir()
     library = Path(bench.__file__).resolve().parent
     for name in ("__init__.py", "bench.py"):
@@ -84,32 +80,16 @@ def job_path(work_dir: Path) -> Path:
     return root
 
 
-def side_spec(
-    side: SidePlan,
-    run: str,
-    *,
-    steps: int,
-    report_every: int,
-    inject_step: Optional[int],
-    seed: int,
-    result_dir: Path,
-    storage: Path,
-) -> dict:
+def side_spec(side: SidePlan, run: str, *, steps: int, report_every: int, inject_step: Optional[int], seed: int,
+              result_dir: Path, storage: Path) -> dict:
     """What local_run.py needs to stand a side up: its nodes and its job's command."""
     extra = {"--simulate": True, "--report-every": report_every}
     if runs_train_module(side.entrypoint):  # flags of workloads.train beyond the interface every job takes
         extra.update({"--steps": steps, "--storage-path": str(storage), "--throttle-s": THROTTLE_S})
     command = entrypoint_for_run(side, run, str(result_dir), seed, extra=extra)
-    spec = {
-        "name": side.name,
-        "kind": side.kind,
-        "group": side.group,
-        "hosts": side.hosts,
-        "replicas": side.replicas,
-        "unitsPerNode": side.units_per_node,
-        "command": shlex.split(command),
-        "injectStep": inject_step,
-    }
+    spec = {"name": side.name, "kind": side.kind, "group": side.group, "hosts": side.hosts,
+            "replicas": side.replicas, "unitsPerNode": side.units_per_node, "command": shlex.split(command),
+            "injectStep": inject_step}
     if side.kind == "tpu":
         spec.update({"generation": side.generation, "topology": side.topology})
     return spec
@@ -118,34 +98,19 @@ def side_spec(
 def side_run(side: SidePlan, seen: dict, inject_step: Optional[int]) -> SideRun:
     injection = seen.get("injection")
     return SideRun(
-        side=side,
-        job=f"local driver of {side.name}",
-        requested_at=seen.get("requestedAt"),
-        nodes=[
-            NodeSpan(n["name"], n["createdAt"], n.get("readyAt"), n.get("removedAt")) for n in seen.get("nodes", [])
-        ],
-        nodes_ready_at=seen.get("nodesReadyAt"),
-        log=seen.get("log", ""),
-        outcome=seen.get("outcome", "not run"),
-        succeeded=seen.get("exitCode") == 0 and seen.get("outcome") == "SUCCEEDED",
-        ended_at=seen.get("endedAt"),
+        side=side, job=f"local driver of {side.name}", requested_at=seen.get("requestedAt"),
+        nodes=[NodeSpan(n["name"], n["createdAt"], n.get("readyAt"), n.get("removedAt"))
+               for n in seen.get("nodes", [])],
+        nodes_ready_at=seen.get("nodesReadyAt"), log=seen.get("log", ""), outcome=seen.get("outcome", "not run"),
+        succeeded=seen.get("exitCode") == 0 and seen.get("outcome") == "SUCCEEDED", ended_at=seen.get("endedAt"),
         inject_step=inject_step,
         injection=Injection(injection["step"], injection["at"], injection["target"]) if injection else None,
-        injection_problem=seen.get("injectionProblem"),
-    )
+        injection_problem=seen.get("injectionProblem"))
 
 
-def run(
-    sides: list[SidePlan],
-    run_id: str,
-    *,
-    steps: int = DEFAULT_STEPS,
-    report_every: int = DEFAULT_REPORT_EVERY,
-    inject_step: Union[Optional[int], dict[str, Optional[int]]] = DEFAULT_INJECT_STEP,
-    seed: int = 0,
-    side_timeout: float = SIDE_TIMEOUT_S,
-    quiet: bool = False,
-) -> tuple[list[SideRun], float, dict]:
+def run(sides: list[SidePlan], run_id: str, *, steps: int = DEFAULT_STEPS, report_every: int = DEFAULT_REPORT_EVERY,
+        inject_step: Union[Optional[int], dict[str, Optional[int]]] = DEFAULT_INJECT_STEP, seed: int = 0,
+        side_timeout: float = SIDE_TIMEOUT_S, quiet: bool = False) -> tuple[list[SideRun], float, dict]:
     """Both sides, one after the other, on one local Ray cluster; what was seen of each, the collection time, and
     facts of the local run (the cluster's start time). `inject_step`: the step at which each side loses a node, or
     per side name (a job that does not run on Ray, such as a plain program, has no node to lose)."""
@@ -155,36 +120,18 @@ def run(
         work_dir = Path(work)
         jobs = job_path(work_dir)
         # Relative paths in an entrypoint (`python my_job.py`) are the caller's, as in its shell.
-        spec = {
-            "root": str(jobs),
-            "cwd": os.getcwd(),
-            "sideTimeout": side_timeout,
-            "sides": [
-                side_spec(
-                    s,
-                    run_id,
-                    steps=steps,
-                    report_every=report_every,
-                    inject_step=steps_by_side.get(s.name),
-                    seed=seed,
-                    result_dir=work_dir / "results",
-                    storage=work_dir / "checkpoints",
-                )
-                for s in sides
-            ],
-        }
+        spec = {"root": str(jobs), "cwd": os.getcwd(), "sideTimeout": side_timeout,
+                "sides": [side_spec(s, run_id, steps=steps, report_every=report_every,
+                                    inject_step=steps_by_side.get(s.name),
+                                    seed=seed, result_dir=work_dir / "results", storage=work_dir / "checkpoints")
+                          for s in sides]}
         spec_path, out_path = work_dir / "spec.json", work_dir / "seen.json"
         spec_path.write_text(json.dumps(spec, indent=1))
         budget = side_timeout * len(sides) + 300  # the cluster's start and shutdown on top of every side
         try:
-            done = subprocess.run(
-                [python, str(SCRIPT), str(spec_path), str(out_path)],
-                cwd=os.getcwd(),
-                timeout=budget,
-                env={**os.environ, "PYTHONPATH": str(jobs)},
-                stderr=subprocess.PIPE if quiet else None,
-                text=True,
-            )
+            done = subprocess.run([python, str(SCRIPT), str(spec_path), str(out_path)], cwd=os.getcwd(),
+                                  timeout=budget, env={**os.environ, "PYTHONPATH": str(jobs)},
+                                  stderr=subprocess.PIPE if quiet else None, text=True)
         except subprocess.TimeoutExpired:
             raise LocalError(f"the local Ray run did not end within {budget:.0f} s") from None
         if done.returncode != 0 or not out_path.exists():

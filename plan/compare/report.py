@@ -20,20 +20,10 @@ REPORT_SCHEMA = "ray-tpu-gke/compare-report/v1"
 DEFAULT_TOLERANCE = 0.02  # the largest relative difference of final loss and fingerprint at which the sides agree
 # The start-up phases each mode measures, in order. Locally there are no pods or images: a simulated host is a Ray
 # node that this machine starts, so its start is the capacity wait, and Ray start runs from it to the training loop.
-PHASES = {
-    "live": ("capacityWaitS", "podStartS", "rayStartS", "firstStepS"),
-    "local": ("capacityWaitS", "rayStartS", "firstStepS"),
-}
-BREAKDOWN = (
-    "capacityWaitS",
-    "podStartS",
-    "rayStartS",
-    "compiledStepsS",
-    "stepsS",
-    "checkpointsS",
-    "recoveryS",
-    "otherS",
-)
+PHASES = {"live": ("capacityWaitS", "podStartS", "rayStartS", "firstStepS"),
+          "local": ("capacityWaitS", "rayStartS", "firstStepS")}
+BREAKDOWN = ("capacityWaitS", "podStartS", "rayStartS", "compiledStepsS", "stepsS", "checkpointsS", "recoveryS",
+             "otherS")
 
 
 @dataclass
@@ -76,7 +66,6 @@ class SideRun:
 
 # --- arithmetic ----------------------------------------------------------------------------------------------------
 
-
 def percentile(values: list[float], q: float) -> float:
     """The q-th percentile (0..100), interpolating linearly between the closest ranks (numpy's default 'linear',
     Hyndman and Fan's type 7)."""
@@ -94,13 +83,8 @@ def step_time_stats(step_times: list[float], compiled: list[int]) -> Optional[di
     steady = bench.steady(step_times, compiled)
     if not steady:
         return None
-    return {
-        "p50": percentile(steady, 50),
-        "p95": percentile(steady, 95),
-        "mean": sum(steady) / len(steady),
-        "steps": len(steady),
-        "compiledSteps": len(step_times) - len(steady),
-    }
+    return {"p50": percentile(steady, 50), "p95": percentile(steady, 95), "mean": sum(steady) / len(steady),
+            "steps": len(steady), "compiledSteps": len(step_times) - len(steady)}
 
 
 def billed_nodes(nodes: list[NodeSpan], requested_at: Optional[float], collected_at: float) -> list[dict]:
@@ -114,15 +98,8 @@ def billed_nodes(nodes: list[NodeSpan], requested_at: Optional[float], collected
         if requested_at is not None:
             start = max(start, requested_at)
         end = node.removed_at if node.removed_at is not None else collected_at
-        out.append(
-            {
-                "name": node.name,
-                "from": start,
-                "to": end,
-                "seconds": max(0.0, end - start),
-                "until": "removed" if node.removed_at is not None else "collection",
-            }
-        )
+        out.append({"name": node.name, "from": start, "to": end, "seconds": max(0.0, end - start),
+                    "until": "removed" if node.removed_at is not None else "collection"})
     return out
 
 
@@ -138,11 +115,8 @@ def relative_difference(a: float, b: float) -> float:
 def fingerprint_agreement(a: dict, b: dict, tolerance: float) -> dict:
     """Predictions on the fixed evaluation batch: the largest difference relative to the largest prediction. Different
     platforms round differently, so equal bits (sha256) are reported but not required."""
-    out: dict[str, Any] = {
-        "seeds": [a.get("seed"), b.get("seed")],
-        "sameSha256": a.get("sha256") == b.get("sha256"),
-        "tolerance": tolerance,
-    }
+    out: dict[str, Any] = {"seeds": [a.get("seed"), b.get("seed")], "sameSha256": a.get("sha256") == b.get("sha256"),
+                           "tolerance": tolerance}
     va, vb = list(a.get("values") or []), list(b.get("values") or [])
     if a.get("seed") != b.get("seed"):
         return {**out, "agree": False, "reason": "the sides used different seeds"}
@@ -156,26 +130,21 @@ def fingerprint_agreement(a: dict, b: dict, tolerance: float) -> dict:
 
 # --- one side ------------------------------------------------------------------------------------------------------
 
-
 def refusal(result: Optional[dict], run: SideRun, run_id: str, mode: str) -> Optional[str]:
     """Why the job's result document cannot count as this side's measurement, or None."""
     if result is None:
         return "the job's log holds no result document"
     if result.get("run") != run_id or result.get("side") != run.side.name:
-        return (
-            f"the result is for run {result.get('run')!r} side {result.get('side')!r}, not run {run_id!r} "
-            f"side {run.side.name!r}"
-        )
+        return (f"the result is for run {result.get('run')!r} side {result.get('side')!r}, not run {run_id!r} "
+                f"side {run.side.name!r}")
     kind, platform, simulated = run.side.kind, result.get("platform"), result.get("simulated") is True
     if result.get("kind") not in (None, kind):
         return f"the job was asked for {result.get('kind')}, but the side stands for {kind}"
     if simulated and mode == "live":
         return f"the job ran simulated on {platform} in a live comparison: not a {kind} measurement"
     if not simulated and platform != kind:
-        return (
-            f"the job ran on {platform}, not {kind}, and is not marked simulated: its numbers are not a "
-            f"{kind} measurement"
-        )
+        return (f"the job ran on {platform}, not {kind}, and is not marked simulated: its numbers are not a "
+                f"{kind} measurement")
     return None
 
 
@@ -189,22 +158,17 @@ def why_redone(from_step: Optional[int], injected: Injection, saved: list[int]) 
     """Why steps were redone: the job resumes from the last checkpoint Ray Train had registered, and a checkpoint saved
     after it but not yet registered does not count (Ray Train takes a reported checkpoint in at its controller's next
     poll of the workers: Ray 2.55 ray/train/v2/_internal/execution/checkpoint/report_handler.py)."""
-    text = (
-        f"the job resumes from the last checkpoint Ray Train had registered (step {from_step}), so every step "
-        f"after it that ran before the failure (injected when step {injected.step} was reported) ran again"
-    )
+    text = (f"the job resumes from the last checkpoint Ray Train had registered (step {from_step}), so every step "
+            f"after it that ran before the failure (injected when step {injected.step} was reported) ran again")
     later = [s for s in saved if from_step is not None and from_step < s <= injected.step]
     if later:
-        text += (
-            f"; the checkpoint of step {max(later)} had been saved but not yet registered when the worker went "
-            "(Ray Train registers a reported checkpoint at its controller's next poll)"
-        )
+        text += (f"; the checkpoint of step {max(later)} had been saved but not yet registered when the worker went "
+                 "(Ray Train registers a reported checkpoint at its controller's next poll)")
     return text
 
 
-def recovery(
-    run: SideRun, restarts: list[dict], saved: Optional[list[int]] = None
-) -> tuple[Optional[dict], Optional[str]]:
+def recovery(run: SideRun, restarts: list[dict], saved: Optional[list[int]] = None
+             ) -> tuple[Optional[dict], Optional[str]]:
     """Injection -> the first step reported again (the restarted attempt's first step), and the steps redone."""
     if run.injection is None:
         return None, run.injection_problem or f"no failure was injected (asked at step {run.inject_step})"
@@ -212,22 +176,13 @@ def recovery(
     saved = saved or []
     after = [r for r in restarts if isinstance(r.get("resumedAt"), (int, float)) and r["resumedAt"] > injected.at]
     if not after:
-        return None, (
-            f"no restart was reported after the failure injected at step {injected.step} "
-            f"({injected.target}); the job {run.outcome}"
-        )
+        return None, (f"no restart was reported after the failure injected at step {injected.step} "
+                      f"({injected.target}); the job {run.outcome}")
     first = after[0]
-    out = {
-        "injectedAtStep": injected.step,
-        "injectedAt": injected.at,
-        "target": injected.target,
-        "recoveryS": first["resumedAt"] - injected.at,
-        "stepsRedone": first.get("stepsRedone"),
-        "fromStep": first.get("fromStep"),
-        "resumedAt": first["resumedAt"],
-        "restartIndex": restarts.index(first),
-        "why": why_redone(first.get("fromStep"), injected, saved),
-    }
+    out = {"injectedAtStep": injected.step, "injectedAt": injected.at, "target": injected.target,
+           "recoveryS": first["resumedAt"] - injected.at, "stepsRedone": first.get("stepsRedone"),
+           "fromStep": first.get("fromStep"), "resumedAt": first["resumedAt"],
+           "restartIndex": restarts.index(first), "why": why_redone(first.get("fromStep"), injected, saved)}
     if isinstance(first.get("failureSeenAt"), (int, float)):
         out["detectS"] = max(0.0, first["failureSeenAt"] - injected.at)
     return out, None
@@ -283,15 +238,8 @@ def side_report(run: SideRun, mode: str, run_id: str, collected_at: float) -> tu
     """One side of report.json, and the measures it lacks with the reason for each."""
     side, log = run.side, events.parse(run.log)
     missing: list[tuple[str, str]] = []
-    out: dict[str, Any] = {
-        "name": side.name,
-        "kind": side.kind,
-        "accelerator": side.accelerator,
-        "capacity": side.capacity,
-        "runsOn": side.item,
-        "job": run.job,
-        "outcome": run.outcome,
-    }
+    out: dict[str, Any] = {"name": side.name, "kind": side.kind, "accelerator": side.accelerator,
+                           "capacity": side.capacity, "runsOn": side.item, "job": run.job, "outcome": run.outcome}
     refused = refusal(log.result, run, run_id, mode)
     result = None if refused else log.result
     shown = log.result or {}
@@ -310,29 +258,13 @@ def side_report(run: SideRun, mode: str, run_id: str, collected_at: float) -> tu
 
     no_result = refused or "no result document"
     if result is not None:
-        for key in (
-            "devices",
-            "deviceKind",
-            "processes",
-            "slices",
-            "batchSize",
-            "seed",
-            "compileEvents",
-            "examplesPerS",
-            "compilationCache",
-            "tokensPerS",
-            "tokensPerStep",
-            "flopsPerStep",
-            "flopsSource",
-            "framework",
-            "evalMetric",
-            "model",
-        ):
+        for key in ("devices", "deviceKind", "processes", "slices", "batchSize", "seed", "compileEvents",
+                    "examplesPerS", "compilationCache", "tokensPerS", "tokensPerStep", "flopsPerStep", "flopsSource",
+                    "framework", "evalMetric", "model"):
             out[key] = result.get(key)
     need("steps", (result or {}).get("steps"), no_result)
-    stats = step_time_stats(
-        [float(t) for t in (result or {}).get("stepTimesS") or []], list((result or {}).get("compiledSteps") or [])
-    )
+    stats = step_time_stats([float(t) for t in (result or {}).get("stepTimesS") or []],
+                            list((result or {}).get("compiledSteps") or []))
     need("stepTimeS", stats, no_result if result is None else "no step ran without compiling")
     if result is not None:
         out.update(limits.side_fields(side, result, stats))
@@ -344,12 +276,8 @@ def side_report(run: SideRun, mode: str, run_id: str, collected_at: float) -> tu
         out["fingerprintSha256"] = (result.get("fingerprint") or {}).get("sha256")
         checkpoints = result.get("checkpoints") or {}
         saves, restores = checkpoints.get("saveS") or [], checkpoints.get("restoreS") or []
-        out["checkpoints"] = {
-            "saves": len(saves),
-            "saveS": sum(saves),
-            "restores": len(restores),
-            "restoreS": sum(restores),
-        }
+        out["checkpoints"] = {"saves": len(saves), "saveS": sum(saves), "restores": len(restores),
+                              "restoreS": sum(restores)}
         out["jobTimings"] = {k: result.get(k) for k in ("processStartToFirstStepS", "workerGroupStartS")}
 
     phases, why = _phases(run, mode, log)
@@ -370,13 +298,8 @@ def side_report(run: SideRun, mode: str, run_id: str, collected_at: float) -> tu
     need("hourlyUsd", side.hourly, side.price_problem or "no price")
     billed = billed_nodes(run.nodes, run.requested_at, collected_at)
     seconds = sum(b["seconds"] for b in billed)
-    out["billing"] = {
-        "nodeHourlyUsd": side.node_hourly,
-        "rate": side.rate,
-        "nodes": billed,
-        "billedNodeS": seconds,
-        "stillUp": [b["name"] for b in billed if b["until"] == "collection"],
-    }
+    out["billing"] = {"nodeHourlyUsd": side.node_hourly, "rate": side.rate, "nodes": billed, "billedNodeS": seconds,
+                      "stillUp": [b["name"] for b in billed if b["until"] == "collection"]}
     per_job = None
     if not billed:
         missing.append(("costPerJobUsd", "no worker node of the side was seen"))
@@ -412,7 +335,6 @@ def side_report(run: SideRun, mode: str, run_id: str, collected_at: float) -> tu
 
 # --- the report ----------------------------------------------------------------------------------------------------
 
-
 def _declared_metric(result: Optional[dict]) -> Optional[dict]:
     """The evaluation metric a job declared through bench (`run.finish(metric=..., metric_name=...)`), or None."""
     metric = (result or {}).get("evalMetric")
@@ -429,10 +351,8 @@ def agreement(a: dict, b: dict, results: dict[str, Optional[dict]], tolerance: f
     ra, rb = results.get(a["name"]), results.get(b["name"])
     ma, mb = _declared_metric(ra), _declared_metric(rb)
     if ma is not None and mb is not None and ma["name"] != mb["name"]:
-        return None, [
-            f"agreement of {' and '.join(names)}: the jobs declare different evaluation metrics "
-            f"({ma['name']} and {mb['name']})"
-        ]
+        return None, [f"agreement of {' and '.join(names)}: the jobs declare different evaluation metrics "
+                      f"({ma['name']} and {mb['name']})"]
     if (ma is None) != (mb is None):
         lacking = names[1] if ma is not None else names[0]
         return None, [f"agreement of {' and '.join(names)}: {lacking} declares no evaluation metric"]
@@ -446,50 +366,28 @@ def agreement(a: dict, b: dict, results: dict[str, Optional[dict]], tolerance: f
     difference = relative_difference(va, vb)
     fa, fb = (ra or {}).get("fingerprint") or {}, (rb or {}).get("fingerprint") or {}
     if fa.get("inputs") != fb.get("inputs"):  # two programs' predictions on different inputs: nothing to compare
-        prints = {
-            "comparable": False,
-            "agree": True,
-            "tolerance": tolerance,
-            "reason": f"the jobs predicted on different inputs ({fa.get('inputs')!r}, {fb.get('inputs')!r})",
-        }
+        prints = {"comparable": False, "agree": True, "tolerance": tolerance,
+                  "reason": f"the jobs predicted on different inputs ({fa.get('inputs')!r}, {fb.get('inputs')!r})"}
     else:
         prints = fingerprint_agreement(fa, fb, tolerance)
-    out = {
-        "metric": metric,
-        "between": names,
-        "values": [va, vb],
-        "relativeDifference": difference,
-        "tolerance": tolerance,
-        "metricAgree": difference <= tolerance,
-        "lossAgree": difference <= tolerance,
-        "fingerprint": prints,
-    }
+    out = {"metric": metric, "between": names, "values": [va, vb], "relativeDifference": difference,
+           "tolerance": tolerance, "metricAgree": difference <= tolerance, "lossAgree": difference <= tolerance,
+           "fingerprint": prints}
     out["agree"] = out["metricAgree"] and prints["agree"]
     problems = []
     if not out["metricAgree"]:
         what = "the final losses differ" if metric == "finalLoss" else f"the declared {metric} differs"
-        problems.append(
-            f"agreement of {' and '.join(names)}: {what} by {difference:.2%}, more than "
-            f"the tolerance of {tolerance:.2%}"
-        )
+        problems.append(f"agreement of {' and '.join(names)}: {what} by {difference:.2%}, more than "
+                        f"the tolerance of {tolerance:.2%}")
     if not prints["agree"]:
-        reason = prints.get("reason") or (
-            f"the predictions differ by {prints['relativeDifference']:.2%}, more than the tolerance of {tolerance:.2%}"
-        )
+        reason = prints.get("reason") or (f"the predictions differ by {prints['relativeDifference']:.2%}, more than "
+                                          f"the tolerance of {tolerance:.2%}")
         problems.append(f"agreement of {' and '.join(names)}: fingerprint: {reason}")
     return out, problems
 
 
-def build(
-    stack: str,
-    mode: str,
-    run_id: str,
-    runs: list[SideRun],
-    collected_at: float,
-    tolerance: float = DEFAULT_TOLERANCE,
-    context: Optional[str] = None,
-    prices: Optional[dict] = None,
-) -> dict:
+def build(stack: str, mode: str, run_id: str, runs: list[SideRun], collected_at: float,
+          tolerance: float = DEFAULT_TOLERANCE, context: Optional[str] = None, prices: Optional[dict] = None) -> dict:
     """report.json: every side, their agreement (the first side against each other one), and one problem line per
     missing measure or failed condition. `complete` is true only when there is none."""
     if mode not in PHASES:
@@ -503,29 +401,17 @@ def build(
         results[run.side.name] = None if side.get("refused") or parsed is None else parsed
     pairs = []
     if len(sides) < 2:
-        problems.append(
-            f"agreement: the stack has {len(sides)} comparison side(s); a comparison needs two (RayJobs "
-            "whose worker group runs on a TPU slice or a GPU pool)"
-        )
+        problems.append(f"agreement: the stack has {len(sides)} comparison side(s); a comparison needs two (RayJobs "
+                        "whose worker group runs on a TPU slice or a GPU pool)")
     for other in sides[1:]:
         pair, lines = agreement(sides[0], other, results, tolerance)
         problems += lines
         if pair is not None:
             pairs.append(pair)
-    report = {
-        "schema": REPORT_SCHEMA,
-        "stack": stack,
-        "mode": mode,
-        "run": run_id,
-        "collectedAt": collected_at,
-        "simulated": any(s.get("simulated") is True for s in sides),
-        "tolerance": tolerance,
-        "sides": sides,
-        "agreement": pairs[0] if pairs else None,
-        "agreements": pairs,
-        "problems": problems,
-        "complete": not problems,
-    }
+    report = {"schema": REPORT_SCHEMA, "stack": stack, "mode": mode, "run": run_id, "collectedAt": collected_at,
+              "simulated": any(s.get("simulated") is True for s in sides), "tolerance": tolerance, "sides": sides,
+              "agreement": pairs[0] if pairs else None, "agreements": pairs, "problems": problems,
+              "complete": not problems}
     if context is not None:
         report["context"] = context
     if prices is not None:

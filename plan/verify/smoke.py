@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ray_tpu_gke import admission
-
 from workloads import tpu_smoke
 
 from .checks import FAIL, PASS, SKIP, Check, listing, name_of
@@ -21,11 +20,12 @@ from .labels import CLUSTER_LABEL, DEPLOYMENT_FAILED, JOB_DONE
 MAX_RAYJOB_NAME = 47  # KubeRay ray-operator/controllers/ray/utils/constant.go MaxRayJobNameLength (53 - 6)
 
 
+
+
 # --- the smoke test ------------------------------------------------------------------------------------------------
 
-
 def smoke_job_name(group: str) -> str:
-    name = f"smoke-{group}"[: MAX_RAYJOB_NAME - 7].rstrip("-") + "-" + secrets.token_hex(3)
+    name = f"smoke-{group}"[:MAX_RAYJOB_NAME - 7].rstrip("-") + "-" + secrets.token_hex(3)
     admission.check_dns_label(name, MAX_RAYJOB_NAME)
     return name
 
@@ -37,15 +37,12 @@ def smoke_job(namespace: str, cluster: str, group: GroupPlan, timeout: int, labe
     return {
         "apiVersion": "ray.io/v1",
         "kind": "RayJob",
-        "metadata": {
-            "name": smoke_job_name(group.group),
-            "namespace": namespace,
-            "labels": {"app.kubernetes.io/part-of": "ray-tpu-gke", "app.kubernetes.io/component": "post-deploy-check"},
-        },
+        "metadata": {"name": smoke_job_name(group.group), "namespace": namespace,
+                     "labels": {"app.kubernetes.io/part-of": "ray-tpu-gke",
+                                "app.kubernetes.io/component": "post-deploy-check"}},
         "spec": {
-            "entrypoint": tpu_smoke.command(
-                group.spec, group.group, slices=slices, timeout=timeout, labels_only=labels_only
-            ),
+            "entrypoint": tpu_smoke.command(group.spec, group.group, slices=slices, timeout=timeout,
+                                            labels_only=labels_only),
             "clusterSelector": {CLUSTER_LABEL: cluster},
             "submissionMode": "K8sJobMode",
             "shutdownAfterJobFinishes": False,  # never for a job on an existing cluster
@@ -63,36 +60,25 @@ def smoke_verdict(subject: str, group: GroupPlan, job: dict, log: str) -> Check:
         tail = " | ".join(line for line in log.strip().splitlines()[-3:])
         return Check(subject, "smoke", FAIL, f"{state}; no smoke result in the job's log{': ' + tail if tail else ''}")
     want = {**group.spec.to_json(), "group": group.group}
-    differs = [
-        f"{k} {result.get('expected', {}).get(k)!r} (asked {v!r})"
-        for k, v in want.items()
-        if result.get("expected", {}).get(k) != v
-    ]
+    differs = [f"{k} {result.get('expected', {}).get(k)!r} (asked {v!r})" for k, v in want.items()
+               if result.get("expected", {}).get(k) != v]
     if differs:
         return Check(subject, "smoke", FAIL, f"the result is for another slice: {', '.join(differs)}")
-    failed = [
-        f"{c['name']}{' ' + c['slice'] if c.get('slice') else ''}: {c['detail']}"
-        for c in result.get("checks", [])
-        if c.get("status") == FAIL
-    ]
+    failed = [f"{c['name']}{' ' + c['slice'] if c.get('slice') else ''}: {c['detail']}"
+              for c in result.get("checks", []) if c.get("status") == FAIL]
     if result.get("ok") and not failed and status.get("jobStatus") == "SUCCEEDED":
         timings = result.get("timings", {})
         passed, skipped = (sum(c.get("status") == s for c in result.get("checks", [])) for s in (PASS, SKIP))
-        times = ", ".join(
-            f"{what} {timings[key]}s" for what, key in (("compile", "compile_s"), ("psum", "psum_s")) if key in timings
-        )
-        return Check(
-            subject,
-            "smoke",
-            PASS,
-            f"{passed} checks passed, {skipped} skipped on "
-            f"{', '.join(result.get('slices', {}))}" + (f"; {times}" if times else ""),
-        )
+        times = ", ".join(f"{what} {timings[key]}s" for what, key in (("compile", "compile_s"), ("psum", "psum_s"))
+                          if key in timings)
+        return Check(subject, "smoke", PASS, f"{passed} checks passed, {skipped} skipped on "
+                                             f"{', '.join(result.get('slices', {}))}" + (f"; {times}" if times else ""))
     return Check(subject, "smoke", FAIL, f"{state}; " + (listing(failed) if failed else "the job did not succeed"))
 
 
 def _finished(status: dict) -> bool:
-    return status.get("jobStatus") in JOB_DONE or status.get("jobDeploymentStatus") in DEPLOYMENT_FAILED | {"Complete"}
+    return (status.get("jobStatus") in JOB_DONE
+            or status.get("jobDeploymentStatus") in DEPLOYMENT_FAILED | {"Complete"})
 
 
 @dataclass(frozen=True)
@@ -104,15 +90,9 @@ class SmokeTarget:
     labels_only: bool = False  # a RayService's slices serve: the smoke test leaves their chips alone
 
 
-def run_smoke(
-    kubectl: Kubectl,
-    targets: list[SmokeTarget],
-    timeout: int,
-    poll: float,
-    keep: bool,
-    clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] = time.sleep,
-) -> list[Check]:
+def run_smoke(kubectl: Kubectl, targets: list[SmokeTarget], timeout: int, poll: float, keep: bool,
+              clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep
+              ) -> list[Check]:
     """Submit one smoke RayJob per target, all at once; wait for each; read its result from the log of its submitter
     Job (named as the RayJob in K8sJobMode); delete it unless `keep`."""
     checks, runs = [], []
@@ -136,15 +116,8 @@ def run_smoke(
                 sleep(poll)
             status = job.get("status") or {}
             if not _finished(status):
-                checks.append(
-                    Check(
-                        subject,
-                        "smoke",
-                        FAIL,
-                        f"RayJob {namespace}/{name} not done within {wait}s "
-                        f"(jobStatus {status.get('jobStatus') or 'unset'})",
-                    )
-                )
+                checks.append(Check(subject, "smoke", FAIL, f"RayJob {namespace}/{name} not done within {wait}s "
+                                                            f"(jobStatus {status.get('jobStatus') or 'unset'})"))
                 continue
             logs = kubectl.run("logs", f"job/{name}", "-n", namespace)
             checks.append(smoke_verdict(subject, group, job, logs.stdout if logs.returncode == 0 else ""))
@@ -152,3 +125,6 @@ def run_smoke(
             if not keep:
                 kubectl.run("delete", "rayjob", name, "-n", namespace, "--ignore-not-found", "--wait=false")
     return checks
+
+
+

@@ -41,10 +41,8 @@ def target_allowed(url: str) -> str:
     except ValueError:
         loopback = False
     if not loopback:
-        raise TargetError(
-            f"{url!r} is not on loopback; allowed: 127.0.0.1, ::1 or localhost (the local Serve proxy, "
-            "or a cluster's service through kubectl port-forward)"
-        )
+        raise TargetError(f"{url!r} is not on loopback; allowed: 127.0.0.1, ::1 or localhost (the local Serve proxy, "
+                          "or a cluster's service through kubectl port-forward)")
     return url
 
 
@@ -69,14 +67,8 @@ class Outcome:
         return None if self.done is None else self.done - self.due
 
     def to_json(self) -> dict:
-        return {
-            "label": self.label,
-            "due": round(self.due, 6),
-            "sent": _round(self.sent),
-            "done": _round(self.done),
-            "status": self.status,
-            "error": self.error,
-        }
+        return {"label": self.label, "due": round(self.due, 6), "sent": _round(self.sent), "done": _round(self.done),
+                "status": self.status, "error": self.error}
 
 
 def _round(value: Optional[float]) -> Optional[float]:
@@ -90,9 +82,8 @@ class LoadRun:
     outcomes: list[Outcome]
 
 
-async def _one(
-    client, url: str, body: bytes, outcome: Outcome, zero: float, clock: Callable[[], float], keep: bool
-) -> None:
+async def _one(client, url: str, body: bytes, outcome: Outcome, zero: float, clock: Callable[[], float],
+               keep: bool) -> None:
     import httpx
 
     delay = zero + outcome.due - clock()
@@ -115,15 +106,8 @@ async def _one(
     outcome.done = clock() - zero
 
 
-async def run_async(
-    pattern: Pattern,
-    url: str,
-    body: dict,
-    *,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
-    keep_replies: bool = False,
-) -> LoadRun:
+async def run_async(pattern: Pattern, url: str, body: dict, *, timeout_s: float = DEFAULT_TIMEOUT_S,
+                    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT, keep_replies: bool = False) -> LoadRun:
     import httpx
 
     target_allowed(url)

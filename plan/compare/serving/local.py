@@ -29,12 +29,8 @@ SCRIPT = Path(__file__).resolve().parent / "local_ray.py"
 ROOT = Path(__file__).resolve().parent.parent.parent.parent
 # Serve's autoscaling locally: seconds, not the stack's minutes (AutoscalingConfig fields, Ray 2.55).
 # A look-back of 5 s keeps a lightly loaded replica (a request in flight a tenth of the time) from reading as idle.
-LOCAL_AUTOSCALING = {
-    "upscale_delay_s": 1.0,
-    "downscale_delay_s": 4.0,
-    "downscale_to_zero_delay_s": 6.0,
-    "look_back_period_s": 5.0,
-}
+LOCAL_AUTOSCALING = {"upscale_delay_s": 1.0, "downscale_delay_s": 4.0, "downscale_to_zero_delay_s": 6.0,
+                     "look_back_period_s": 5.0}
 LOCAL_IDLE_TIMEOUT_S = 2.0  # the simulated node goes this long after its last replica (the stack's: 60 s)
 APP_TIMEOUT_S = 180.0  # the application RUNNING after its config is applied
 COLD_TIMEOUT_S = 180.0  # the first request's answer, a node and a replica started from zero
@@ -52,14 +48,8 @@ def sparse_gap_s() -> float:
     which itself may have started from zero (the schedule is fixed: the gap counts from that request's send): the
     cold start, Serve's look-back draining, each downscale delay (2 to 1, 1 to 0) and the idle timeout, with a
     margin for polls."""
-    return (
-        LOCAL_COLD_ALLOWANCE_S
-        + LOCAL_AUTOSCALING["look_back_period_s"]
-        + LOCAL_AUTOSCALING["downscale_delay_s"]
-        + LOCAL_AUTOSCALING["downscale_to_zero_delay_s"]
-        + LOCAL_IDLE_TIMEOUT_S
-        + 3.0
-    )
+    return (LOCAL_COLD_ALLOWANCE_S + LOCAL_AUTOSCALING["look_back_period_s"] + LOCAL_AUTOSCALING["downscale_delay_s"]
+            + LOCAL_AUTOSCALING["downscale_to_zero_delay_s"] + LOCAL_IDLE_TIMEOUT_S + 3.0)
 
 
 def local_config(side: ServiceSide, serve_port: int) -> dict:
@@ -77,14 +67,8 @@ class RayHalf:
     """The Ray half as a subprocess: commands in on stdin, events out on stdout (each a JSON line)."""
 
     def __init__(self, python: str):
-        self.process = subprocess.Popen(
-            [python, str(SCRIPT), str(ROOT)],
-            cwd=ROOT,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            bufsize=1,
-        )
+        self.process = subprocess.Popen([python, str(SCRIPT), str(ROOT)], cwd=ROOT, stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True, bufsize=1)
         self.events: list[dict] = []
         self._new: "queue.Queue[dict]" = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
@@ -110,9 +94,8 @@ class RayHalf:
                 event = self._new.get(timeout=min(1.0, max(0.01, deadline - time.time())))
             except queue.Empty:
                 if self.process.poll() is not None:
-                    raise LocalError(
-                        f"the local Ray cluster exited ({self.process.returncode}) before {kind}"
-                    ) from None
+                    raise LocalError(f"the local Ray cluster exited ({self.process.returncode}) "
+                                     f"before {kind}") from None
                 continue
             if event["event"] == kind:
                 return event
@@ -129,31 +112,16 @@ class RayHalf:
 
 
 def side_shape(side: ServiceSide) -> dict:
-    shape = {
-        "name": side.name,
-        "kind": side.kind,
-        "group": side.group,
-        "hosts": side.hosts,
-        "unitsPerNode": side.units_per_node,
-        "maxNodes": side.max_nodes,
-        "idleTimeoutS": LOCAL_IDLE_TIMEOUT_S,
-        "cpusPerNode": side.replicas_per_node,
-    }  # a replica takes 1 CPU (Serve's default num_cpus)
+    shape = {"name": side.name, "kind": side.kind, "group": side.group, "hosts": side.hosts,
+             "unitsPerNode": side.units_per_node, "maxNodes": side.max_nodes, "idleTimeoutS": LOCAL_IDLE_TIMEOUT_S,
+             "cpusPerNode": side.replicas_per_node}  # a replica takes 1 CPU (Serve's default num_cpus)
     if side.kind == "tpu":
         shape.update({"generation": side.generation, "topology": side.topology})
     return shape
 
 
-def run_side(
-    half: RayHalf,
-    api: serve_state.ServeApi,
-    serve_port: int,
-    side: ServiceSide,
-    patterns: list[Pattern],
-    body: dict,
-    timeout_s: float,
-    say=print,
-) -> dict:
+def run_side(half: RayHalf, api: serve_state.ServeApi, serve_port: int, side: ServiceSide,
+             patterns: list[Pattern], body: dict, timeout_s: float, say=print) -> dict:
     """One side end to end; what was seen, in the form report.side_entry reads."""
     app, deployment = side.application.get("name"), side.deployment.get("name")
     url = f"http://127.0.0.1:{serve_port}{side.application.get('route_prefix') or '/'}"
@@ -200,7 +168,8 @@ def node_spans(events: list[dict]) -> list[dict]:
         if e["action"] == "failed":  # its raylet never registered: no node, nothing billed
             spans.pop(e["name"], None)
             continue
-        span = spans.setdefault(e["name"], {"name": e["name"], "requestedAt": None, "readyAt": None, "removedAt": None})
+        span = spans.setdefault(e["name"], {"name": e["name"], "requestedAt": None, "readyAt": None,
+                                            "removedAt": None})
         key = {"requested": "requestedAt", "ready": "readyAt", "removed": "removedAt"}[e["action"]]
         span[key] = e["at"]
         if e["action"] == "removed":
@@ -208,15 +177,8 @@ def node_spans(events: list[dict]) -> list[dict]:
     return list(spans.values())
 
 
-def run(
-    sides: list[ServiceSide],
-    patterns: list[Pattern],
-    body: dict,
-    python: str,
-    *,
-    timeout_s: float = load.DEFAULT_TIMEOUT_S,
-    say=print,
-) -> tuple[list[dict], dict]:
+def run(sides: list[ServiceSide], patterns: list[Pattern], body: dict, python: str, *,
+        timeout_s: float = load.DEFAULT_TIMEOUT_S, say=print) -> tuple[list[dict], dict]:
     """Both sides on one local Ray cluster; what was seen of each, and facts of the local run."""
     half = RayHalf(python)
     try:
@@ -230,8 +192,5 @@ def run(
             api.close()
     finally:
         half.close()
-    return seen, {
-        "clusterStartS": cluster["startS"],
-        "localAutoscaling": LOCAL_AUTOSCALING,
-        "localIdleTimeoutS": LOCAL_IDLE_TIMEOUT_S,
-    }
+    return seen, {"clusterStartS": cluster["startS"], "localAutoscaling": LOCAL_AUTOSCALING,
+                  "localIdleTimeoutS": LOCAL_IDLE_TIMEOUT_S}

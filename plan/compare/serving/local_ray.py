@@ -88,12 +88,8 @@ class Scaler:
             return
         status = get_cluster_status(self.gcs)
         resource = self._resource()
-        wanted = [
-            dict(b.bundle)
-            for d in status.resource_demands.ray_task_actor_demand
-            for b in d.bundles_by_count
-            if b.bundle.get(resource, 0) > 0
-        ]
+        wanted = [dict(b.bundle) for d in status.resource_demands.ray_task_actor_demand for b in d.bundles_by_count
+                  if b.bundle.get(resource, 0) > 0]
         mine = [n for n in self.nodes.values() if n["side"] == self.side["name"]]
         if wanted and len(mine) < self.side["maxNodes"]:
             self._add(wanted)
@@ -122,15 +118,11 @@ def _start(local_cluster, attempts: int = 3):
     for attempt in range(1, attempts + 1):
         dashboard_port = free_port()
         try:
-            return local_cluster(
-                head_args={"include_dashboard": True, "dashboard_host": "127.0.0.1", "dashboard_port": dashboard_port}
-            ), dashboard_port
+            return local_cluster(head_args={"include_dashboard": True, "dashboard_host": "127.0.0.1",
+                                            "dashboard_port": dashboard_port}), dashboard_port
         except Exception as error:
-            say(
-                event="warning",
-                message=f"cluster start {attempt}: {type(error).__name__}: {error}"[:500],
-                at=time.time(),
-            )
+            say(event="warning", message=f"cluster start {attempt}: {type(error).__name__}: {error}"[:500],
+                at=time.time())
             if attempt == attempts:
                 raise
 
@@ -141,17 +133,13 @@ def main(root: str) -> int:
     # Replicas and handles push their ongoing-request counts to Serve's autoscaler every 10 s by default (Ray 2.55
     # python/ray/serve/_private/constants.py RAY_SERVE_{REPLICA,HANDLE}_AUTOSCALING_METRIC_PUSH_INTERVAL_S): locally,
     # where the delays are seconds, every second.
-    os.environ.update(
-        {
-            "RAY_SERVE_REPLICA_AUTOSCALING_METRIC_PUSH_INTERVAL_S": "1",
-            "RAY_SERVE_HANDLE_AUTOSCALING_METRIC_PUSH_INTERVAL_S": "1",
-            # The dashboard gives each of its modules 30 s to start (ray/dashboard/consts.py
-            # SUBPROCESS_MODULE_WAIT_READY_TIMEOUT) and Ray waits 60 s for it (ray/_private/ray_constants.py
-            # RAY_DASHBOARD_STARTUP_TIMEOUT_S): too short on a busy two-core machine.
-            "RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT": "300",
-            "RAY_DASHBOARD_STARTUP_TIMEOUT_S": "300",
-        }
-    )
+    os.environ.update({"RAY_SERVE_REPLICA_AUTOSCALING_METRIC_PUSH_INTERVAL_S": "1",
+                       "RAY_SERVE_HANDLE_AUTOSCALING_METRIC_PUSH_INTERVAL_S": "1",
+                       # The dashboard gives each of its modules 30 s to start (ray/dashboard/consts.py
+                       # SUBPROCESS_MODULE_WAIT_READY_TIMEOUT) and Ray waits 60 s for it (ray/_private/ray_constants.py
+                       # RAY_DASHBOARD_STARTUP_TIMEOUT_S): too short on a busy two-core machine.
+                       "RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT": "300",
+                       "RAY_DASHBOARD_STARTUP_TIMEOUT_S": "300"})
     from workloads.local_cluster import LocalCluster
 
     started = time.time()
@@ -161,13 +149,8 @@ def main(root: str) -> int:
     cluster, dashboard_port = _start(LocalCluster)
     with cluster:
         scaler = Scaler(cluster, cluster.address)
-        say(
-            event="cluster",
-            dashboard=f"http://127.0.0.1:{dashboard_port}",
-            startS=time.time() - started,
-            at=time.time(),
-            servePort=free_port(),
-        )
+        say(event="cluster", dashboard=f"http://127.0.0.1:{dashboard_port}", startS=time.time() - started,
+            at=time.time(), servePort=free_port())
         while True:
             try:
                 command = commands.get(timeout=POLL_S)

@@ -19,10 +19,8 @@ DEFAULT_SLO_MS = 500.0
 
 
 def load_run(data: dict) -> LoadRun:
-    outcomes = [
-        Outcome(o["label"], o["due"], o.get("sent"), o.get("done"), o.get("status"), o.get("error"), o.get("reply"))
-        for o in data["outcomes"]
-    ]
+    outcomes = [Outcome(o["label"], o["due"], o.get("sent"), o.get("done"), o.get("status"), o.get("error"),
+                        o.get("reply")) for o in data["outcomes"]]
     return LoadRun(data["pattern"], data["startedAt"], outcomes)
 
 
@@ -68,10 +66,8 @@ def cold_start(side: ServiceSide, seen: dict) -> tuple[Optional[dict], Optional[
         problems.append(f"{side.name}: coldStartS.replicaStartS: the first answer carries no replica start-up figures")
     phases = {"totalS": _positive(answered - created), "rayStartS": _positive(sent - created)}
     if node is None:
-        problems.append(
-            f"{side.name}: coldStartS.capacityAndNodeS: no node became Ready after the first request "
-            "(was one up already?)"
-        )
+        problems.append(f"{side.name}: coldStartS.capacityAndNodeS: no node became Ready after the first request "
+                        "(was one up already?)")
         base = sent
     else:
         phases["capacityAndNodeS"] = _positive(node["readyAt"] - sent)
@@ -100,11 +96,8 @@ def _pattern_entry(side: ServiceSide, pattern: Pattern, data: dict, nodes: list[
     billed = billed_seconds(nodes, run.started_at, end)
     answered = summary["requests"] - summary["errors"]
     summary["billedNodeS"] = round(billed, 3)
-    summary["costPerMillionUsd"] = (
-        round(billed * side.node_hourly / 3600 / answered * 1e6, 4)
-        if side.node_hourly is not None and answered
-        else None
-    )
+    summary["costPerMillionUsd"] = (round(billed * side.node_hourly / 3600 / answered * 1e6, 4)
+                                    if side.node_hourly is not None and answered else None)
     return summary
 
 
@@ -121,21 +114,12 @@ def _offered(seen: dict, patterns: list[Pattern], since: float) -> list[dict]:
     return [{"t": t, "rps": n} for t, n in sorted(counts.items())]
 
 
-def side_entry(
-    side: ServiceSide, seen: dict, patterns: list[Pattern], *, slo_ms: float, simulated: bool
-) -> tuple[dict, list[str]]:
+def side_entry(side: ServiceSide, seen: dict, patterns: list[Pattern], *, slo_ms: float,
+               simulated: bool) -> tuple[dict, list[str]]:
     problems = list(seen.get("problems", []))
-    entry: dict = {
-        "name": side.name,
-        "kind": side.kind,
-        "simulated": simulated,
-        "accelerator": side.accelerator,
-        "runsOn": side.item,
-        "capacity": side.capacity,
-        "nodeHourlyUsd": side.node_hourly,
-        "application": side.application.get("import_path"),
-        "autoscalingConfig": side.autoscaling,
-    }
+    entry: dict = {"name": side.name, "kind": side.kind, "simulated": simulated, "accelerator": side.accelerator,
+                   "runsOn": side.item, "capacity": side.capacity, "nodeHourlyUsd": side.node_hourly,
+                   "application": side.application.get("import_path"), "autoscalingConfig": side.autoscaling}
     if side.node_hourly is None:
         problems.append(f"{side.name}: costs: {side.price_problem}")
     entry["coldStartS"], entry["replicaStartup"], found = cold_start(side, seen)
@@ -149,9 +133,8 @@ def side_entry(
         summary = entry["patterns"][pattern.name] = _pattern_entry(side, pattern, data, seen.get("nodes", []))
         if pattern.gap_s is not None:  # which sparse requests Serve's state shows meeting zero replicas RUNNING
             run = load_run(data["run"])
-            summary["sentAtZeroReplicas"] = [
-                _replicas_at(seen.get("samples", []), run.started_at + o.due) == 0 for o in run.outcomes
-            ]
+            summary["sentAtZeroReplicas"] = [_replicas_at(seen.get("samples", []), run.started_at + o.due) == 0
+                                             for o in run.outcomes]
         if summary["latencyMs"] is None:
             problems.append(f"{side.name}: patterns.{pattern.name}.latencyMs: no request was answered")
     entry["maxRpsUnderSlo"] = max_rps_under_slo(entry["patterns"], slo_ms)
@@ -161,56 +144,34 @@ def side_entry(
     if burst is not None and "burst" in seen["patterns"]:
         step = seen["patterns"]["burst"]["run"]["startedAt"] + burst.phases[0].seconds
         # Serve's decision may come after the high step (its look-back and metric pushes lag), not after the burst.
-        reacted = serve_state.reaction(
-            samples, step, decided_by=step + burst.phases[1].seconds + burst.phases[2].seconds
-        )
+        reacted = serve_state.reaction(samples, step,
+                                       decided_by=step + burst.phases[1].seconds + burst.phases[2].seconds)
         entry["autoscale"] = {"stepAt": step, **(reacted or {})}
         if reacted is None:
-            problems.append(
-                f"{side.name}: autoscaleReactionS: Serve added no replica during the burst, after its step "
-                f"to {burst.phases[1].rps:g} requests/s (raise --burst-rps HIGH, or lower "
-                "target_ongoing_requests)"
-            )
+            problems.append(f"{side.name}: autoscaleReactionS: Serve added no replica during the burst, after its step "
+                            f"to {burst.phases[1].rps:g} requests/s (raise --burst-rps HIGH, or lower "
+                            "target_ongoing_requests)")
         else:
             entry["autoscaleReactionS"] = reacted["reactionS"]
     least = side.autoscaling.get("min_replicas", 1)
-    entry["idleCostPerHourUsd"] = (
-        round(side.nodes_for(least) * side.node_hourly, 4) if side.node_hourly is not None else None
-    )
+    entry["idleCostPerHourUsd"] = (round(side.nodes_for(least) * side.node_hourly, 4)
+                                   if side.node_hourly is not None else None)
     entry["idleNodes"] = side.nodes_for(least)
     since = seen["appliedAt"]
-    entry["timeline"] = {
-        "replicas": serve_state.timeline(samples, since),
-        "offered": _offered(seen, patterns, since),
-        "windows": {
-            name: [round(d["run"]["startedAt"] - since, 3), round(d["endedAt"] - since, 3)]
-            for name, d in seen["patterns"].items()
-        },
-    }
-    entry["nodes"] = [
-        {k: (round(v - since, 3) if isinstance(v, float) else v) for k, v in n.items()} for n in seen.get("nodes", [])
-    ]
+    entry["timeline"] = {"replicas": serve_state.timeline(samples, since), "offered": _offered(seen, patterns, since),
+                         "windows": {name: [round(d["run"]["startedAt"] - since, 3), round(d["endedAt"] - since, 3)]
+                                     for name, d in seen["patterns"].items()}}
+    entry["nodes"] = [{k: (round(v - since, 3) if isinstance(v, float) else v) for k, v in n.items()}
+                      for n in seen.get("nodes", [])]
     if not samples:
         problems.append(f"{side.name}: Serve's state: never read ({seen.get('pollErrors', 0)} failed reads)")
-    entry["latenciesMs"] = {
-        name: sorted(round(o.latency_s * 1000, 3) for o in load_run(d["run"]).outcomes if o.ok)
-        for name, d in seen["patterns"].items()
-    }
+    entry["latenciesMs"] = {name: sorted(round(o.latency_s * 1000, 3) for o in load_run(d["run"]).outcomes if o.ok)
+                            for name, d in seen["patterns"].items()}
     return entry, problems
 
 
-def build(
-    stack: str,
-    mode: str,
-    run_id: str,
-    sides: list[ServiceSide],
-    seen: list[dict],
-    patterns: list[Pattern],
-    *,
-    slo_ms: float,
-    context: Optional[str] = None,
-    facts: Optional[dict] = None,
-) -> dict:
+def build(stack: str, mode: str, run_id: str, sides: list[ServiceSide], seen: list[dict], patterns: list[Pattern],
+          *, slo_ms: float, context: Optional[str] = None, facts: Optional[dict] = None) -> dict:
     simulated = mode == "local"
     entries, problems = [], []
     by_name = {s["name"]: s for s in seen}
@@ -221,18 +182,9 @@ def build(
         entry, found = side_entry(side, by_name[side.name], patterns, slo_ms=slo_ms, simulated=simulated)
         entries.append(entry)
         problems += found
-    document = {
-        "schema": REPORT_SCHEMA,
-        "stack": stack,
-        "mode": mode,
-        "run": run_id,
-        "simulated": simulated,
-        "sloMs": slo_ms,
-        "patterns": {p.name: p.params for p in patterns},
-        "serving": entries,
-        "problems": problems,
-        "complete": not problems and len(entries) == len(sides),
-    }
+    document = {"schema": REPORT_SCHEMA, "stack": stack, "mode": mode, "run": run_id, "simulated": simulated,
+                "sloMs": slo_ms, "patterns": {p.name: p.params for p in patterns}, "serving": entries,
+                "problems": problems, "complete": not problems and len(entries) == len(sides)}
     if context:
         document["context"] = context
     if facts:

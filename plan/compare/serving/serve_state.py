@@ -47,21 +47,10 @@ def sample(document: dict, app: str, deployment: str, at: float) -> dict:
     """One poll's view of the measured deployment."""
     application = (document.get("applications") or {}).get(app) or {}
     details = (application.get("deployments") or {}).get(deployment) or {}
-    return {
-        "at": at,
-        "appStatus": application.get("status"),
-        "status": details.get("status"),
-        "target": details.get("target_num_replicas"),
-        "replicas": [
-            {
-                "id": r.get("replica_id"),
-                "state": r.get("state"),
-                "startedAt": r.get("start_time_s"),
-                "node": r.get("node_id"),
-            }
-            for r in details.get("replicas") or []
-        ],
-    }
+    return {"at": at, "appStatus": application.get("status"), "status": details.get("status"),
+            "target": details.get("target_num_replicas"),
+            "replicas": [{"id": r.get("replica_id"), "state": r.get("state"), "startedAt": r.get("start_time_s"),
+                          "node": r.get("node_id")} for r in details.get("replicas") or []]}
 
 
 def running(s: dict) -> int:
@@ -71,14 +60,8 @@ def running(s: dict) -> int:
 class Poller:
     """Polls the API every `interval_s` on a thread of its own; `samples` grows until `stop()`."""
 
-    def __init__(
-        self,
-        read: Callable[[], dict],
-        app: str,
-        deployment: str,
-        interval_s: float = 0.5,
-        clock: Callable[[], float] = time.time,
-    ):
+    def __init__(self, read: Callable[[], dict], app: str, deployment: str, interval_s: float = 0.5,
+                 clock: Callable[[], float] = time.time):
         self.read, self.app, self.deployment, self.interval_s, self.clock = read, app, deployment, interval_s, clock
         self.samples: list[dict] = []
         self.errors: list[str] = []
@@ -111,7 +94,6 @@ class Poller:
 
 
 # --- what the samples say ----------------------------------------------------------------------------------------
-
 
 def timeline(samples: list[dict], since: float) -> list[dict]:
     """Replicas over time: seconds from `since`, RUNNING replicas, Serve's target."""
@@ -152,12 +134,7 @@ def reaction(samples: list[dict], step_at: float, decided_by: Optional[float] = 
         for later in after[i:]:
             added = [r for r in later["replicas"] if r["state"] == RUNNING and r["id"] not in known]
             if running(later) > base and added:
-                return {
-                    "fromReplicas": base,
-                    "toReplicas": running(later),
-                    "decisionS": round(s["at"] - step_at, 3),
-                    "reactionS": round(later["at"] - step_at, 3),
-                    "replica": added[0]["id"],
-                }
+                return {"fromReplicas": base, "toReplicas": running(later), "decisionS": round(s["at"] - step_at, 3),
+                        "reactionS": round(later["at"] - step_at, 3), "replica": added[0]["id"]}
         return None
     return None
