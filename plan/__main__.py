@@ -14,10 +14,9 @@ import json
 import sys
 from pathlib import Path
 
+from ray_tpu_gke.render import pricing
 from ray_tpu_gke.resources.preflight import PreflightError
 from ray_tpu_gke.spec.problems import ConfigError
-
-from ray_tpu_gke.render import pricing
 
 from . import cost, mocks, planned, preview, stackfile, terminal
 from .policy_pack import policy_engine

@@ -13,19 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
+from pathlib import Path
 from typing import Optional
 
-from rich.table import Table
-
-from pathlib import Path
-
 from pydantic import ValidationError
-
 from ray_tpu_gke.catalog import prices
 from ray_tpu_gke.render import pricing
 from ray_tpu_gke.spec.config import StackConfig
 from ray_tpu_gke.spec.models import PricingConfig, validate_as
 from ray_tpu_gke.spec.problems import ConfigError, Problem
+from rich.table import Table
 
 from .harness import Plan
 

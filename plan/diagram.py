@@ -13,11 +13,10 @@ import re
 import sys
 from pathlib import Path
 
-from ray_tpu_gke.spec.config import StackConfig
-from ray_tpu_gke.spec.ray_models import RayClusterConfig, RayJobConfig, RayObjectConfig, RayServiceConfig
-from ray_tpu_gke.spec.problems import ConfigError
-
 from ray_tpu_gke.resources.preflight import PreflightError
+from ray_tpu_gke.spec.config import StackConfig
+from ray_tpu_gke.spec.problems import ConfigError
+from ray_tpu_gke.spec.ray_models import RayClusterConfig, RayJobConfig, RayObjectConfig, RayServiceConfig
 
 from . import planned, stackfile
 

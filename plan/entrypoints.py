@@ -18,9 +18,9 @@ from typing import Callable, Optional
 
 from ray_tpu_gke.spec import multislice
 from ray_tpu_gke.spec.config import StackConfig
-from ray_tpu_gke.spec.ray_models import RayJobConfig, RayObjectConfig
 from ray_tpu_gke.spec.paths import Paths
 from ray_tpu_gke.spec.problems import Problem, show
+from ray_tpu_gke.spec.ray_models import RayJobConfig, RayObjectConfig
 
 TRAIN_MODULE = "workloads.train"
 SMOKE_MODULE = "workloads.tpu_smoke"

@@ -24,7 +24,6 @@ from pulumi.runtime import resource as pulumi_resource
 from pulumi.runtime import rpc, settings
 from pulumi.runtime import stack as pulumi_stack
 from pulumi.runtime.proto import resource_pb2, source_pb2
-
 from ray_tpu_gke.spec.problems import ConfigError
 
 from . import mocks, one_pass

@@ -15,7 +15,6 @@ from collections import defaultdict
 from typing import Any
 
 from pydantic import ValidationError
-
 from ray_tpu_gke import admission
 from ray_tpu_gke.catalog.resource_types import CLUSTER, NODE_POOL, RAY_KIND_PREFIX, UNKNOWN
 from ray_tpu_gke.render import manifests

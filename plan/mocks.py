@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any, Optional
 
 from pulumi.runtime import mocks as pulumi_mocks
-
 from ray_tpu_gke import admission
 from ray_tpu_gke.catalog import resource_types
 

@@ -20,7 +20,6 @@ import contextlib
 from typing import Iterator
 
 import pulumi
-
 import ray_tpu_gke
 from ray_tpu_gke.spec.problems import ConfigError, Problem
 

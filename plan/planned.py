@@ -17,9 +17,8 @@ from typing import Any, Optional
 
 from ray_tpu_gke.spec.config import StackConfig
 
-from . import harness, stackfile
+from . import harness, stackfile, version_set
 from . import project as projects
-from . import version_set
 
 
 @dataclass

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-
 from dataclasses import dataclass
 
 import yaml
+from ray_tpu_gke.spec import multislice
+from ray_tpu_gke.spec.config import StackConfig
 from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
-from ray_tpu_gke.spec import multislice
-from ray_tpu_gke.spec.config import StackConfig
-
 from . import stackfile
-from .terminal import print_warnings
 from .harness import Plan
+from .terminal import print_warnings
 
 
 @dataclass(frozen=True)

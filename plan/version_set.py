@@ -17,11 +17,10 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-from rich.table import Table
-
 from ray_tpu_gke.catalog.resource_types import RAY_KIND_PREFIX
 from ray_tpu_gke.spec.config import StackConfig
 from ray_tpu_gke.spec.operations import image_ray_version, is_workloads_image, lacks_jax
+from rich.table import Table
 
 from .harness import Plan
 

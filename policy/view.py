@@ -23,7 +23,6 @@ from ray_tpu_gke.catalog.resource_types import (  # noqa: F401  (re-exported to 
     UNKNOWN,
 )
 
-
 # Where a resource carries the stack's `environment` label (config `ray-tpu-gke:environment`; default: the stack).
 ENVIRONMENT_LABELS = ("resourceLabels.environment", "nodeConfig.resourceLabels.environment",
                       "metadata.labels.environment")

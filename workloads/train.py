@@ -237,6 +237,7 @@ def _watch(ledger, stop: threading.Event) -> None:
 def main(argv: Optional[list[str]] = None) -> int:
     spec, args = parse_args(argv)
     import ray
+
     # Ray Train imported before ray.init starts Ray's background threads: an import racing one of them can find
     # ray.autoscaler half-initialised (seen as "cannot import name 'DictCount' ... circular import").
     import ray.train.v2.jax

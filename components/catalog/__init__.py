@@ -8,5 +8,5 @@ list (`metrics`) are read by `render`.
 
 from .autopilot import *  # noqa: F401,F403
 from .gpu import *  # noqa: F401,F403
-from .tpu import *  # noqa: F401,F403
 from .peaks import *  # noqa: F401,F403
+from .tpu import *  # noqa: F401,F403

@@ -7,6 +7,7 @@ import json
 import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
+
 from .. import admission
 from ..render import manifests, upgrades
 from ..spec.args import GkeClusterArgs

@@ -10,11 +10,11 @@ import pulumi_gcp as gcp
 
 from .. import admission
 from ..render import manifests
-from .slice_pool import _upgrade_settings, node_service_account
 from ..spec.args import WorkerPoolArgs
 from ..spec.component_args import validate_worker_pool_args
 from ..spec.models import GpuPoolConfig
 from .cluster import node_hardening
+from .slice_pool import _upgrade_settings, node_service_account
 
 
 def _autoscaling(pool, total: bool):

@@ -27,11 +27,11 @@ from .models import (
     TpuSliceConfig,
     validate_as,
 )
-from .ray_models import RayClusterConfig, RayJobConfig, RayObjectConfig, RayServiceConfig
 from .partial import validate_partial
-from .provider import GCP_PROVIDER_KEYS, GCP_PROVIDER_SETTINGS
 from .paths import CONFIG_NAMESPACES, PROJECT, RAY_KINDS, SECTIONS, Paths, _cluster_context
 from .problems import ConfigError, Problem, did_you_mean, show, validation_problems
+from .provider import GCP_PROVIDER_KEYS, GCP_PROVIDER_SETTINGS
+from .ray_models import RayClusterConfig, RayJobConfig, RayObjectConfig, RayServiceConfig
 
 _MODELS = {"cluster": ClusterConfig, "storage": StorageConfig, "pricing": PricingConfig,
            "monitoring": MonitoringConfig, "tpu_slices": TpuSliceConfig, "gpu_pools": GpuPoolConfig,

@@ -12,13 +12,11 @@ from typing import Any, Optional
 from pydantic import ValidationError
 
 from .. import admission, catalog
-from . import images
-from . import multislice
-from . import platform_rules, serve_checks
+from . import images, multislice, platform_rules, serve_checks
 from .models import ClusterConfig, TpuSliceConfig, validate_as
-from .ray_models import RayJobConfig, RayServiceConfig, WorkerGroupConfig
 from .paths import ClusterContext, Paths
 from .problems import Problem, show
+from .ray_models import RayJobConfig, RayServiceConfig, WorkerGroupConfig
 
 
 def check_cluster(cluster: Optional[ClusterConfig], context: ClusterContext, paths: Paths) -> list[Problem]:

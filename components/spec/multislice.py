@@ -17,9 +17,9 @@ from typing import Iterator, Mapping, Optional
 from .. import admission, catalog
 from ..catalog import ray_versions
 from .models import TpuSliceConfig
-from .ray_models import RayJobConfig, RayObjectConfig, RayServiceConfig, WorkerGroupConfig
 from .paths import ClusterContext, Paths
 from .problems import Problem
+from .ray_models import RayJobConfig, RayObjectConfig, RayServiceConfig, WorkerGroupConfig
 
 # The environment every Ray pod of a TPU worker group gets (and the head, where the object has one TPU group): the
 # names workloads/slice.py reads (ENV, COUNT_ENV), so a job learns its shape from the platform.

@@ -9,9 +9,9 @@ import math
 from typing import Any, Optional
 
 from .. import admission
-from .ray_models import RayServiceConfig
 from .paths import Paths
 from .problems import Problem, show
+from .ray_models import RayServiceConfig
 
 # The facts, with their sources: admission/serve.py.
 AUTOSCALING_INTS, AUTOSCALING_FLOATS = admission.AUTOSCALING_INTS, admission.AUTOSCALING_FLOATS

@@ -218,8 +218,8 @@ def main(argv=None, clock: Callable[[], float] = time.time, sleep: Callable[[flo
             return stackfile.EXIT_ERROR
         context = None
     else:
-        from . import live
         from ..verify.kubectl import Kubectl, KubectlError
+        from . import live
 
         try:
             runs, collected = live.collect(

@@ -8,7 +8,6 @@ from datetime import datetime, timezone
 from typing import Optional
 
 
-
 def timestamp(value: Optional[str]) -> Optional[float]:
     """An RFC 3339 time of the Kubernetes API (`metav1.Time`, whole seconds, or `MicroTime`) as epoch seconds."""
     if not value:

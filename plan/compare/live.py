@@ -14,8 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from . import events
 from ..verify.kubectl import Kubectl, KubectlError
+from . import events
 from .kube import go_duration, timestamp
 from .report import Injection, NodeSpan, SideRun
 from .sides import SidePlan, run_manifest

@@ -27,6 +27,7 @@ import subprocess  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
+
 def progress(message: str) -> None:
     print(f"compare: {message}", file=sys.stderr, flush=True)
 

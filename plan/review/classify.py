@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
+from ray_tpu_gke.catalog.resource_types import RAY_KIND_PREFIX
+
 from . import tpu
 from .change import Change, Detail
 from .changes import StackDiff
 from .paths import ABSENT, apply_ignore_changes, covers, format_path, leaf_diffs, lookup, parse_path
-from ray_tpu_gke.catalog.resource_types import RAY_KIND_PREFIX
-
 from .replacement import CLUSTER, NODE_POOL, replace_rule
 from .revisions import Side
 

@@ -16,7 +16,6 @@ from ray_tpu_gke.catalog.resource_types import CLUSTER, NODE_POOL, RESOURCE_POLI
 
 from .paths import ABSENT, covers, lookup, parse_path, same
 
-
 # node_config fields that cannot be updated in place (shared by node pools and the cluster's default node config).
 _NODE_CONFIG_FORCE_NEW = (
     "advancedMachineFeatures", "bootDiskKmsKey", "confidentialNodes.confidentialInstanceType",

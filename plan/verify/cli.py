@@ -35,11 +35,11 @@ from ray_tpu_gke.resources.preflight import PreflightError
 from ray_tpu_gke.spec.problems import ConfigError
 
 from .. import planned, stackfile
+from . import live_versions
 from .checks import FAIL, PASS, SKIP, Check, group_checks, labels_of, name_of, object_checks, pool_checks
-from .labels import CLUSTER_LABEL, GROUP_LABEL, NODE_TYPE_LABEL
 from .expected import StackPlan, stack_plan
 from .kubectl import Kubectl, KubectlError
-from . import live_versions
+from .labels import CLUSTER_LABEL, GROUP_LABEL, NODE_TYPE_LABEL
 from .smoke import SmokeTarget, _finished, run_smoke
 
 

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 from typing import Optional
 
+
 class KubectlError(RuntimeError):
     pass
 

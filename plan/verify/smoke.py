@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ray_tpu_gke import admission
+
 from workloads import tpu_smoke
 
 from .checks import FAIL, PASS, SKIP, Check, listing, name_of

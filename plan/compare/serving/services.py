@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import yaml
-
 from ray_tpu_gke import catalog
 
 from ..sides import RUN_LABEL, SIDE_LABEL, label_value, run_suffix
