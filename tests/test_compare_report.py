@@ -327,6 +327,8 @@ def test_a_simulated_report_says_it_is_a_rehearsal_and_states_no_ratio(tmp_path)
     for ratio in ("x what", "x)", "between the slowest and the fastest", "winner", "faster", "cheaper"):
         assert ratio not in text, ratio
     assert f"Agreement ({markdown.SAME_CPU}): the sides agree" in text
+    # The sentence names the metric the agreement compared (these fixtures declare none: the final loss).
+    assert f"their {document['agreement']['metric']} values differ by" in text and "final losses" not in text
     assert "| MFU (FLOPs / (p50 x devices x peak)) | none (simulated) | none (simulated) |" in text
     assert "per steady step (batch / p50)" in text and "compiling step included (the job's)" in text
     assert "steps redone: the job resumes from the last checkpoint Ray Train had registered" in text

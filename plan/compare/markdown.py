@@ -178,8 +178,8 @@ def sentences(report: dict) -> list[str]:
         detail = (f"predictions on the evaluation batch by {_percent(prints['relativeDifference'])}"
                   if "relativeDifference" in prints else f"fingerprints: {prints.get('reason')}")
         label = f"Agreement ({SAME_CPU}): the" if simulated else "The"
-        out.append(f"{label} sides {verdict} within {_percent(agreement['tolerance'])}: final losses differ by "
-                   f"{_percent(agreement['relativeDifference'])}, {detail}"
+        out.append(f"{label} sides {verdict} within {_percent(agreement['tolerance'])}: their "
+                   f"{agreement['metric']} values differ by {_percent(agreement['relativeDifference'])}, {detail}"
                    + (" (bit for bit equal)" if prints.get("sameSha256") else "") + ".")
     if simulated:
         out.append("Simulated: the times say how the pipeline behaves, not how fast a TPU or a GPU is; the costs are "
