@@ -68,7 +68,7 @@ WORKLOADS_VENV ?= .venv-workloads
 WORKLOADS_STAMP := $(WORKLOADS_VENV)/.requirements-installed
 
 # This checkout's library goes in editable and without its dependencies (Pulumi's pins are not Ray's): the jobs import
-# ray_tpu_gke.bench from it, which needs nothing beyond Python (components/bench.py).
+# ray_tpu_gke.bench from it, which needs nothing beyond Python (components/bench/).
 $(WORKLOADS_STAMP): requirements-workloads.txt pyproject.toml
 	$(GUARD)
 	$(PYTHON) -m venv $(WORKLOADS_VENV)
@@ -98,11 +98,10 @@ STACK_ARGS := $(if $(filter command line,$(origin STACK)),--stack $(STACK))
 test: $(STAMP) $(ON_PATH) $(CHECKOV_STAMP) $(WORKLOADS_STAMP) lint
 	CHECKOV=$(abspath $(CHECKOV_VENV))/bin/checkov WORKLOADS_PYTHON=$(abspath $(WORKLOADS_VENV))/bin/python $(BIN)/python -m pytest -q $(PYTEST_ARGS) $(STACK_ARGS)
 
-# ruff's lint and mypy over what the wheel ships (pyproject.toml [tool.ruff], [tool.mypy], with the exceptions
-# written there); `make test` runs it before the suite. `make format-check` is ruff's format check, not yet in
-# `make test` (pyproject.toml [tool.ruff.format] says why).
+# ruff's lint and format check and mypy over what the wheel ships (pyproject.toml [tool.ruff], [tool.mypy], with the
+# exceptions written there); `make test` runs it before the suite. `make format-check` is the format check alone.
 LINTED := components plan policy workloads
-lint: $(STAMP)
+lint: $(STAMP) format-check
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/mypy
 

@@ -75,6 +75,8 @@ def measure_size(slices: int, repeat: int, workdir: Path, progress) -> dict:
                            "during the benchmark?")
     real = min(real_runs, key=lambda r: r["seconds"])
     bare = min(floor_runs, key=lambda r: r["seconds"])
+    real_cpu = min(r["cpu_seconds"] for r in real_runs)
+    bare_cpu = min(r["cpu_seconds"] for r in floor_runs)
     return {
         "slices": slices,
         "resources": real["resources"],
@@ -83,6 +85,9 @@ def measure_size(slices: int, repeat: int, workdir: Path, progress) -> dict:
         "seconds": real["seconds"],
         "floor_seconds": bare["seconds"],
         "ratio": real["seconds"] / bare["seconds"],
+        "cpu_seconds": real_cpu,
+        "floor_cpu_seconds": bare_cpu,
+        "cpu_ratio": real_cpu / bare_cpu,
         "monitor_seconds": real["monitor_seconds"],
         "floor_monitor_seconds": bare["monitor_seconds"],
         "ms_per_resource": 1000 * real["seconds"] / real["resources"],
@@ -93,6 +98,8 @@ def measure_size(slices: int, repeat: int, workdir: Path, progress) -> dict:
         "floor_rss_growth_mib": max(r["peak_rss_mib"] - r["rss_before_mib"] for r in floor_runs),
         "all_seconds": [r["seconds"] for r in real_runs],
         "all_floor_seconds": [r["seconds"] for r in floor_runs],
+        "all_cpu_seconds": [r["cpu_seconds"] for r in real_runs],
+        "all_floor_cpu_seconds": [r["cpu_seconds"] for r in floor_runs],
     }
 
 
@@ -182,10 +189,11 @@ def _read(path: str) -> str:
 
 
 def render_table(report: dict) -> str:
-    head = ("slices", "resources", "plan s", "floor s", "ratio", "ms/res", "floor ms/res", "mocks s", "validate s",
-            "peak MiB", "floor peak MiB")
+    head = ("slices", "resources", "plan s", "floor s", "ratio", "CPU ratio", "ms/res", "floor ms/res", "mocks s",
+            "validate s", "peak MiB", "floor peak MiB")
     rows = [(str(r["slices"]), str(r["resources"]), f"{r['seconds']:.3f}", f"{r['floor_seconds']:.3f}",
-             f"{r['ratio']:.2f}", f"{r['ms_per_resource']:.2f}", f"{r['floor_ms_per_resource']:.2f}",
+             f"{r['ratio']:.2f}", f"{r['cpu_ratio']:.2f}", f"{r['ms_per_resource']:.2f}",
+             f"{r['floor_ms_per_resource']:.2f}",
              f"{r['monitor_seconds']:.3f}", f"{r['validate_seconds']:.3f}", f"{r['peak_rss_mib']:.0f}",
              f"{r['floor_peak_rss_mib']:.0f}") for r in report["results"] if "resources" in r]
     widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(head)]
@@ -194,7 +202,8 @@ def render_table(report: dict) -> str:
     out = [f"Machine: {m['cpu']}, {m['cpus']} CPUs, {m['memory_gib']} GiB, Python {m['python']}, "
            + ", ".join(f"{k} {v}" for k, v in m["packages"].items()),
            "Seconds: the program run alone, best of the repeats, each in a fresh interpreter (start-up and imports "
-           "excluded from both). mocks s: of the plan's seconds, those in the recording mock monitor. validate s: "
+           "excluded from both). CPU ratio: the same with the processes' CPU seconds. mocks s: of the plan's "
+           "seconds, those in the recording mock monitor. validate s: "
            "parse_stack_config alone. Peak: max RSS of the process.", "",
            line(head), line(["-" * w for w in widths]), *map(line, rows), ""]
     if report.get("hostile") is not None:

@@ -23,15 +23,32 @@ from importlib.metadata import PackageNotFoundError, version
 # Imported on first use (PEP 562), so that `from ray_tpu_gke import bench` (pure Python, for training jobs in images
 # without Pulumi) never imports Pulumi; `from ray_tpu_gke import RayTpuPlatform` works as before. Each import is
 # spelt out, so that the layout checks (tests/test_layout.py) see every edge.
-_ARGS = ("ClusterSpecArgs", "CpuPoolArgs", "GkeClusterArgs", "GpuPoolArgs", "PoolAutoscalingArgs", "RayClusterArgs",
-         "RayJobArgs", "RayJobSpecArgs", "RayObjectArgs", "RayServiceArgs", "RayServiceSpecArgs", "RayTpuPlatformArgs",
-         "SliceAutoscalingArgs", "SliceMonitoringArgs", "StorageArgs", "TpuSliceArgs", "TpuSlicePoolsArgs",
-         "WorkerGroupArgs", "WorkerPoolArgs")
+_ARGS = (
+    "ClusterSpecArgs",
+    "CpuPoolArgs",
+    "GkeClusterArgs",
+    "GpuPoolArgs",
+    "PoolAutoscalingArgs",
+    "RayClusterArgs",
+    "RayJobArgs",
+    "RayJobSpecArgs",
+    "RayObjectArgs",
+    "RayServiceArgs",
+    "RayServiceSpecArgs",
+    "RayTpuPlatformArgs",
+    "SliceAutoscalingArgs",
+    "SliceMonitoringArgs",
+    "StorageArgs",
+    "TpuSliceArgs",
+    "TpuSlicePoolsArgs",
+    "WorkerGroupArgs",
+    "WorkerPoolArgs",
+)
 
 
 def _module_of(name: str):
     # A submodule is imported by name, not with `from . import X`, which would ask this hook for X again.
-    if name == "bench":  # alone: the workloads images carry this package's __init__ and bench.py only
+    if name == "bench":  # alone: the workloads images carry this package's __init__ and bench/ only
         from .bench import __name__ as loaded
     elif name == "admission":
         from .admission import __name__ as loaded
@@ -51,9 +68,17 @@ def _module_of(name: str):
         return {"StackConfig": config, "ConfigError": problems, "load_stack_config": stack}[name], name
     from .resources import cluster, monitoring, platform, ray, slice_pool, worker_pool, workload_policy
 
-    found = {"GkeCluster": cluster, "SliceMonitoring": monitoring, "RayTpuPlatform": platform, "RayCluster": ray,
-             "RayJob": ray, "RayService": ray, "TpuSlicePools": slice_pool, "WorkerPool": worker_pool,
-             "ironwood_workload_policy": workload_policy}.get(name)
+    found = {
+        "GkeCluster": cluster,
+        "SliceMonitoring": monitoring,
+        "RayTpuPlatform": platform,
+        "RayCluster": ray,
+        "RayJob": ray,
+        "RayService": ray,
+        "TpuSlicePools": slice_pool,
+        "WorkerPool": worker_pool,
+        "ironwood_workload_policy": workload_policy,
+    }.get(name)
     return found, name
 
 
@@ -76,12 +101,41 @@ except PackageNotFoundError:  # imported from a checkout that is not installed
     __version__ = "0.3.0"
 
 __all__ = [
-    "admission", "bench", "catalog", "CatalogError", "SliceShape", "slice_shape", "ConfigError", "StackConfig",
-    "load_stack_config", "SliceMonitoring", "SliceMonitoringArgs", "ironwood_workload_policy",
-    "GkeCluster", "TpuSlicePools", "WorkerPool",
-    "RayCluster", "RayService", "RayJob",
-    "RayTpuPlatform", "ClusterSpecArgs", "CpuPoolArgs", "GkeClusterArgs", "GpuPoolArgs", "PoolAutoscalingArgs",
-    "WorkerPoolArgs", "RayClusterArgs", "RayJobArgs", "RayJobSpecArgs", "RayObjectArgs",
-    "RayServiceArgs", "RayServiceSpecArgs", "RayTpuPlatformArgs", "SliceAutoscalingArgs", "StorageArgs",
-    "TpuSliceArgs", "TpuSlicePoolsArgs", "WorkerGroupArgs",
+    "admission",
+    "bench",
+    "catalog",
+    "CatalogError",
+    "SliceShape",
+    "slice_shape",
+    "ConfigError",
+    "StackConfig",
+    "load_stack_config",
+    "SliceMonitoring",
+    "SliceMonitoringArgs",
+    "ironwood_workload_policy",
+    "GkeCluster",
+    "TpuSlicePools",
+    "WorkerPool",
+    "RayCluster",
+    "RayService",
+    "RayJob",
+    "RayTpuPlatform",
+    "ClusterSpecArgs",
+    "CpuPoolArgs",
+    "GkeClusterArgs",
+    "GpuPoolArgs",
+    "PoolAutoscalingArgs",
+    "WorkerPoolArgs",
+    "RayClusterArgs",
+    "RayJobArgs",
+    "RayJobSpecArgs",
+    "RayObjectArgs",
+    "RayServiceArgs",
+    "RayServiceSpecArgs",
+    "RayTpuPlatformArgs",
+    "SliceAutoscalingArgs",
+    "StorageArgs",
+    "TpuSliceArgs",
+    "TpuSlicePoolsArgs",
+    "WorkerGroupArgs",
 ]

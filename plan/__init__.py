@@ -19,8 +19,9 @@ def _bind_library() -> None:
     loaded = sys.modules.get("ray_tpu_gke")
     if loaded is not None and Path(loaded.__file__).resolve().parent == package:
         return
-    spec = importlib.util.spec_from_file_location("ray_tpu_gke", package / "__init__.py",
-                                                  submodule_search_locations=[str(package)])
+    spec = importlib.util.spec_from_file_location(
+        "ray_tpu_gke", package / "__init__.py", submodule_search_locations=[str(package)]
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules["ray_tpu_gke"] = module
     spec.loader.exec_module(module)

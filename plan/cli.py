@@ -10,9 +10,9 @@
 The project is the nearest folder upwards holding a Pulumi.yaml (or `--project-dir DIR`), as the Pulumi CLI finds
 it: its `name`, `stackConfigDir`, `main` and `config` defaults, its `Pulumi.<STACK>.yaml`. Its program runs under the
 same mocks as `python -m plan` (this repository's stacks are one such project), with the same output, JSON and exit
-statuses. `plan`, `verify`, `diagram` and `policy` serve every project (a program that configures the library
-itself is read back from what its plan registers, plan/planned.py); `compare` runs the comparison a stack file of
-this package's schema declares (`load_stack_config()`), and says so elsewhere (exit 2).
+statuses. Every command serves every project: a program that configures the library itself is read back from what
+its plan registers (plan/planned.py; `compare`'s sides from its RayJobs on a TPU slice and on a GPU pool,
+plan/compare/registered.py).
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ COMMANDS = {
     "diagram": "the stack as a Mermaid flowchart: cluster, pools, Ray worker groups",
     "policy": "the policy pack's rules over a saved plan JSON (`ray-tpu-gke plan STACK --json`)",
 }
-STACK_FILE_COMMANDS = ("compare",)  # needs what only a stack file declares; the others read any program's plan
 
 
 def _usage() -> str:
@@ -106,13 +105,6 @@ def main(argv: list[str] | None = None) -> int:
         project = None
     except ConfigError as error:
         return stackfile.report(error)
-    if project is not None and command in STACK_FILE_COMMANDS and not project.reads_stack_files and not help_only:
-        print(f"error: {PROG} {command} reads its sides from a stack file's ray-tpu-gke:rayJobs (the RayJobs on a "
-              f"TPU slice or a GPU pool, docs/compare.md), which project {project.name!r} does not have: declare "
-              f"the jobs in a project of the stack-file schema (load_stack_config(), as this repository's "
-              f"stacks/Pulumi.compare.yaml) and run {PROG} {command} there",
-              file=sys.stderr)
-        return stackfile.EXIT_INVALID
     projects.use(project)
     if project is not None:
         os.chdir(project.program.parent)  # where the Pulumi CLI runs the program

@@ -51,10 +51,11 @@ class CostResult:
             out += list(self.estimate.warnings)
             age = self.estimate.age_days
             if age is not None and age > prices.STALE_AFTER_DAYS:
-                out.append(f"the oldest price used is {age} days old ({self.estimate.oldest_as_of}); regenerate "
-                           "components/catalog/data/prices.yaml from a newer snapshot (scripts/prices.py) or set "
-                           + (f"the stack's {self.rates_key}" if self.rates_key == pricing.RATES_KEY
-                              else self.rates_key))
+                out.append(
+                    f"the oldest price used is {age} days old ({self.estimate.oldest_as_of}); regenerate "
+                    "components/catalog/data/prices.yaml from a newer snapshot (scripts/prices.py) or set "
+                    + (f"the stack's {self.rates_key}" if self.rates_key == pricing.RATES_KEY else self.rates_key)
+                )
         return out
 
 
@@ -76,9 +77,16 @@ def read_rates(path: Path) -> PricingConfig:
     try:
         return validate_as(PricingConfig, raw if raw is not None else {}, "stack")
     except ValidationError as error:
-        raise ConfigError([Problem(f"--rates {path}: " + "".join(f"[{p}]" if isinstance(p, int) else f".{p}"
-                                                                 for p in e["loc"]).lstrip("."), e["msg"])
-                           for e in error.errors()]) from None
+        raise ConfigError(
+            [
+                Problem(
+                    f"--rates {path}: "
+                    + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e["loc"]).lstrip("."),
+                    e["msg"],
+                )
+                for e in error.errors()
+            ]
+        ) from None
 
 
 def estimate(config: StackConfig, today: Optional[date] = None, table=None) -> CostResult:
@@ -118,7 +126,7 @@ def table(result: CostResult) -> Table:
     """$/hour and $/month per TPU slice entry, node pool and cluster fee, at the configured basis, the range where it
     scales, and the totals (of what is priced, where rates are missing)."""
     e = result.estimate
-    age = (f", {e.age_days} days old; a warning past {prices.STALE_AFTER_DAYS}" if e.age_days is not None else "")
+    age = f", {e.age_days} days old; a warning past {prices.STALE_AFTER_DAYS}" if e.age_days is not None else ""
     oldest = f"; rates as of {e.oldest_as_of}{age}" if e.oldest_as_of else ""
     t = Table(title=f"Cost estimate ({e.currency}, {e.region}{oldest})", title_justify="left")
     for column in ("item", "kind", "capacity", "size", "rate", "$/hour", "$/month", "$/month range"):
@@ -127,11 +135,20 @@ def table(result: CostResult) -> Table:
         rate = rate_text(item.rate)
         if item.rate.origin == "stack":
             rate += " (stack)"
-        t.add_row(item.name, item.kind, item.capacity, item.size(), rate, usd(item.hourly), usd(item.monthly),
-                  _range(item))
+        t.add_row(
+            item.name, item.kind, item.capacity, item.size(), rate, usd(item.hourly), usd(item.monthly), _range(item)
+        )
     for fee in e.fees:
-        t.add_row(fee.name, fee.kind, fee.mode, "1 cluster", f"${fee.hourly:.2f}/cluster-hour", usd(fee.hourly),
-                  usd(fee.monthly), "fixed")
+        t.add_row(
+            fee.name,
+            fee.kind,
+            fee.mode,
+            "1 cluster",
+            f"${fee.hourly:.2f}/cluster-hour",
+            usd(fee.hourly),
+            usd(fee.monthly),
+            "fixed",
+        )
     for m in e.missing:
         t.add_row(", ".join(m.needed_by), m.kind, m.capacity, "", "no rate", "?", "?", "?")
     t.add_section()
@@ -154,37 +171,52 @@ def bases_line(e: pricing.Estimate) -> str:
     """The three bases side by side, each said for what it is. A stack whose accelerators all scale from zero is said
     per hour of a running job first: a month of always-on hardware is not what it costs."""
     partial = "" if e.complete else f" (without {len(e.missing)} unpriced rate{'s' if len(e.missing) != 1 else ''})"
-    fee = (f"; each includes the GKE cluster fee ({'; '.join(f.credit_rule for f in e.fees)})" if e.fees else
-           "; no GKE cluster fee (the program creates no cluster)")
+    fee = (
+        f"; each includes the GKE cluster fee ({'; '.join(f.credit_rule for f in e.fees)})"
+        if e.fees
+        else "; no GKE cluster fee (the program creates no cluster)"
+    )
     if scales_from_zero(e):
         running = ", ".join(f"{i.name} {usd(i.hourly)}/hour" for i in e.items if i.kind in ACCELERATOR_ITEMS)
-        return (f"Monthly{partial}: every TPU slice and GPU pool scales from zero, so the stack costs "
-                f"{usd(e.min.monthly)}/month while no job runs, and each job adds its hardware's price per hour only "
-                f"while it runs ({running}, at the size its Ray worker groups ask for). Had every pool run the whole "
-                f"month: {usd(e.total.monthly)} as configured, {usd(e.max.monthly)} at maximum{fee}")
-    return (f"Monthly{partial}: {usd(e.total.monthly)} as configured (autoscaled pools at their Ray worker groups' "
-            f"replicas), {usd(e.min.monthly)} at minimum, {usd(e.max.monthly)} at maximum{fee}")
+        return (
+            f"Monthly{partial}: every TPU slice and GPU pool scales from zero, so the stack costs "
+            f"{usd(e.min.monthly)}/month while no job runs, and each job adds its hardware's price per hour only "
+            f"while it runs ({running}, at the size its Ray worker groups ask for). Had every pool run the whole "
+            f"month: {usd(e.total.monthly)} as configured, {usd(e.max.monthly)} at maximum{fee}"
+        )
+    return (
+        f"Monthly{partial}: {usd(e.total.monthly)} as configured (autoscaled pools at their Ray worker groups' "
+        f"replicas), {usd(e.min.monthly)} at minimum, {usd(e.max.monthly)} at maximum{fee}"
+    )
 
 
 def stranded_line(e: pricing.Estimate) -> str:
     stranded = [i for i in e.items if i.stranded_quantity]
     if not stranded:
         return "Stranded: none (every provisioned slice and pool is used by a Ray worker group)"
-    parts = [f"{i.name}: {i.size(i.stranded_quantity)}, {usd(i.stranded.hourly)}/hour — {i.stranded_reason}"
-             for i in stranded]
-    return (f"Stranded: {usd(e.stranded.hourly)}/hour, {usd(e.stranded.monthly)}/month provisioned that no Ray "
-            f"worker group uses ({'; '.join(parts)})")
+    parts = [
+        f"{i.name}: {i.size(i.stranded_quantity)}, {usd(i.stranded.hourly)}/hour — {i.stranded_reason}"
+        for i in stranded
+    ]
+    return (
+        f"Stranded: {usd(e.stranded.hourly)}/hour, {usd(e.stranded.monthly)}/month provisioned that no Ray "
+        f"worker group uses ({'; '.join(parts)})"
+    )
 
 
 def budget_line(e: pricing.Estimate) -> Optional[str]:
     if e.monthly_budget is None:
         return None
     if not e.complete:
-        return (f"Monthly budget {usd(e.monthly_budget)}: cannot be checked, rates are missing (policy rule "
-                "cost-monthly-budget fails closed)")
+        return (
+            f"Monthly budget {usd(e.monthly_budget)}: cannot be checked, rates are missing (policy rule "
+            "cost-monthly-budget fails closed)"
+        )
     verdict = "exceeds" if e.over_budget else "is within"
-    return (f"Monthly budget {usd(e.monthly_budget)}: at most {usd(e.max.monthly)}/month (the maximum basis) "
-            f"{verdict} it (policy rule cost-monthly-budget)")
+    return (
+        f"Monthly budget {usd(e.monthly_budget)}: at most {usd(e.max.monthly)}/month (the maximum basis) "
+        f"{verdict} it (policy rule cost-monthly-budget)"
+    )
 
 
 def print_cost(result: CostResult, console) -> None:
@@ -200,14 +232,24 @@ def print_cost(result: CostResult, console) -> None:
         console.print(("[bold red]" if red else "") + escape(budget) + ("[/]" if red else ""))
     console.print("Rates used:")
     for r in e.rates:
-        console.print(escape(f"  {r.kind} {r.name} {r.capacity} {r.region or 'all regions'}: {rate_text(r)} "
-                             f"({'stack' if r.origin == 'stack' else 'price table'}, as of {r.as_of or 'undated'}, "
-                             f"{r.source})"))
+        console.print(
+            escape(
+                f"  {r.kind} {r.name} {r.capacity} {r.region or 'all regions'}: {rate_text(r)} "
+                f"({'stack' if r.origin == 'stack' else 'price table'}, as of {r.as_of or 'undated'}, "
+                f"{r.source})"
+            )
+        )
     for f in e.fees:
-        console.print(escape(f"  GKE cluster fee: ${f.hourly:.2f}/cluster-hour (as of {f.to_json()['asOf']}, "
-                             f"{f.to_json()['source']})"))
+        console.print(
+            escape(
+                f"  GKE cluster fee: ${f.hourly:.2f}/cluster-hour (as of {f.to_json()['asOf']}, "
+                f"{f.to_json()['source']})"
+            )
+        )
     from .terminal import print_warnings
 
     print_warnings([f"warning: {' '.join(w.split())}" for w in result.warnings], console)
-    console.print("[dim]List prices; not included: Autopilot pod charges, disks, storage, network. Monthly = hourly "
-                  "x 730. See docs/cost.md.[/]")
+    console.print(
+        "[dim]List prices; not included: Autopilot pod charges, disks, storage, network. Monthly = hourly "
+        "x 730. See docs/cost.md.[/]"
+    )

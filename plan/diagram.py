@@ -144,8 +144,9 @@ def fenced(chart: str) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m plan.diagram", description=__doc__.splitlines()[0])
-    parser.add_argument("stack", help="stack name: Pulumi.<stack>.yaml in the project's stackConfigDir (this "
-                                      "repository: stacks/)")
+    parser.add_argument(
+        "stack", help="stack name: Pulumi.<stack>.yaml in the project's stackConfigDir (this repository: stacks/)"
+    )
     parser.add_argument("--config-file", type=Path, help="read this stack config file instead of the stack's own")
     parser.add_argument("--markdown", action="store_true", help="wrap the chart in a ```mermaid fence")
     args = parser.parse_args(argv)

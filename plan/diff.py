@@ -40,8 +40,14 @@ from .review.text import print_text
 from .stackfile import EXIT_ERROR
 
 
-def diff_stacks(stacks: list[str] | None, ref: str, root: Path = ROOT, config_file: Path | None = None,
-                workers: int | None = None, any_project: bool = False) -> Report:
+def diff_stacks(
+    stacks: list[str] | None,
+    ref: str,
+    root: Path = ROOT,
+    config_file: Path | None = None,
+    workers: int | None = None,
+    any_project: bool = False,
+) -> Report:
     """Diff each stack (None: every stack at REF or in the working tree) between REF and the working tree.
 
     `root` is the project's folder: this repository's root, or (`any_project`) any Pulumi project's folder inside a
@@ -51,13 +57,14 @@ def diff_stacks(stacks: list[str] | None, ref: str, root: Path = ROOT, config_fi
         with worktree(repository, ref) as (checkout, commit):
             old_root = checkout / inside
             names = stacks if stacks is not None else sorted(set(stacks_at(root)) | set(stacks_at(old_root)))
-            jobs = ([(old_root, name, None, any_project) for name in names]
-                    + [(root, name, config_file, any_project) for name in names])
+            jobs = [(old_root, name, None, any_project) for name in names] + [
+                (root, name, config_file, any_project) for name in names
+            ]
             with ThreadPoolExecutor(max_workers=workers or max(2, os.cpu_count() or 2)) as pool:
                 sides = list(pool.map(lambda job: plan_revision(*job), jobs))
     except GitError as error:
         return Report(ref, "", [], error=f"cannot check out {ref!r}: {error}")
-    olds, news = sides[:len(names)], sides[len(names):]
+    olds, news = sides[: len(names)], sides[len(names) :]
     return Report(ref, commit, [compare(o, n, name, ref, commit) for name, o, n in zip(names, olds, news)])
 
 
@@ -65,8 +72,9 @@ def run(args) -> int:
     """The `--diff-against` entry point of `python -m plan`."""
     config_file = getattr(args, "config_file", None)
     if args.all_stacks and config_file is not None:
-        print("error: --config-file replaces one stack's file; it cannot be combined with --all-stacks",
-              file=sys.stderr)
+        print(
+            "error: --config-file replaces one stack's file; it cannot be combined with --all-stacks", file=sys.stderr
+        )
         return EXIT_ERROR
     stacks = None if args.all_stacks else [args.stack]
     chosen = projects._current  # `ray-tpu-gke plan` in a project's folder (plan/cli.py); None: this repository
@@ -94,4 +102,3 @@ def run(args) -> int:
         for problem in failure.problems:
             print(f"gate {failure.option} (exit {failure.exit_code}): {problem}", file=sys.stderr)
     return report.exit_code
-

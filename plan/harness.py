@@ -239,20 +239,22 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         plain = _plain_struct(request.object) if has_object else {}
         if plain is None:
             inputs = json_format.MessageToDict(request.object)
-        self.steps.append(Step(
-            urn=urn,
-            type=request.type,
-            name=request.name,
-            custom=bool(request.custom),
-            parent=request.parent or None,
-            provider=_provider_urn(request.provider),
-            dependencies=sorted(set(request.dependencies)),
-            inputs=normalize(inputs) if plain is None else _whole_numbers(plain),
-            protect=bool(request.protect),
-            ignore_changes=list(request.ignoreChanges),
-            delete_before_replace=bool(request.deleteBeforeReplace),
-            replace_on_changes=list(request.replaceOnChanges),
-        ))
+        self.steps.append(
+            Step(
+                urn=urn,
+                type=request.type,
+                name=request.name,
+                custom=bool(request.custom),
+                parent=request.parent or None,
+                provider=_provider_urn(request.provider),
+                dependencies=sorted(set(request.dependencies)),
+                inputs=normalize(inputs) if plain is None else _whole_numbers(plain),
+                protect=bool(request.protect),
+                ignore_changes=list(request.ignoreChanges),
+                delete_before_replace=bool(request.deleteBeforeReplace),
+                replace_on_changes=list(request.replaceOnChanges),
+            )
+        )
         if request.type == "pulumi:pulumi:Stack":
             self.stack_urn = urn
             return resource_pb2.RegisterResourceResponse(urn=urn)
@@ -297,9 +299,16 @@ def config_map(values: dict[str, Any]) -> dict[str, str]:
     return {k: v if isinstance(v, str) else json.dumps(v) for k, v in values.items()}
 
 
-def run_program(stack: str, values: dict[str, Any], secret_keys: list[str] | None = None,
-                preview: bool = False, program: Path | None = None, project: str | None = None,
-                quotas: list[dict] | None = None, quotas_source: str = "") -> Plan:
+def run_program(
+    stack: str,
+    values: dict[str, Any],
+    secret_keys: list[str] | None = None,
+    preview: bool = False,
+    program: Path | None = None,
+    project: str | None = None,
+    quotas: list[dict] | None = None,
+    quotas_source: str = "",
+) -> Plan:
     """Run `__main__.py` (or `program`, of the Pulumi project named `project`) for a stack under mocks; return every
     registration in order. The project's name is what `pulumi.get_project()` and its config namespace are.
     `quotas`: the Cloud project's QuotaInfos (`mocks.load_quotas`) for the deploy-time quota check to read."""
@@ -308,13 +317,20 @@ def run_program(stack: str, values: dict[str, Any], secret_keys: list[str] | Non
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     loop.set_default_executor(_InlineExecutor(max_workers=1))
-    program_mocks = mocks.PlanMocks(project=values.get("gcp:project", "mock-project"), quotas=quotas,
-                                    quotas_source=quotas_source)
+    program_mocks = mocks.PlanMocks(
+        project=values.get("gcp:project", "mock-project"), quotas=quotas, quotas_source=quotas_source
+    )
     monitor = RecordingMonitor(program_mocks)
     warnings: list[str] = []
     pulumi.runtime.reset_options(project=project, stack=stack, preview=preview)
-    pulumi_mocks.set_mocks(program_mocks, project=project, stack=stack, preview=preview, monitor=monitor,
-                           logger=_collecting_logger(warnings))
+    pulumi_mocks.set_mocks(
+        program_mocks,
+        project=project,
+        stack=stack,
+        preview=preview,
+        monitor=monitor,
+        logger=_collecting_logger(warnings),
+    )
     # set_mocks registers a stack of its own; run_in_stack makes the real one and records its outputs, as the CLI does.
     settings.set_root_resource(None)
     pulumi.runtime.set_all_config(config_map(values), secret_keys or [])
@@ -325,8 +341,12 @@ def run_program(stack: str, values: dict[str, Any], secret_keys: list[str] | Non
     own_program = chosen is not None and not chosen.reads_stack_files
     refused: list = []
     try:
-        with _young_garbage_only(), _without_source_positions(), _declaration_order(monitor), \
-                (one_pass.collecting() if own_program else contextlib.nullcontext([])) as refused:
+        with (
+            _young_garbage_only(),
+            _without_source_positions(),
+            _declaration_order(monitor),
+            one_pass.collecting() if own_program else contextlib.nullcontext([]) as refused,
+        ):
             loop.run_until_complete(pulumi_stack.run_in_stack(lambda: runpy.run_path(str(program_path))))
         if refused:
             raise ConfigError(list(refused))
@@ -342,8 +362,14 @@ def run_program(stack: str, values: dict[str, Any], secret_keys: list[str] | Non
         sys.path.remove(str(program_path.parent))
         loop.close()
         asyncio.set_event_loop(None)
-    return Plan(stack=stack, steps=monitor.in_declaration_order(), outputs=monitor.outputs, warnings=warnings,
-                project=project, notes=program_mocks.notes)
+    return Plan(
+        stack=stack,
+        steps=monitor.in_declaration_order(),
+        outputs=monitor.outputs,
+        warnings=warnings,
+        project=project,
+        notes=program_mocks.notes,
+    )
 
 
 def _end_pending(loop) -> None:
@@ -354,8 +380,6 @@ def _end_pending(loop) -> None:
     for task in pending:
         task.cancel()
     loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-
-
 
 
 @contextlib.contextmanager

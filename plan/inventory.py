@@ -33,8 +33,11 @@ from .harness import Plan
 
 # Where each KubeRay kind keeps its worker groups (KubeRay v1 CRDs: RayCluster.spec, RayService.spec.rayClusterConfig,
 # RayJob.spec.rayClusterSpec; ray-operator/apis/ray/v1 of ray-project/kuberay).
-RAY_KINDS = {RAY_KIND_PREFIX + "RayCluster": (), RAY_KIND_PREFIX + "RayService": ("rayClusterConfig",),
-             RAY_KIND_PREFIX + "RayJob": ("rayClusterSpec",)}
+RAY_KINDS = {
+    RAY_KIND_PREFIX + "RayCluster": (),
+    RAY_KIND_PREFIX + "RayService": ("rayClusterConfig",),
+    RAY_KIND_PREFIX + "RayJob": ("rayClusterSpec",),
+}
 
 
 @dataclasses.dataclass
@@ -113,15 +116,24 @@ class _Reader:
             inputs = steps[0].inputs
             labels = inputs["nodeConfig"]["labels"]
             capacity, reservation = _capacity(inputs["nodeConfig"])
-            raw = {"name": name, "generation": labels.get(manifests.SLICE_GENERATION_LABEL),
-                   "topology": labels.get(manifests.SLICE_TOPOLOGY_LABEL),
-                   "machine_type": inputs["nodeConfig"].get("machineType"), "count": len(steps),
-                   "capacity": capacity, "reservation": reservation, "zone": _zone(inputs)}
+            raw = {
+                "name": name,
+                "generation": labels.get(manifests.SLICE_GENERATION_LABEL),
+                "topology": labels.get(manifests.SLICE_TOPOLOGY_LABEL),
+                "machine_type": inputs["nodeConfig"].get("machineType"),
+                "count": len(steps),
+                "capacity": capacity,
+                "reservation": reservation,
+                "zone": _zone(inputs),
+            }
             _, scaling = _nodes(inputs)
             if scaling:
                 raw["autoscaling"] = {"enabled": True, "min_nodes": scaling["min_nodes"]}
-            tpu = self.validated(TpuSliceConfig, {k: v for k, v in raw.items() if v is not None},
-                                 f"TPU slice {name} (node pools {', '.join(s.name for s in steps)})")
+            tpu = self.validated(
+                TpuSliceConfig,
+                {k: v for k, v in raw.items() if v is not None},
+                f"TPU slice {name} (node pools {', '.join(s.name for s in steps)})",
+            )
             if tpu is not None:
                 out.append(tpu)
         return out
@@ -131,8 +143,13 @@ class _Reader:
         node_config = inputs.get("nodeConfig") or {}
         count, scaling = _nodes(inputs)
         capacity, reservation = _capacity(node_config)
-        raw = {"name": name, "machine_type": node_config.get("machineType"), "count": count, "zone": _zone(inputs),
-               "capacity": capacity}
+        raw = {
+            "name": name,
+            "machine_type": node_config.get("machineType"),
+            "count": count,
+            "zone": _zone(inputs),
+            "capacity": capacity,
+        }
         if scaling:
             raw["autoscaling"] = scaling
         accelerators = node_config.get("guestAccelerators") or []
@@ -160,11 +177,15 @@ class _Reader:
                         pool = selector[manifests.POOL_LABEL]
                         target = {targets[pool]: pool}
                     if target:
-                        groups.append({"name": group.get("groupName", "workers"), **target,
-                                       "replicas": group.get("replicas", 1)})
+                        groups.append(
+                            {"name": group.get("groupName", "workers"), **target, "replicas": group.get("replicas", 1)}
+                        )
                 if groups:
-                    raw = {"name": meta.get("name", step.name), "namespace": meta.get("namespace", "ray"),
-                           "worker_groups": groups}
+                    raw = {
+                        "name": meta.get("name", step.name),
+                        "namespace": meta.get("namespace", "ray"),
+                        "worker_groups": groups,
+                    }
                     # The Ray version and image it runs (the version set, the image warnings of plan/version_set.py)
                     head = ((cluster.get("headGroupSpec") or {}).get("template") or {}).get("spec") or {}
                     image = next((c.get("image") for c in head.get("containers") or [] if c.get("image")), None)
@@ -183,9 +204,15 @@ def read(plan: Plan, project_id: str | None = None) -> Inventory:
     pools = reader.steps(NODE_POOL)
     clusters = reader.steps(CLUSTER)
     tpu_pools = [s for s in pools if manifests.SLICE_LABEL in ((s.inputs.get("nodeConfig") or {}).get("labels") or {})]
-    system = [s for s in pools if s not in tpu_pools and (
-        ((s.inputs.get("nodeConfig") or {}).get("labels") or {}).get(manifests.POOL_LABEL) == manifests.SYSTEM_POOL
-        or s.inputs.get("name") == manifests.SYSTEM_POOL)]
+    system = [
+        s
+        for s in pools
+        if s not in tpu_pools
+        and (
+            ((s.inputs.get("nodeConfig") or {}).get("labels") or {}).get(manifests.POOL_LABEL) == manifests.SYSTEM_POOL
+            or s.inputs.get("name") == manifests.SYSTEM_POOL
+        )
+    ]
     gpu_pools, cpu_pools = [], []
     for step in pools:
         if step in tpu_pools or step in system:
@@ -200,7 +227,8 @@ def read(plan: Plan, project_id: str | None = None) -> Inventory:
     cluster_raw: dict[str, Any] = {
         "name": (where.get("name") if clusters else where.get("cluster")) or "cluster",
         "location": location or "us-central1",
-        "mode": "autopilot" if clusters and clusters[0].inputs.get("enableAutopilot") else "standard"}
+        "mode": "autopilot" if clusters and clusters[0].inputs.get("enableAutopilot") else "standard",
+    }
     if clusters:  # the version set's channel and pin are the cluster's own, where the program creates it
         channel = (where.get("releaseChannel") or {}).get("channel")
         if _known(channel):
@@ -214,20 +242,34 @@ def read(plan: Plan, project_id: str | None = None) -> Inventory:
     if system:
         count, scaling = _nodes(system[0].inputs)
         low, high = (scaling["min_nodes"], scaling["max_nodes"]) if scaling else (count, count)
-        cluster_raw["system_pool"] = {"machine_type": system[0].inputs["nodeConfig"].get("machineType"),
-                                      "min_nodes": low, "max_nodes": max(high, 1)}
+        cluster_raw["system_pool"] = {
+            "machine_type": system[0].inputs["nodeConfig"].get("machineType"),
+            "min_nodes": low,
+            "max_nodes": max(high, 1),
+        }
     cluster = reader.validated(ClusterConfig, cluster_raw, f"the cluster {cluster_raw['name']}")
     if cluster is None:
-        cluster = ClusterConfig.model_construct(name="cluster", location=cluster_raw["location"],
-                                                mode=cluster_raw["mode"])  # defaults for the rest
+        cluster = ClusterConfig.model_construct(
+            name="cluster", location=cluster_raw["location"], mode=cluster_raw["mode"]
+        )  # defaults for the rest
     slices = reader.slices(tpu_pools)
     objects = reader.ray_objects(slices, gpu_pools, cpu_pools)
     project = project_id or where.get("project") or "unknown"
     config = StackConfig(
-        stack=plan.stack, project=str(project), region=admission.region_of(cluster.location), environment=plan.stack,
-        labels={}, cluster=cluster, storage=StorageConfig(enabled=False), tpu_slices=tuple(slices),
-        gpu_pools=tuple(gpu_pools), cpu_pools=tuple(cpu_pools), ray_clusters=tuple(objects), ray_services=(),
-        ray_jobs=())
+        stack=plan.stack,
+        project=str(project),
+        region=admission.region_of(cluster.location),
+        environment=plan.stack,
+        labels={},
+        cluster=cluster,
+        storage=StorageConfig(enabled=False),
+        tpu_slices=tuple(slices),
+        gpu_pools=tuple(gpu_pools),
+        cpu_pools=tuple(cpu_pools),
+        ray_clusters=tuple(objects),
+        ray_services=(),
+        ray_jobs=(),
+    )
     return Inventory(config, bool(system), bool(clusters), reader.warnings, reader.kinds)
 
 
@@ -250,8 +292,9 @@ def cost(inventory: Inventory, rates=None):
         return result
     changes = {}
     if not inventory.has_system_pool and inventory.config.standard:
-        changes["items"] = tuple(i for i in estimate.items
-                                 if not (i.kind == "cpuPool" and i.name == pricing.SYSTEM_POOL))
+        changes["items"] = tuple(
+            i for i in estimate.items if not (i.kind == "cpuPool" and i.name == pricing.SYSTEM_POOL)
+        )
     if not inventory.has_cluster and getattr(estimate, "fees", ()):
         changes["fees"] = ()
     if not changes:

@@ -52,8 +52,10 @@ class PlanMocks(pulumi_mocks.Mocks):
             return engine_versions((args.args or {}).get("versionPrefix") or "")
         if args.token == "gcp:cloudquota/getSQuotaInfos:getSQuotaInfos":
             if self.quotas is not None:
-                self._note(f"accelerator quota: checked against {self.quotas_source or 'the given quotas'} "
-                           f"({len(self.quotas)} QuotaInfos)")
+                self._note(
+                    f"accelerator quota: checked against {self.quotas_source or 'the given quotas'} "
+                    f"({len(self.quotas)} QuotaInfos)"
+                )
                 return {"quotaInfos": [_as_invoke_result(info) for info in self.quotas]}
             if MOCK_TPU_QUOTA is None:
                 self._note(QUOTA_NOTE)
@@ -72,13 +74,27 @@ class PlanMocks(pulumi_mocks.Mocks):
 # snapshot, as a current GKE offers none of them. The deploy-time check reads the real lists.
 ENGINE_VERSIONS_SNAPSHOT = "GKE versions snapshot 2026-09 (GKE release notes; plan/mocks.py ENGINE_VERSIONS)"
 ENGINE_VERSIONS_AS_OF = "2026-09"
-_NAMED = ("1.35.8-gke.1225000", "1.34.11-gke.1209000", "1.34.1-gke.3084001", "1.34.0-gke.2201000",
-          "1.33.0-gke.1712000", "1.32.2-gke.1652000", "1.32.2-gke.1422000", "1.32.1-gke.1729000")
+_NAMED = (
+    "1.35.8-gke.1225000",
+    "1.34.11-gke.1209000",
+    "1.34.1-gke.3084001",
+    "1.34.0-gke.2201000",
+    "1.33.0-gke.1712000",
+    "1.32.2-gke.1652000",
+    "1.32.2-gke.1422000",
+    "1.32.1-gke.1729000",
+)
 ENGINE_VERSIONS: dict[str, Any] = {
-    "releaseChannelDefaultVersion": {"RAPID": "1.35.8-gke.1225000", "REGULAR": "1.35.8-gke.1225000",
-                                     "STABLE": "1.34.11-gke.1209000"},
-    "channelValidVersions": {"RAPID": list(_NAMED), "REGULAR": list(_NAMED),
-                             "STABLE": [v for v in _NAMED if not v.startswith("1.35.")]},
+    "releaseChannelDefaultVersion": {
+        "RAPID": "1.35.8-gke.1225000",
+        "REGULAR": "1.35.8-gke.1225000",
+        "STABLE": "1.34.11-gke.1209000",
+    },
+    "channelValidVersions": {
+        "RAPID": list(_NAMED),
+        "REGULAR": list(_NAMED),
+        "STABLE": [v for v in _NAMED if not v.startswith("1.35.")],
+    },
     "defaultClusterVersion": "1.35.8-gke.1225000",
 }
 VERSIONS_NOTE = f"GKE versions: offline, from the {ENGINE_VERSIONS_SNAPSHOT}, as of {ENGINE_VERSIONS_AS_OF}"
@@ -92,12 +108,20 @@ def engine_versions(prefix: str = "") -> dict[str, Any]:
     channels = snapshot["channelValidVersions"]
     union = sorted({v for versions in channels.values() for v in versions}, key=admission.version_key, reverse=True)
     valid = [v for v in union if v.startswith(prefix)]
-    latest = {ch: next(v for v in versions if v.startswith(prefix))
-              for ch, versions in channels.items() if any(v.startswith(prefix) for v in versions)}
-    out = {"id": ENGINE_VERSIONS_SNAPSHOT, "versionPrefix": prefix or None,
-           "releaseChannelDefaultVersion": dict(snapshot["releaseChannelDefaultVersion"]),
-           "releaseChannelLatestVersion": latest, "validMasterVersions": valid, "validNodeVersions": valid,
-           "defaultClusterVersion": snapshot["defaultClusterVersion"]}
+    latest = {
+        ch: next(v for v in versions if v.startswith(prefix))
+        for ch, versions in channels.items()
+        if any(v.startswith(prefix) for v in versions)
+    }
+    out = {
+        "id": ENGINE_VERSIONS_SNAPSHOT,
+        "versionPrefix": prefix or None,
+        "releaseChannelDefaultVersion": dict(snapshot["releaseChannelDefaultVersion"]),
+        "releaseChannelLatestVersion": latest,
+        "validMasterVersions": valid,
+        "validNodeVersions": valid,
+        "defaultClusterVersion": snapshot["defaultClusterVersion"],
+    }
     if valid:
         out["latestMasterVersion"] = out["latestNodeVersion"] = valid[0]
     return {k: v for k, v in out.items() if v is not None}
@@ -110,25 +134,38 @@ def engine_versions(prefix: str = "") -> dict[str, Any]:
 # number nobody read, and the plan says the check runs at deploy time (QUOTA_NOTE). Tests may set MOCK_TPU_QUOTA to
 # grant that many in every region instead.
 MOCK_TPU_QUOTA: Optional[int] = None
-MOCK_QUOTA_IDS = tuple((q.quota_id, q.dimensions) for table in (admission.TPU_QUOTA_IDS, admission.GPU_QUOTA_IDS)
-                       for pair in table.values() for q in pair if q)
-QUOTA_NOTE = ("accelerator quota: not checked offline (the project's quota is not known here); `pulumi up` checks it "
-              "before any node pool is created; `--quotas FILE` (the JSON of `gcloud beta quotas info list "
-              "--service=compute.googleapis.com --project=P --format=json`) checks it now")
+MOCK_QUOTA_IDS = tuple(
+    (q.quota_id, q.dimensions)
+    for table in (admission.TPU_QUOTA_IDS, admission.GPU_QUOTA_IDS)
+    for pair in table.values()
+    for q in pair
+    if q
+)
+QUOTA_NOTE = (
+    "accelerator quota: not checked offline (the project's quota is not known here); `pulumi up` checks it "
+    "before any node pool is created; `--quotas FILE` (the JSON of `gcloud beta quotas info list "
+    "--service=compute.googleapis.com --project=P --format=json`) checks it now"
+)
 
 
 def _unchecked_quota_infos() -> list[dict]:
     value = "-1" if MOCK_TPU_QUOTA is None else str(MOCK_TPU_QUOTA)
     ids = sorted({quota_id for quota_id, _ in MOCK_QUOTA_IDS})
-    return [{"quotaId": quota_id, "dimensionsInfos": [
-        {"dimensions": {}, "details": [{"value": value}], "applicableLocations": ["global"]}]} for quota_id in ids]
+    return [
+        {
+            "quotaId": quota_id,
+            "dimensionsInfos": [{"dimensions": {}, "details": [{"value": value}], "applicableLocations": ["global"]}],
+        }
+        for quota_id in ids
+    ]
 
 
 def _as_invoke_result(info: dict) -> dict:
     """A QuotaInfo of the REST/gcloud JSON as pulumi-gcp's invoke result holds it: `details` a one-element list."""
     out = dict(info)
-    out["dimensionsInfos"] = [{**entry, "details": [entry.get("details") or {}]}
-                              for entry in info.get("dimensionsInfos") or []]
+    out["dimensionsInfos"] = [
+        {**entry, "details": [entry.get("details") or {}]} for entry in info.get("dimensionsInfos") or []
+    ]
     return out
 
 
@@ -146,16 +183,23 @@ def load_quotas(path: Path) -> list[dict]:
         raise QuotasFileError(f"--quotas {path}: cannot read it as JSON: {error}") from None
     infos = document.get("quotaInfos") if isinstance(document, dict) else document
     if not isinstance(infos, list):
-        raise QuotasFileError(f"--quotas {path}: must be a JSON list of QuotaInfo objects (gcloud beta quotas info "
-                              "list --format=json) or {\"quotaInfos\": [...]}")
+        raise QuotasFileError(
+            f"--quotas {path}: must be a JSON list of QuotaInfo objects (gcloud beta quotas info "
+            'list --format=json) or {"quotaInfos": [...]}'
+        )
     for i, info in enumerate(infos):
         entries = info.get("dimensionsInfos", []) if isinstance(info, dict) else None
         if not isinstance(info, dict) or not isinstance(info.get("quotaId"), str) or not isinstance(entries, list):
             raise QuotasFileError(f"--quotas {path}: [{i}] is not a QuotaInfo (quotaId, dimensionsInfos)")
         for j, entry in enumerate(entries):
             value = (entry.get("details") or {}).get("value", "0") if isinstance(entry, dict) else None
-            if not isinstance(entry, dict) or not isinstance(entry.get("dimensions", {}), dict) \
-                    or not str(value).lstrip("-").isdigit():
-                raise QuotasFileError(f"--quotas {path}: [{i}].dimensionsInfos[{j}] must have dimensions (a map) "
-                                      f"and details.value (an integer, as a string); given {entry!r}")
+            if (
+                not isinstance(entry, dict)
+                or not isinstance(entry.get("dimensions", {}), dict)
+                or not str(value).lstrip("-").isdigit()
+            ):
+                raise QuotasFileError(
+                    f"--quotas {path}: [{i}].dimensionsInfos[{j}] must have dimensions (a map) "
+                    f"and details.value (an integer, as a string); given {entry!r}"
+                )
     return infos

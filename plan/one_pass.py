@@ -57,6 +57,7 @@ def collecting() -> Iterator[list[Problem]]:
                 opts = kwargs.get("opts") if "opts" in kwargs else (args[1] if len(args) > 1 else None)
                 setattr(self, FAILED, True)
                 pulumi.ComponentResource.__init__(self, f"ray-tpu-gke:index:{cls.__name__}", name, None, opts)
+
         return init
 
     def outputs_unknown(self, attribute: str):

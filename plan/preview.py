@@ -47,10 +47,20 @@ def multislice_rows(config: StackConfig) -> list[dict]:
             if not multislice.is_multislice(obj, group):
                 continue
             entry, n = config.slice(group.slice), multislice.slices(obj, group)
-            rows.append({"object": f"{obj.namespace}/{obj.name}", "group": group.name, "slice": entry.name,
-                         "slices": n, "chipsPerSlice": entry.shape.chips, "chips": n * entry.shape.chips,
-                         "hosts": n * entry.shape.hosts, "autoscaled": entry.autoscaled, "capacity": entry.capacity,
-                         "jobs": jobs.get((obj.namespace, obj.name), [])})
+            rows.append(
+                {
+                    "object": f"{obj.namespace}/{obj.name}",
+                    "group": group.name,
+                    "slice": entry.name,
+                    "slices": n,
+                    "chipsPerSlice": entry.shape.chips,
+                    "chips": n * entry.shape.chips,
+                    "hosts": n * entry.shape.hosts,
+                    "autoscaled": entry.autoscaled,
+                    "capacity": entry.capacity,
+                    "jobs": jobs.get((obj.namespace, obj.name), []),
+                }
+            )
     return rows
 
 
@@ -59,24 +69,29 @@ def capacity_rows(config: StackConfig) -> list[CapacityRow]:
     for obj in config.ray_objects:
         for group in obj.worker_groups:
             if group.slice is not None:
-                many = f" (multislice: {multislice.slices(obj, group)} slices)" \
-                    if multislice.is_multislice(obj, group) else ""
+                many = (
+                    f" (multislice: {multislice.slices(obj, group)} slices)"
+                    if multislice.is_multislice(obj, group)
+                    else ""
+                )
                 users[group.slice].append(f"{obj.namespace}/{obj.name}:{group.name}{many}")
     rows = []
     for s in config.tpu_slices:
         shape = s.shape
-        rows.append(CapacityRow(
-            slice=s.name,
-            generation=shape.generation.name,
-            topology=shape.topology,
-            machine_type=shape.machine_type.name,
-            chips_per_slice=shape.chips,
-            hosts_per_slice=shape.hosts,
-            slices=s.count,
-            capacity=s.capacity,
-            pools=s.count if config.standard else 0,
-            used_by=tuple(users[s.name]),
-        ))
+        rows.append(
+            CapacityRow(
+                slice=s.name,
+                generation=shape.generation.name,
+                topology=shape.topology,
+                machine_type=shape.machine_type.name,
+                chips_per_slice=shape.chips,
+                hosts_per_slice=shape.hosts,
+                slices=s.count,
+                capacity=s.capacity,
+                pools=s.count if config.standard else 0,
+                used_by=tuple(users[s.name]),
+            )
+        )
     return rows
 
 
@@ -94,18 +109,52 @@ def tree(plan: Plan) -> Tree:
 
 def capacity_table(config: StackConfig) -> Table:
     table = Table(title=f"TPU capacity ({config.cluster.mode} mode)", title_justify="left")
-    for column in ("slice", "generation", "topology", "machine type", "chips/slice", "hosts/slice", "slices",
-                   "chips", "capacity", "node pools", "used by"):
-        table.add_column(column, justify="right" if column in {"chips/slice", "hosts/slice", "slices", "chips",
-                                                               "node pools"} else "left")
+    for column in (
+        "slice",
+        "generation",
+        "topology",
+        "machine type",
+        "chips/slice",
+        "hosts/slice",
+        "slices",
+        "chips",
+        "capacity",
+        "node pools",
+        "used by",
+    ):
+        table.add_column(
+            column,
+            justify="right" if column in {"chips/slice", "hosts/slice", "slices", "chips", "node pools"} else "left",
+        )
     rows = capacity_rows(config)
     for r in rows:
-        table.add_row(r.slice, r.generation, r.topology, r.machine_type, str(r.chips_per_slice),
-                      str(r.hosts_per_slice), str(r.slices), str(r.chips), r.capacity, str(r.pools),
-                      ", ".join(r.used_by) or "[yellow]unused[/]")
+        table.add_row(
+            r.slice,
+            r.generation,
+            r.topology,
+            r.machine_type,
+            str(r.chips_per_slice),
+            str(r.hosts_per_slice),
+            str(r.slices),
+            str(r.chips),
+            r.capacity,
+            str(r.pools),
+            ", ".join(r.used_by) or "[yellow]unused[/]",
+        )
     table.add_section()
-    table.add_row("total", "", "", "", "", "", str(sum(r.slices for r in rows)), str(sum(r.chips for r in rows)),
-                  "", str(sum(r.pools for r in rows)), "")
+    table.add_row(
+        "total",
+        "",
+        "",
+        "",
+        "",
+        "",
+        str(sum(r.slices for r in rows)),
+        str(sum(r.chips for r in rows)),
+        "",
+        str(sum(r.pools for r in rows)),
+        "",
+    )
     return table
 
 
@@ -115,13 +164,17 @@ def multislice_lines(config: StackConfig) -> list[str]:
     for row in multislice_rows(config):
         jobs = f"; jobs: {', '.join(row['jobs'])}" if row["jobs"] else ""
         if row["autoscaled"]:
-            wait = ("its pools scale up one slice at a time, and the slices up first bill while the job waits for "
-                    "the rest; fixed-size pools (autoscaling: false) keep all of them")
+            wait = (
+                "its pools scale up one slice at a time, and the slices up first bill while the job waits for "
+                "the rest; fixed-size pools (autoscaling: false) keep all of them"
+            )
         else:
             wait = "fixed-size pools: all slices stay up, so the job never waits for a slice to be created"
-        lines.append(f"multislice: {row['object']}:{row['group']} runs one JaxTrainer over {row['slices']} slices of "
-                     f"{row['slice']} ({row['chips']} chips, {row['hosts']} hosts){jobs}. All or nothing: it starts "
-                     f"only when all {row['slices']} are up; {wait} (docs/workloads.md)")
+        lines.append(
+            f"multislice: {row['object']}:{row['group']} runs one JaxTrainer over {row['slices']} slices of "
+            f"{row['slice']} ({row['chips']} chips, {row['hosts']} hosts){jobs}. All or nothing: it starts "
+            f"only when all {row['slices']} are up; {wait} (docs/workloads.md)"
+        )
     return lines
 
 
@@ -153,9 +206,16 @@ def pool_table(config: StackConfig) -> Table:
     for kind, pools in (("gpu", config.gpu_pools), ("cpu", config.cpu_pools)):
         for pool in pools:
             nodes = f"{pool.min_nodes}-{pool.max_nodes}" if pool.autoscaled else str(pool.count)
-            table.add_row(pool.name, kind, getattr(pool, "accelerator", ""), pool.machine_type,
-                          str(pool.machine.gpus) if kind == "gpu" else "", nodes, pool.capacity,
-                          ", ".join(users.get(pool.name, [])) or "[yellow]unused[/]")
+            table.add_row(
+                pool.name,
+                kind,
+                getattr(pool, "accelerator", ""),
+                pool.machine_type,
+                str(pool.machine.gpus) if kind == "gpu" else "",
+                nodes,
+                pool.capacity,
+                ", ".join(users.get(pool.name, [])) or "[yellow]unused[/]",
+            )
     return table
 
 
@@ -189,9 +249,14 @@ def print_plan(plan: Plan, config: StackConfig, console: Console, cost=None, inv
 
 def kubernetes_objects(plan: Plan) -> list[dict]:
     """Every Kubernetes object the stack creates, as `kubectl apply` would take it, in declaration order."""
-    return [step.inputs for step in plan.steps
-            if step.type.startswith("kubernetes:") and step.custom and not step.type.startswith("pulumi:providers:")
-            and {"apiVersion", "kind", "metadata"} <= set(step.inputs)]
+    return [
+        step.inputs
+        for step in plan.steps
+        if step.type.startswith("kubernetes:")
+        and step.custom
+        and not step.type.startswith("pulumi:providers:")
+        and {"apiVersion", "kind", "metadata"} <= set(step.inputs)
+    ]
 
 
 def manifests_yaml(plan: Plan) -> str:
@@ -206,7 +271,11 @@ def manifests_yaml(plan: Plan) -> str:
             return [ordered(item) for item in value]
         return value
 
-    objects = [{**{k: ordered(o[k]) for k in first if k in o}, **{k: ordered(v) for k, v in sorted(o.items())
-                                                                  if k not in first}}
-               for o in kubernetes_objects(plan)]
+    objects = [
+        {
+            **{k: ordered(o[k]) for k in first if k in o},
+            **{k: ordered(v) for k, v in sorted(o.items()) if k not in first},
+        }
+        for o in kubernetes_objects(plan)
+    ]
     return yaml.safe_dump_all(objects, sort_keys=False, width=120)

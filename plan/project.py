@@ -47,7 +47,7 @@ class Project:
         return self.stack_config_dir / f"Pulumi.{stack}.yaml"
 
     def stacks(self) -> list[str]:
-        return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in self.stack_config_dir.glob("Pulumi.*.yaml"))
+        return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in self.stack_config_dir.glob("Pulumi.*.yaml"))
 
 
 def _read(path: Path) -> Any:
@@ -73,8 +73,13 @@ def load(root: Path) -> Project:
     runtime = document.get("runtime")
     runtime_name = runtime.get("name") if isinstance(runtime, dict) else runtime
     if runtime_name != "python":
-        problems.append(Problem(f"{file}: runtime", f"{runtime_name!r} is not python: only Python programs are "
-                                                    "planned (Pulumi YAML programs: plan the components they use)"))
+        problems.append(
+            Problem(
+                f"{file}: runtime",
+                f"{runtime_name!r} is not python: only Python programs are "
+                "planned (Pulumi YAML programs: plan the components they use)",
+            )
+        )
     folders = {}
     for key in ("stackConfigDir", "main"):
         value = document.get(key, ".")

@@ -66,7 +66,7 @@ def stack_file(stack: str) -> Path:
 
 def stacks() -> list[str]:
     folder = stack_file("x").parent
-    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in folder.glob("Pulumi.*.yaml"))
+    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in folder.glob("Pulumi.*.yaml"))
 
 
 def _full_key(key: str) -> str:

@@ -49,7 +49,7 @@ def kuberay_fields(plan: Plan) -> dict[str, list[str]]:
     fields: dict[str, set[str]] = {}
     for step in plan.steps:
         if step.type.startswith(RAY_KIND_PREFIX):
-            kind = step.type[len(RAY_KIND_PREFIX):]
+            kind = step.type[len(RAY_KIND_PREFIX) :]
             fields.setdefault(kind, set()).update(_field_paths(step.inputs.get("spec") or {}, "spec"))
     return {kind: sorted(paths) for kind, paths in sorted(fields.items())}
 
@@ -63,8 +63,11 @@ def dockerfile_pins(variant: str, folder: Path = WORKLOADS) -> Optional[dict[str
     except OSError:
         return None
     base = re.search(r"^FROM\s+(\S+)", text, re.M)
-    pins = {package: m.group(1) for package in ("jax", "jaxlib", "libtpu", "jax-cuda12-plugin")
-            if (m := re.search(rf'"{package}(?:\[[a-z0-9]+\])?==([^"]+)"', text))}
+    pins = {
+        package: m.group(1)
+        for package in ("jax", "jaxlib", "libtpu", "jax-cuda12-plugin")
+        if (m := re.search(rf'"{package}(?:\[[a-z0-9]+\])?==([^"]+)"', text))
+    }
     return {"dockerfile": f"workloads/{name}", "base": base.group(1) if base else "", **pins}
 
 
@@ -83,17 +86,28 @@ def versions(plan: Plan, config: StackConfig, inventory=None) -> dict:
             kind = inventory.kinds.get((obj.namespace, obj.name), kind)
         # A RayJob on an existing RayCluster (clusterSelector) runs in that cluster's Ray and image.
         runs_in = clusters.get((obj.namespace, getattr(obj, "cluster", None) or ""), obj)
-        entry = {"kind": kind, "namespace": obj.namespace, "rayVersion": runs_in.ray_version, "image": runs_in.image,
-                 "imageRayVersion": image_ray_version(runs_in.image),
-                 "workloadsImage": is_workloads_image(runs_in.image)}
+        entry = {
+            "kind": kind,
+            "namespace": obj.namespace,
+            "rayVersion": runs_in.ray_version,
+            "image": runs_in.image,
+            "imageRayVersion": image_ray_version(runs_in.image),
+            "workloadsImage": is_workloads_image(runs_in.image),
+        }
         if runs_in is not obj:
             entry["cluster"] = runs_in.name
         objects[key] = entry
     out = {
-        "gke": {"releaseChannel": c.release_channel, "pin": c.min_master_version,
-                "minimum": {"version": need.version, "reason": need.reason}},
-        "rayOperatorAddon": {"enabled": True, "version": "the cluster's GKE version",
-                             "provides": "KubeRay CRDs (ray.io/v1), the KubeRay operator, the TPU webhook"},
+        "gke": {
+            "releaseChannel": c.release_channel,
+            "pin": c.min_master_version,
+            "minimum": {"version": need.version, "reason": need.reason},
+        },
+        "rayOperatorAddon": {
+            "enabled": True,
+            "version": "the cluster's GKE version",
+            "provides": "KubeRay CRDs (ray.io/v1), the KubeRay operator, the TPU webhook",
+        },
         "kuberay": {"apiVersion": "ray.io/v1", "fields": kuberay_fields(plan)},
         "rayObjects": objects,
     }
@@ -123,9 +137,11 @@ def warnings(config: StackConfig, inventory=None) -> list[str]:
                 kind = inventory.kinds.get((obj.namespace, obj.name), "RayCluster")
                 where = f"{kind} {obj.namespace}/{obj.name}: image"
             if groups and lacks_jax(obj.image):
-                out.append(f"{where}: {obj.image} has no JAX, which the TPU worker groups "
-                           f"{', '.join(groups)} need; use the repository's image "
-                           f"{registry}/ray-tpu-gke/workloads-tpu:{obj.ray_version} (docs/workloads.md)")
+                out.append(
+                    f"{where}: {obj.image} has no JAX, which the TPU worker groups "
+                    f"{', '.join(groups)} need; use the repository's image "
+                    f"{registry}/ray-tpu-gke/workloads-tpu:{obj.ray_version} (docs/workloads.md)"
+                )
     return out
 
 
@@ -148,11 +164,17 @@ def table(v: dict) -> Table:
     addon = v["rayOperatorAddon"]
     t.add_row("Ray Operator add-on", addon["version"], addon["provides"])
     fields = v["kuberay"]["fields"]
-    t.add_row("KubeRay API", v["kuberay"]["apiVersion"],
-              "; ".join(f"{kind}: {len(paths)} fields" for kind, paths in fields.items()) or "no Ray objects")
+    t.add_row(
+        "KubeRay API",
+        v["kuberay"]["apiVersion"],
+        "; ".join(f"{kind}: {len(paths)} fields" for kind, paths in fields.items()) or "no Ray objects",
+    )
     for name, obj in v["rayObjects"].items():
-        note = f"{obj['kind']} {obj['namespace']}/{name}" + (f" on RayCluster {obj['cluster']}" if "cluster" in obj
-                                                              else "") + f"; image {obj['image']}"
+        note = (
+            f"{obj['kind']} {obj['namespace']}/{name}"
+            + (f" on RayCluster {obj['cluster']}" if "cluster" in obj else "")
+            + f"; image {obj['image']}"
+        )
         if obj["imageRayVersion"] and obj["imageRayVersion"] != obj["rayVersion"]:
             note += f" (tag says Ray {obj['imageRayVersion']})"
         t.add_row(f"Ray of {name}", obj["rayVersion"], note)

@@ -107,8 +107,17 @@ _CORE_INT10 = re.compile(r"[-+]?[0-9]+")
 _CORE_INT8 = re.compile(r"0o[0-7]+")
 _CORE_INT16 = re.compile(r"0x[0-9a-fA-F]+")
 _CORE_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
-_CORE_INF = {".inf": math.inf, ".Inf": math.inf, ".INF": math.inf, "+.inf": math.inf, "+.Inf": math.inf,
-             "+.INF": math.inf, "-.inf": -math.inf, "-.Inf": -math.inf, "-.INF": -math.inf}
+_CORE_INF = {
+    ".inf": math.inf,
+    ".Inf": math.inf,
+    ".INF": math.inf,
+    "+.inf": math.inf,
+    "+.Inf": math.inf,
+    "+.INF": math.inf,
+    "-.inf": -math.inf,
+    "-.Inf": -math.inf,
+    "-.INF": -math.inf,
+}
 _CORE_NAN = frozenset({".nan", ".NaN", ".NAN"})
 
 
@@ -201,8 +210,10 @@ def _yaml_v3(text: str) -> Any:
 # 15:4:5.999999999" and "2006-1-2" (Go layouts: one- or two-digit month, day and time fields).
 _TIMESTAMP_FORMATS = (
     re.compile(r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}"),
-    re.compile(r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}[Tt][0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}(\.[0-9]+)?"
-               r"(Z|[-+][0-9]{2}:[0-9]{2})"),
+    re.compile(
+        r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}[Tt][0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}(\.[0-9]+)?"
+        r"(Z|[-+][0-9]{2}:[0-9]{2})"
+    ),
     re.compile(r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2} [0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}(\.[0-9]+)?"),
 )
 
@@ -223,12 +234,16 @@ def _resolve_plain(text: str) -> tuple[Any, str | None]:
     """The value of an untagged plain scalar, and why it is refused (None when it is not)."""
     core, go = _core(text), _yaml_v3(text)
     if go is _TIMESTAMP:
-        return text, (f"{_show(text)} is text in YAML 1.2 but a timestamp to Pulumi's reader (yaml.v3), which stores "
-                      "it reformatted; quote it")
+        return text, (
+            f"{_show(text)} is text in YAML 1.2 but a timestamp to Pulumi's reader (yaml.v3), which stores "
+            "it reformatted; quote it"
+        )
     if _same(core, go):
         return core, None
-    return core, (f"{_show(text)} is {_describe(core)} in YAML 1.2 but {_describe(go)} to Pulumi's reader (yaml.v3); "
-                  f"quote it if it is text, or write the number in plain decimal")
+    return core, (
+        f"{_show(text)} is {_describe(core)} in YAML 1.2 but {_describe(go)} to Pulumi's reader (yaml.v3); "
+        f"quote it if it is text, or write the number in plain decimal"
+    )
 
 
 def _describe(value: Any) -> str:
@@ -246,7 +261,7 @@ def _describe(value: Any) -> str:
 def _show(text: str, limit: int = 60) -> str:
     """A value quoted on one line: control characters and line or paragraph separators escaped, long text cut."""
     shown = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
-    return '"' + (shown if len(shown) <= limit else shown[:limit - 3] + "...") + '"'
+    return '"' + (shown if len(shown) <= limit else shown[: limit - 3] + "...") + '"'
 
 
 def _one_line(text: str) -> str:
@@ -254,7 +269,7 @@ def _one_line(text: str) -> str:
 
 
 def _tag_name(tag: str) -> str:
-    return "!!" + tag[len(_YAML_TAG_PREFIX):] if tag.startswith(_YAML_TAG_PREFIX) else tag
+    return "!!" + tag[len(_YAML_TAG_PREFIX) :] if tag.startswith(_YAML_TAG_PREFIX) else tag
 
 
 class _Reader:
@@ -298,8 +313,9 @@ class _Reader:
     def check_text(self) -> None:
         data = self.data
         if len(data) > MAX_BYTES:
-            self.fatal(None, f"is larger than {MAX_BYTES // (1 << 20)} MiB, far more than any stack file; "
-                             "refusing to read it")
+            self.fatal(
+                None, f"is larger than {MAX_BYTES // (1 << 20)} MiB, far more than any stack file; refusing to read it"
+            )
         if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
             self.fatal(None, "is UTF-16 text; save it as UTF-8")
         nul = data.find(b"\0")
@@ -310,10 +326,12 @@ class _Reader:
         try:
             self.text = data.decode("utf-8")
         except UnicodeDecodeError as error:
-            self.text = data[:error.start].decode("utf-8", errors="replace")
+            self.text = data[: error.start].decode("utf-8", errors="replace")
             line, column = self._line_column(len(self.text))
-            self.fatal(None, f"is not UTF-8 text (byte 0x{data[error.start]:02x} at line {line}, column {column}); "
-                             "save it as UTF-8")
+            self.fatal(
+                None,
+                f"is not UTF-8 text (byte 0x{data[error.start]:02x} at line {line}, column {column}); save it as UTF-8",
+            )
 
     # Events to nodes --------------------------------------------------------------------------------------------
 
@@ -327,8 +345,10 @@ class _Reader:
             node = self.node(1)
             self.parser.get_event()  # document end
             if not self.parser.check_event(StreamEndEvent):
-                self.fatal(self.parser.peek_event().start_mark,
-                           "holds more than one YAML document; a stack file is a single mapping")
+                self.fatal(
+                    self.parser.peek_event().start_mark,
+                    "holds more than one YAML document; a stack file is a single mapping",
+                )
             return node
         except yaml.MarkedYAMLError as error:
             mark = error.problem_mark or error.context_mark
@@ -338,12 +358,18 @@ class _Reader:
             self.fatal(mark, f"is not valid YAML: {reason}")
         except yaml.reader.ReaderError as error:
             # libyaml counts the offset in bytes of the UTF-8 input, the Python reader in characters
-            offset = (len(self.data[:error.position].decode("utf-8", errors="replace"))
-                      if _PARSER_TAKES_BYTES else error.position)
+            offset = (
+                len(self.data[: error.position].decode("utf-8", errors="replace"))
+                if _PARSER_TAKES_BYTES
+                else error.position
+            )
             line, column = self._line_column(offset)
             character = error.character if isinstance(error.character, int) else ord(error.character or "?")
-            self.fatal(None, f"is not valid YAML: control character U+{character:04X} at line {line}, column {column}"
-                             "; YAML text may hold only printable characters, tabs and line breaks")
+            self.fatal(
+                None,
+                f"is not valid YAML: control character U+{character:04X} at line {line}, column {column}"
+                "; YAML text may hold only printable characters, tabs and line breaks",
+            )
         except yaml.YAMLError as error:  # any other parser error: still one line
             self.fatal(None, f"is not valid YAML: {error}")
 
@@ -359,8 +385,11 @@ class _Reader:
         if event.anchor is not None:
             self.refuse_anchor(event.start_mark, f"anchor &{event.anchor}")
         if event.tag is not None:
-            self.problem(event.start_mark, f"explicit YAML tag {_show(_tag_name(event.tag))} is not allowed in a stack "
-                                           "file; write plain values, quoted where they are text")
+            self.problem(
+                event.start_mark,
+                f"explicit YAML tag {_show(_tag_name(event.tag))} is not allowed in a stack "
+                "file; write plain values, quoted where they are text",
+            )
         if isinstance(event, ScalarEvent):
             parser.get_event()
             return ScalarNode(None, event.value, event.start_mark, event.end_mark, style=event.style or None)
@@ -384,8 +413,11 @@ class _Reader:
     def refuse_anchor(self, mark, what: str) -> None:
         if not self.anchors_reported:
             self.anchors_reported = True
-            self.problem(mark, f"{what}: anchors and aliases are not allowed in a stack file (they have no use there "
-                               "and can expand without bound); write the values out")
+            self.problem(
+                mark,
+                f"{what}: anchors and aliases are not allowed in a stack file (they have no use there "
+                "and can expand without bound); write the values out",
+            )
 
     # Nodes to values --------------------------------------------------------------------------------------------
 
@@ -409,10 +441,12 @@ class _Reader:
             if key is None:
                 continue
             if key in first_line:
-                self.problem(key_node.start_mark,
-                             f"duplicate key {_show(key)} (first at line {first_line[key]}, again at line "
-                             f"{key_node.start_mark.line + 1}); YAML forbids it, Pulumi refuses it, and keeping either "
-                             "one silently could turn a setting off")
+                self.problem(
+                    key_node.start_mark,
+                    f"duplicate key {_show(key)} (first at line {first_line[key]}, again at line "
+                    f"{key_node.start_mark.line + 1}); YAML forbids it, Pulumi refuses it, and keeping either "
+                    "one silently could turn a setting off",
+                )
                 continue
             first_line[key] = key_node.start_mark.line + 1
             result[key] = value
@@ -422,8 +456,11 @@ class _Reader:
         """A quoted scalar's text. libyaml refuses a `\\ud800` escape; PyYAML's own parser would make a lone surrogate,
         which no output can encode."""
         if _SURROGATE.search(node.value):
-            self.problem(node.start_mark, f"{_show(node.value)} escapes a lone UTF-16 surrogate, which is not a "
-                                          "character; write the character itself")
+            self.problem(
+                node.start_mark,
+                f"{_show(node.value)} escapes a lone UTF-16 surrogate, which is not a "
+                "character; write the character itself",
+            )
         return node.value
 
     def key(self, node: Node) -> str | None:
@@ -444,7 +481,9 @@ class _Reader:
             self.problem(node.start_mark, refused)
             return None
         if not isinstance(value, str):
-            self.problem(node.start_mark, f"mapping key {_show(node.value)} is {_describe(value)}, not a string; "
-                                          "quote it if it is meant as text")
+            self.problem(
+                node.start_mark,
+                f"mapping key {_show(node.value)} is {_describe(value)}, not a string; quote it if it is meant as text",
+            )
             return None
         return value

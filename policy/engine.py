@@ -44,11 +44,13 @@ class Violation:
 
     def render(self, version: str) -> str:
         target = f"  ({self.resource.display})" if self.resource is not None else ""
-        return "\n".join([
-            f"    [{self.level}]  {PACK_NAME} v{version}  {self.rule.id}{target}",
-            f"    {self.rule.description}",
-            f"    {self.message}",
-        ])
+        return "\n".join(
+            [
+                f"    [{self.level}]  {PACK_NAME} v{version}  {self.rule.id}{target}",
+                f"    {self.rule.description}",
+                f"    {self.message}",
+            ]
+        )
 
 
 def evaluate(view: StackView, rules: list[Rule] | None = None) -> list[Violation]:
@@ -97,7 +99,8 @@ def list_rules() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m policy",
-        description="Run the ray-tpu-gke policy rules over a saved offline plan (python -m plan STACK --json).")
+        description="Run the ray-tpu-gke policy rules over a saved offline plan (python -m plan STACK --json).",
+    )
     parser.add_argument("plan", nargs="?", help="plan JSON file, or - for standard input")
     parser.add_argument("--stack", help="stack name (default: the plan's own `stack`)")
     parser.add_argument("--list", action="store_true", help="list the rules and exit")
@@ -114,8 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: cannot read plan {args.plan}: {error}", file=sys.stderr)
         return EXIT_USAGE
     if not isinstance(plan, dict) or not isinstance(plan.get("steps"), list):
-        print(f"error: {args.plan} is not a plan JSON (python -m plan STACK --json): it has no steps",
-              file=sys.stderr)
+        print(f"error: {args.plan} is not a plan JSON (python -m plan STACK --json): it has no steps", file=sys.stderr)
         return EXIT_USAGE
     stack = args.stack if args.stack is not None else plan.get("stack", "")
     return report(plan, stack, sys.stdout)

@@ -63,16 +63,18 @@ def resource_from_args(args: ResourceValidationArgs) -> Resource:
 def view_from_args(args: StackValidationArgs) -> StackView:
     resources = []
     for r in args.resources:
-        resources.append(Resource(
-            urn=r.urn,
-            type=r.resource_type,
-            name=r.name,
-            props=plain(r.props),
-            options=_options(r.opts),
-            dependencies=tuple(d.urn for d in r.dependencies or []),
-            parent=r.parent.urn if r.parent is not None else getattr(r.opts, "parent", None),
-            stack=stack_of_urn(r.urn),
-        ))
+        resources.append(
+            Resource(
+                urn=r.urn,
+                type=r.resource_type,
+                name=r.name,
+                props=plain(r.props),
+                options=_options(r.opts),
+                dependencies=tuple(d.urn for d in r.dependencies or []),
+                parent=r.parent.urn if r.parent is not None else getattr(r.opts, "parent", None),
+                stack=stack_of_urn(r.urn),
+            )
+        )
     return StackView(resources)
 
 
@@ -80,19 +82,22 @@ def to_policy(rule: Rule):
     """One rule as a pulumi_policy policy: resource rules validate each resource, stack rules the whole stack."""
     level = LEVELS.get(rule.level, EnforcementLevel.ADVISORY)
     if rule.scope == "resource":
+
         def validate_resource(args: ResourceValidationArgs, report_violation) -> None:
             for message in rule.run_resource(resource_from_args(args)):
                 report_violation(message, None)
 
-        return ResourceValidationPolicy(name=rule.id, description=rule.description, enforcement_level=level,
-                                        validate=validate_resource)
+        return ResourceValidationPolicy(
+            name=rule.id, description=rule.description, enforcement_level=level, validate=validate_resource
+        )
 
     def validate_stack(args: StackValidationArgs, report_violation) -> None:
         for resource, message in rule.run_stack(view_from_args(args)):
             report_violation(message, resource.urn if resource is not None else None)
 
-    return StackValidationPolicy(name=rule.id, description=rule.description, enforcement_level=level,
-                                 validate=validate_stack)
+    return StackValidationPolicy(
+        name=rule.id, description=rule.description, enforcement_level=level, validate=validate_stack
+    )
 
 
 def policies() -> list:

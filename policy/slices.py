@@ -194,15 +194,19 @@ def tpu_pools(view: StackView) -> list[TpuPool]:
 
 def compute_classes(view: StackView) -> dict[str, Resource]:
     """The custom ComputeClasses of the stack (GKE's `cloud.google.com/v1` kind), by name."""
-    return {(r.get("metadata.name") or r.name): r for r in view.resources
-            if r.type.startswith("kubernetes:cloud.google.com/") and r.kind == "ComputeClass"}
+    return {
+        (r.get("metadata.name") or r.name): r
+        for r in view.resources
+        if r.type.startswith("kubernetes:cloud.google.com/") and r.kind == "ComputeClass"
+    }
 
 
 def flex_start_class(compute_class: Resource) -> bool:
     """Whether a ComputeClass provisions flex-start VMs."""
     priorities = compute_class.get("spec.priorities") or []
-    return any(isinstance(p, Mapping) and (p.get("flexStart") or {}).get("enabled") is True
-               for p in priorities if is_known(p))
+    return any(
+        isinstance(p, Mapping) and (p.get("flexStart") or {}).get("enabled") is True for p in priorities if is_known(p)
+    )
 
 
 # --- KubeRay worker groups -------------------------------------------------------------------------------------------
@@ -266,8 +270,12 @@ class WorkerGroup:
     @property
     def is_tpu(self) -> bool:
         selector = self.node_selector
-        return bool(self.tpu_quantities("limits") or self.tpu_quantities("requests")
-                    or catalog.ACCELERATOR_LABEL in selector or catalog.TOPOLOGY_LABEL in selector)
+        return bool(
+            self.tpu_quantities("limits")
+            or self.tpu_quantities("requests")
+            or catalog.ACCELERATOR_LABEL in selector
+            or catalog.TOPOLOGY_LABEL in selector
+        )
 
     @property
     def generation(self) -> catalog.Generation | None:
@@ -281,8 +289,11 @@ class WorkerGroup:
     @property
     def known(self) -> bool:
         """Whether the TPU selectors are known (always, but in a preview of values computed elsewhere)."""
-        return all(is_known(self.node_selector.get(k)) for k in (catalog.ACCELERATOR_LABEL, catalog.TOPOLOGY_LABEL)
-                   if k in self.node_selector)
+        return all(
+            is_known(self.node_selector.get(k))
+            for k in (catalog.ACCELERATOR_LABEL, catalog.TOPOLOGY_LABEL)
+            if k in self.node_selector
+        )
 
     @property
     def shape_error(self) -> str | None:
@@ -295,8 +306,10 @@ class WorkerGroup:
         if missing:
             return f"nodeSelector lacks {' and '.join(missing)}"
         if self.generation is None:
-            return (f"nodeSelector {catalog.ACCELERATOR_LABEL}: {accelerator} is no TPU generation; allowed: "
-                    f"{', '.join(ACCELERATORS)}")
+            return (
+                f"nodeSelector {catalog.ACCELERATOR_LABEL}: {accelerator} is no TPU generation; allowed: "
+                f"{', '.join(ACCELERATORS)}"
+            )
         try:
             catalog.resolve(self.generation.name, str(self.topology))
         except catalog.CatalogError as problem:

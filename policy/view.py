@@ -24,8 +24,11 @@ from ray_tpu_gke.catalog.resource_types import (  # noqa: F401  (re-exported to 
 )
 
 # Where a resource carries the stack's `environment` label (config `ray-tpu-gke:environment`; default: the stack).
-ENVIRONMENT_LABELS = ("resourceLabels.environment", "nodeConfig.resourceLabels.environment",
-                      "metadata.labels.environment")
+ENVIRONMENT_LABELS = (
+    "resourceLabels.environment",
+    "nodeConfig.resourceLabels.environment",
+    "metadata.labels.environment",
+)
 
 
 def is_prod(name: Any) -> bool:
@@ -55,7 +58,7 @@ def lookup(data: Any, path: str, default: Any = None) -> Any:
 def stack_of_urn(urn: str) -> str:
     """`urn:pulumi:prod::ray-tpu-gke::type::name` -> `prod`."""
     head = urn.split("::", 1)[0]
-    return head[len("urn:pulumi:"):] if head.startswith("urn:pulumi:") else ""
+    return head[len("urn:pulumi:") :] if head.startswith("urn:pulumi:") else ""
 
 
 @dataclass(frozen=True)
@@ -109,8 +112,7 @@ class Resource:
 class StackView:
     """Every resource of one stack, in registration order, with the look-ups rules share."""
 
-    def __init__(self, resources: Iterable[Resource], stack: str | None = None,
-                 cost: Mapping[str, Any] | None = None):
+    def __init__(self, resources: Iterable[Resource], stack: str | None = None, cost: Mapping[str, Any] | None = None):
         self.resources = list(resources)
         self.stack = stack if stack is not None else next((r.stack for r in self.resources if r.stack), "")
         # The offline plan's cost estimate (`python -m plan STACK --json`, top-level `cost`); None where the plan has
@@ -151,14 +153,16 @@ def from_plan(plan: Mapping[str, Any], stack: str | None = None) -> StackView:
     for step in plan.get("steps", []):
         state = step.get("newState") or {}
         urn = step.get("urn", "")
-        resources.append(Resource(
-            urn=urn,
-            type=state.get("type", ""),
-            name=state.get("name", ""),
-            props=state.get("inputs") or {},
-            options=state.get("options") or {},
-            dependencies=tuple(state.get("dependencies") or ()),
-            parent=state.get("parent"),
-            stack=stack or stack_of_urn(urn),
-        ))
+        resources.append(
+            Resource(
+                urn=urn,
+                type=state.get("type", ""),
+                name=state.get("name", ""),
+                props=state.get("inputs") or {},
+                options=state.get("options") or {},
+                dependencies=tuple(state.get("dependencies") or ()),
+                parent=state.get("parent"),
+                stack=stack or stack_of_urn(urn),
+            )
+        )
     return StackView(resources, stack, plan.get("cost"))

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import copy
 import functools
+import importlib.machinery
+import io
 import json
 import os
 import shutil
 import subprocess
+import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -111,3 +115,37 @@ def run_workloads_script(script: str, tmp_path_factory, what: str, timeout: floa
     if run.returncode != 0 or not out.exists():
         pytest.fail(f"{what} failed ({run.returncode}):\n{run.stderr[-6000:]}")
     return json.loads(out.read_text())
+
+
+# --- a stand-in kubectl in-process ----------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _script_module(script: str) -> types.ModuleType:
+    loader = importlib.machinery.SourceFileLoader(f"stand_in_{abs(hash(script))}", script)
+    module = types.ModuleType(loader.name)
+    loader.exec_module(module)
+    return module
+
+
+class InProcessKubectl:
+    """plan.verify.kubectl's `subprocess` in a test (monkeypatch it in): each `kubectl ARGS` that Kubectl.run starts
+    is `main(ARGS)` of the stand-in script (tests/data/*/kubectl) run in this process, with its stdin, stdout, stderr
+    and exit status as a child's would be. Kubectl.run's own code is unchanged; a run makes tens to hundreds of calls,
+    and an interpreter each added only its start-up. Where the stand-in is a real executable on PATH behind the same
+    Kubectl.run: tests/test_verify.py (`on_path`) and tests/test_package.py."""
+
+    TimeoutExpired = subprocess.TimeoutExpired
+
+    def __init__(self, script: Path):
+        self.script = str(script)
+
+    def run(self, argv, input=None, capture_output=False, text=False, timeout=None):
+        assert argv[0] == "kubectl" and capture_output and text and timeout, argv
+        streams = sys.stdin, sys.stdout, sys.stderr
+        sys.stdin, sys.stdout, sys.stderr = io.StringIO(input or ""), io.StringIO(), io.StringIO()
+        try:
+            code = _script_module(self.script).main(list(argv[1:]))
+            out, err = sys.stdout.getvalue(), sys.stderr.getvalue()
+        finally:
+            sys.stdin, sys.stdout, sys.stderr = streams
+        return subprocess.CompletedProcess(list(argv), code, out, err)

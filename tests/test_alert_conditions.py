@@ -1,15 +1,17 @@
 """What the Cloud Monitoring API accepts in an alert policy's conditions (admission/alerting.py), held by every policy
-of every stack and enforced when SliceMonitoring builds its policies; and the order in which a first `pulumi up`
-creates descriptors, waits and policies (resources/metric_waits.py)."""
+of every stack and enforced when SliceMonitoring builds its policies; the order in which a first `pulumi up`
+creates descriptors, waits and policies (resources/metric_waits.py); and the unschedulable-pods policy's PromQL."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from helpers import STACKS, plan_of, steps_of_type
 
 from ray_tpu_gke import admission, catalog
 from ray_tpu_gke.catalog import metrics
-from ray_tpu_gke.render import alerts, series
+from ray_tpu_gke.render import alert_conditions, alerts, series
 
 POLICY = "gcp:monitoring/alertPolicy:AlertPolicy"
 SLEEP = "time:index/sleep:Sleep"
@@ -36,7 +38,37 @@ def test_each_condition_rule_refuses_what_the_api_refuses(condition, rule):
     assert rule.id in admission.RULES and rule.source.startswith("https://cloud.google.com/monitoring/api/ref_v3")
 
 
+def promql(**fields) -> dict:
+    return {"displayName": "p", "conditionPrometheusQueryLanguage": {"query": "up > 0", **fields}}
+
+
+@pytest.mark.parametrize("condition, rule", [
+    (promql(query=" "), admission.ALERT_PROMQL_QUERY),
+    (promql(duration="-60s"), admission.ALERT_PROMQL_DURATION),
+    (promql(evaluationInterval="45s"), admission.ALERT_PROMQL_EVALUATION),
+    (promql(evaluationInterval="0s"), admission.ALERT_PROMQL_EVALUATION),
+    (promql(labels={"team": "ml", "__name__": "x"}), admission.ALERT_PROMQL_LABELS),
+    (promql(labels={"cost-center": "ml"}), admission.ALERT_PROMQL_LABELS),
+    (promql(ruleGroup="g" * 2049), admission.ALERT_PROMQL_RULE_GROUP),
+    (promql(alertRule="pods-unschedulable"), admission.ALERT_PROMQL_ALERT_RULE),
+])
+def test_each_promql_rule_refuses_what_the_api_refuses(condition, rule):
+    (problem,) = admission.alert_condition_problems(condition)
+    assert f"({rule.id})" in problem
+    assert rule.id in admission.RULES and rule.source.startswith("https://cloud.google.com/monitoring/api/ref_v3")
+
+
+def test_a_promql_condition_is_its_policys_only_one():
+    alone = {"conditions": [promql()]}
+    assert admission.alert_policy_problems(alone) == []
+    (problem,) = admission.alert_policy_problems({"conditions": [promql(), threshold("60s")]})
+    assert f"({admission.ALERT_PROMQL_ALONE.id})" in problem
+    assert admission.ALERT_PROMQL_ALONE.source.startswith("https://cloud.google.com/monitoring/promql/")
+
+
 @pytest.mark.parametrize("condition", [
+    promql(), promql(duration="1800s", evaluationInterval="60s", labels={"severity": "warning"}, ruleGroup="ray",
+                     alertRule="PodsUnschedulable", disableMetricValidation=True),
     threshold("0s"), threshold("60s", evaluationMissingData="EVALUATION_MISSING_DATA_INACTIVE"),
     threshold("900s", period="90000s"), {"displayName": "a", "conditionAbsent": {"filter": "f", "duration": "120s"}},
 ])
@@ -82,7 +114,7 @@ def test_policies_on_new_metrics_wait_for_them(stack):
     for step in steps_of_type(plan, POLICY):
         policy = step["newState"]
         watched = {t for c in policy["inputs"]["conditions"] for body in c.values() if isinstance(body, dict)
-                   for t in [body["filter"].split('metric.type="', 1)[1].split('"', 1)[0]]}
+                   and "filter" in body for t in [body["filter"].split('metric.type="', 1)[1].split('"', 1)[0]]}
         waits = [d for d in policy["dependencies"] if d in sleeps]
         if watched & {metrics.SLICE_HEALTHY, metrics.RAY_OBJECT_READY}:
             (wait,) = waits
@@ -90,11 +122,9 @@ def test_policies_on_new_metrics_wait_for_them(stack):
             assert {states[d]["type"] for d in states[wait]["dependencies"]} == {DESCRIPTOR}
             assert {states[d]["inputs"]["type"] for d in states[wait]["dependencies"]} == {
                 metrics.SLICE_HEALTHY, metrics.RAY_OBJECT_READY}
-        elif metrics.POD_UNSCHEDULABLE in watched:
-            (wait,) = waits  # cluster (which collects the kube state metrics) -> wait -> policy
-            assert [states[d]["type"] for d in states[wait]["dependencies"]] == ["gcp:container/cluster:Cluster"]
-        else:
+        else:  # the unschedulable-pods policy among them: PromQL, its metric not validated, so nothing to wait for
             assert waits == [], names[step["urn"]]
+            assert metrics.POD_UNSCHEDULABLE not in watched
 
 
 # --- the slice check's conditions at the CronJob's cadence ------------------------------------------------------------
@@ -146,3 +176,36 @@ def test_the_alignment_follows_the_schedule():
     assert silent["conditionAbsent"]["aggregations"][0]["alignmentPeriod"] == "1200s"
     assert "For 40 minutes" in specs["slice-health"]["documentation"]["content"]
     assert opens(wrong, wrong_points=4, every_s=600) and not opens(wrong, wrong_points=2, every_s=600)
+
+
+# --- unschedulable Ray pods in PromQL ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_unschedulable_pods_policy_is_one_promql_condition(stack):
+    plan = plan_of(stack)
+    found = [s["newState"]["inputs"] for s in steps_of_type(plan, POLICY)
+             if s["newState"]["inputs"]["userLabels"]["alert"] == "pending-pods"]
+    for policy in found:
+        (condition,) = policy["conditions"]
+        body = condition["conditionPrometheusQueryLanguage"]
+        assert body["disableMetricValidation"] is True  # accepted before any pod has been unschedulable
+        minutes = int(re.fullmatch(r"pods unschedulable for (\d+) min", condition["displayName"]).group(1))
+        assert admission.seconds_of(body["duration"]) == minutes * 60 and body["evaluationInterval"] == "60s"
+        assert alert_conditions.prometheus_name(metrics.POD_UNSCHEDULABLE) in body["query"]
+    assert not any(s["newState"]["name"].endswith("kube-state-metrics-known") for s in steps_of_type(plan, SLEEP))
+
+
+def test_the_promql_query_selects_what_the_threshold_filter_selected():
+    env = series.Environment("acme-ml-test", "ray-tpu", "test", ray_namespaces=("ray", "serve"))
+    query = alert_conditions.unschedulable_pods_query(env, period_s=120)
+    selector = re.search(r"kube_pod_status_unschedulable\{(.*)\}\[120s\]", query).group(1)
+    labels = dict(re.findall(r'(\w+)=~?"([^"]*)"', selector))
+    assert labels == {"project_id": env.project, "cluster": env.cluster, "namespace": "|".join(env.ray_namespaces)}
+    # the dashboard charts the same series by the same resource labels
+    chart = series.unschedulable_pods(env)["filter"]
+    assert all(f'resource.labels.{key}="{env.project if key == "project_id" else env.cluster}"' in chart
+               for key in ("project_id", "cluster"))
+    assert query.startswith("sum by (namespace) (max_over_time(") and query.endswith(")) > 0")
+    assert alert_conditions.prometheus_name(metrics.POD_UNSCHEDULABLE) == "kube_pod_status_unschedulable"
+    with pytest.raises(ValueError, match="not a Managed Service for Prometheus metric"):
+        alert_conditions.prometheus_name(metrics.DUTY_CYCLE)

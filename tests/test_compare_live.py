@@ -13,15 +13,14 @@ from __future__ import annotations
 import copy
 import functools
 import json
-import os
-import sys
 
 import pytest
 
 import kuberay_schema
-from helpers import ROOT
+from helpers import ROOT, InProcessKubectl
 from plan.compare import __main__ as compare_cli
 from plan.compare import sides as sides_module
+from plan.verify import kubectl as kubectl_module
 
 DATA = ROOT / "tests" / "data" / "compare"
 CONTEXT = "gke_acme-ml-bench_us-central1_ray-compare"
@@ -181,12 +180,7 @@ def run(tmp_path, monkeypatch, capsys):
     """`python -m plan.compare compare --context CONTEXT ARGS` in-process against a scripted cluster; returns (exit
     status, report.json, stderr lines, the stand-in's state afterwards)."""
     monkeypatch.setattr(compare_cli, "load_plan", cached_plan)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    fake = bin_dir / "kubectl"
-    fake.write_text(f"#!{sys.executable} -S\n" + (DATA / "kubectl").read_text().split("\n", 1)[1])
-    fake.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setattr(kubectl_module, "subprocess", InProcessKubectl(DATA / "kubectl"))
     path = tmp_path / "cluster.json"
     monkeypatch.setenv("FAKE_KUBECTL_STATE", str(path))
 

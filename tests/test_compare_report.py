@@ -13,6 +13,7 @@ import pytest
 
 from helpers import ROOT
 from plan.compare import events, markdown, output, report
+from plan.compare.agreement import fingerprint_agreement, relative_difference
 from plan.compare.report import Injection, NodeSpan, SideRun
 from plan.compare.sides import SidePlan
 
@@ -99,8 +100,8 @@ def test_cost_per_job_is_the_price_times_every_nodes_billed_lifetime():
 
 
 def test_relative_difference_is_symmetric():
-    assert report.relative_difference(1.0, 1.02) == report.relative_difference(1.02, 1.0) == pytest.approx(0.02 / 1.02)
-    assert report.relative_difference(0.0, 0.0) == 0.0
+    assert relative_difference(1.0, 1.02) == relative_difference(1.02, 1.0) == pytest.approx(0.02 / 1.02)
+    assert relative_difference(0.0, 0.0) == 0.0
 
 
 # --- one side ------------------------------------------------------------------------------------------------------
@@ -216,11 +217,11 @@ def test_final_losses_beyond_the_tolerance_disagree():
 def test_fingerprints_from_different_seeds_or_predictions_disagree():
     values = RESULT["fingerprint"]["values"]
     other = {"seed": 0, "values": [v + 0.05 for v in values], "sha256": "x"}
-    pair = report.fingerprint_agreement(RESULT["fingerprint"], other, 0.02)
+    pair = fingerprint_agreement(RESULT["fingerprint"], other, 0.02)
     assert pair["agree"] is False and pair["maxAbsDifference"] == pytest.approx(0.05)
     close = {"seed": 0, "values": [v + 1e-4 for v in values], "sha256": "y"}
-    assert report.fingerprint_agreement(RESULT["fingerprint"], close, 0.02)["agree"] is True
-    seeded = report.fingerprint_agreement(RESULT["fingerprint"], {**close, "seed": 1}, 0.02)
+    assert fingerprint_agreement(RESULT["fingerprint"], close, 0.02)["agree"] is True
+    seeded = fingerprint_agreement(RESULT["fingerprint"], {**close, "seed": 1}, 0.02)
     assert seeded == {"seeds": [0, 1], "sameSha256": False, "tolerance": 0.02, "agree": False,
                       "reason": "the sides used different seeds"}
 
@@ -251,6 +252,13 @@ def test_the_report_files(tmp_path):
     assert "Simulated: the times say how the pipeline behaves" in text
     assert "pod and image start" not in text  # not a local phase
     assert output.say(document, tmp_path, stream=open(tmp_path / "stderr", "w")) == 0
+
+
+def test_a_failed_job_is_said_with_the_exception_its_log_ends_with():
+    log = job_log(drop=True) + '\nTraceback (most recent call last):\n  File "train.py"\nray.exceptions.RaySystemError: lost\n'
+    side, missing = report.side_report(tpu_run(log=log, succeeded=False, outcome="FAILED (exit 1)"), "live", RUN,
+                                       COLLECTED)
+    assert dict(missing)["finished"] == "the job did not finish: FAILED (exit 1) (ray.exceptions.RaySystemError: lost)"
 
 
 def test_an_incomplete_report_says_each_problem_on_one_line(tmp_path):

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 import pytest
 
 from plan.compare import __main__ as compare_cli
-from plan.compare.serving import live, patterns, report, services
+from plan.compare.serving import cli, live, patterns, report, services
 from plan.compare.sides import RUN_LABEL
 
 HEAD_AFTER, APP_AFTER = 0.3, 0.2  # head pod Ready after creation; Serve's application RUNNING after that
@@ -167,7 +167,7 @@ PATTERNS = [patterns.steady(10, 1), patterns.burst(2, 20, 0.5, 1.5, 0.5), patter
 def test_the_live_collector_measures_a_rayservice_run_from_kubernetes_and_serves_state(stand_in):
     cluster, forward, forwards = stand_in
     side = tpu_side()
-    seen = live.run_side(FakeKubectl(cluster), side, "compare-20261201190000", PATTERNS, {"inputs": [[0.0] * 16]},
+    seen = live.run_side(FakeKubectl(cluster), side, "compare-20261201190000", PATTERNS, cli.request_body(8),
                          timeout_s=5, forward=forward, poll_s=0.1, sleep=lambda s: time.sleep(min(s, 0.05)),
                          say=lambda m: None)
     # The per-run RayService: named and labelled for the run, deleted after; the head pod port-forwarded.
@@ -206,8 +206,6 @@ def test_the_live_collector_measures_a_rayservice_run_from_kubernetes_and_serves
 
 
 def test_a_live_run_states_its_cost_ceiling_and_what_it_creates(capsys):
-    from plan.compare.serving import cli
-
     side = tpu_side()
     ceiling = cli.cost_ceiling([side], PATTERNS)
     hours = (900 + 600 + sum(p.duration_s for p in PATTERNS) + side.idle_timeout_s) / 3600  # drive's timeouts
@@ -221,7 +219,20 @@ def test_a_live_run_states_its_cost_ceiling_and_what_it_creates(capsys):
     (["--burst-rps", "5"], "error: --burst-rps: '5' is not allowed; allowed: 2 numbers joined by commas"),
     (["--patterns", "steady,steady"], "error: --patterns: 'steady,steady' is not allowed"),
     (["--sparse-gap-s", "30"], "error: --sparse-gap-s: 30 s is not longer than the Serve downscale delay (60 s)"),
+    (["--tokens", "-1"], "error: --tokens: -1 is not allowed; allowed: a whole number of at least 0"),
 ])
 def test_bad_serving_flags_exit_2_naming_the_flag(flags, message, capsys):
     assert compare_cli.main(["compare", "--serve", "--context", "stand-in", *flags]) == 2
     assert capsys.readouterr().err.startswith(message)
+
+
+def test_every_request_is_one_that_any_preset_of_the_model_takes():
+    from workloads import lm  # its sizes only: the module imports no JAX until a model is built
+
+    body = cli.request_body(cli.DEFAULT_TOKENS)
+    vocab, context = min(c.vocab for c in lm.PRESETS.values()), min(c.seq_len for c in lm.PRESETS.values())
+    assert len(body["sequences"]) == cli.PROMPTS and body["generate"] == cli.DEFAULT_TOKENS
+    assert all(len(ids) == cli.PROMPT_LENGTH <= context for ids in body["sequences"])
+    assert all(0 <= i < vocab for ids in body["sequences"] for i in ids)
+    assert len({tuple(ids) for ids in body["sequences"]}) == cli.PROMPTS  # distinct prompts
+    assert cli.request_body(0)["generate"] == 0 and cli.request_body(0)["sequences"] == body["sequences"]

@@ -95,12 +95,34 @@ def test_autoscale_reaction_is_read_from_serves_replica_states():
             entry["autoscale"]["replica"]) == (1.0, 1, 2, "b")
 
 
-def test_no_added_replica_is_a_missing_measure_with_its_reason():
+def test_no_upscale_decision_is_a_missing_measure_with_its_reason():
     observed = seen()
     observed["samples"] = [s for s in observed["samples"] if s["at"] < 1033]
     document = build(observed)
     assert document["serving"][0]["autoscaleReactionS"] is None and document["complete"] is False
-    assert any(p.startswith("serve-tpu: autoscaleReactionS: Serve added no replica") for p in document["problems"])
+    assert any(p.startswith("serve-tpu: autoscaleReactionS: Serve raised no replica target after the burst's step")
+               for p in document["problems"])
+
+
+def test_an_added_replica_stopped_before_it_ran_is_told_apart_from_no_decision():
+    observed = seen()
+    for sample in observed["samples"]:  # replica b started and was stopped, never RUNNING
+        sample["replicas"] = [r for r in sample["replicas"] if r["id"] != "b" or r["state"] != "RUNNING"]
+    document = build(observed)
+    assert document["serving"][0]["autoscaleReactionS"] is None
+    assert ("serve-tpu: autoscaleReactionS: Serve raised its replica target from 1 to 2 1.0 s after the burst's step, "
+            "and no added replica was seen RUNNING after it") in "\n".join(document["problems"])
+
+
+def test_a_target_raised_before_the_step_is_named_as_such():
+    observed = seen()
+    for sample in observed["samples"]:  # Serve asked for 2 replicas during the low rate already (step at 1032)
+        if 1031.0 <= sample["at"] < 1036.5:
+            sample["target"] = 2
+    document = build(observed)
+    assert document["serving"][0]["autoscaleReactionS"] is None
+    assert ("serve-tpu: autoscaleReactionS: Serve had raised its replica target to 2 before the burst's step, with 1 "
+            "RUNNING") in "\n".join(document["problems"])
 
 
 def test_highest_rate_under_the_objective_comes_from_the_constant_rate_phases():
@@ -124,6 +146,17 @@ def test_report_md_names_the_run_and_states_no_ratio():
     local = dict(document, mode="local", simulated=True)
     assert markdown.render(local, []).splitlines()[0] == f"# {markdown.REHEARSAL}"
     assert "x)" not in text and "faster" not in text
+
+
+def test_report_md_says_what_every_request_asked():
+    from plan.compare.serving import cli
+
+    document = build()
+    generating = markdown.render(dict(document, liveRun={"request": cli.request_body(128)}), [])
+    assert "- Every request sent 4 token sequences of 16 ids and asked for 128 greedy tokens after each." in generating
+    scoring = markdown.render(dict(document, liveRun={"request": cli.request_body(0)}), [])
+    assert "- Every request sent 4 token sequences of 16 ids and asked for their log-likelihood." in scoring
+    assert "Every request" not in markdown.render(document, [])  # no request recorded: nothing said
 
 
 def test_serve_state_samples_read_the_rest_api_document():

@@ -6,10 +6,13 @@ from __future__ import annotations
 import copy
 import functools
 import shlex
+import shutil
 
 import pytest
 
 import kuberay_schema
+from helpers import ROOT
+from plan import project as projects
 from plan.compare import __main__ as compare_cli
 from plan.compare import local, sides
 from workloads import train
@@ -131,3 +134,28 @@ def test_live_only_options_are_refused_locally_and_the_other_way_round(capsys):
     assert "--steps and --report-every are for --local" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         compare_cli.parse_args(["compare"])  # neither --context nor --local
+
+
+def test_a_program_of_its_own_has_the_same_sides_read_from_what_its_plan_registered(tmp_path, monkeypatch):
+    """own-config's bench environment (RayTpuPlatformArgs, no stack file): the sides, their hardware and their price
+    come from the RayJobs, pools and cost its plan registered (plan/compare/registered.py)."""
+    folder = tmp_path / "own-config"
+    shutil.copytree(ROOT / "examples" / "own-config", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.chdir(folder)
+    projects.use(projects.load(folder))
+    try:
+        plan, values = compare_cli.load_plan("bench")
+    finally:
+        projects.use(None)
+    tpu, gpu = sides.sides(plan, values)
+    assert (tpu.name, tpu.namespace, tpu.item, tpu.generation, tpu.topology) == (
+        "bench-tpu", "compare", "v6e-8", "v6e", "2x4")
+    assert (tpu.hosts, tpu.units_per_node, tpu.accelerator) == (1, 8, "v6e 2x4, 8 chips")
+    assert (gpu.name, gpu.item, gpu.gpu_accelerator, gpu.units_per_node) == (
+        "bench-h100", "h100-8", "nvidia-h100-80gb", 8)
+    assert gpu.accelerator == "8 x nvidia-h100-80gb on a3-highgpu-8g"
+    # The plan's own cost items: a slice's rate per chip, a GPU pool's per node.
+    assert tpu.node_hourly == pytest.approx(8 * item(plan, "v6e-8")["rate"]["hourly"])
+    assert gpu.node_hourly == pytest.approx(item(plan, "h100-8")["rate"]["hourly"])
+    assert {s.capacity for s in (tpu, gpu)} == {"onDemand"}
+    assert sides.runs_train_module(tpu.entrypoint) and "--gpus 8" in gpu.entrypoint

@@ -2,15 +2,17 @@
 `--fail-on-cost-increase AMOUNT` gate (exit 4).
 
 Unit tests build the two sides from plan JSONs; one module-scoped temporary git repository (as tests/test_diff.py
-builds it) runs the real CLI: staging's slice doubles, so its monthly cost rises by exactly one slice at list price.
+builds it) is diffed once, each revision planned by its own code, and `python -m plan --diff-against` runs over that diff
+in-process: staging's slice doubles, so its monthly cost rises by exactly one slice at list price.
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import io
 import json
-import os
 import subprocess
-import sys
 from decimal import Decimal
 from pathlib import Path
 
@@ -19,6 +21,8 @@ import yaml
 from helpers import ROOT, git, project_repo  # noqa: E402
 from rich.console import Console
 
+from plan import __main__ as plan_cli
+from plan import diff
 from plan.__main__ import parse_args
 from plan.review import gates
 from plan.review.changes import Report, StackDiff
@@ -279,14 +283,36 @@ def repo(tmp_path_factory) -> Path:
     return repo
 
 
-def cli(repo: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "plan", "staging", "--diff-against", "base", *args], cwd=repo,
-                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(repo)))
+@pytest.fixture(scope="module")
+def staging_diff(repo) -> Report:
+    """staging between `base` and the working tree, each side planned by its own revision in a subprocess (as
+    `python -m plan --diff-against` plans them): once for the module, the two gates below read the same diff."""
+    return diff.diff_stacks(["staging"], "base", root=repo)
+
+
+def cli(staging_diff: Report, *args: str) -> subprocess.CompletedProcess:
+    """`python -m plan staging --diff-against base ARGS` in the repository, in-process: `main` parses, gates and
+    prints as ever, over the module's diff (its planning is what a process of its own would repeat). The command in
+    a process of its own, exit status included: tests/test_diff.py (clean_run, gated_run)."""
+    calls = []
+
+    def diffed(stacks, ref, root=None, config_file=None, workers=None, any_project=False):
+        calls.append((stacks, ref, config_file, any_project))
+        return copy.deepcopy(staging_diff)
+
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        patch.delenv("COLUMNS", raising=False)
+        patch.setattr(diff, "diff_stacks", diffed)
+        code = plan_cli.main(["staging", "--diff-against", "base", *args])
+    assert calls == [(["staging"], "base", None, False)]
+    return subprocess.CompletedProcess(["python", "-m", "plan", "staging", "--diff-against", "base", *args], code,
+                                       out.getvalue(), err.getvalue())
 
 
 @pytest.fixture(scope="module")
-def gated(repo):
-    return cli(repo, "--format", "json", "--fail-on-cost-increase", "1000")
+def gated(staging_diff):
+    return cli(staging_diff, "--format", "json", "--fail-on-cost-increase", "1000")
 
 
 def test_end_to_end_json_delta_and_exit_4(gated):
@@ -306,11 +332,11 @@ def test_end_to_end_json_delta_and_exit_4(gated):
                                    "rises by $")
 
 
-def test_end_to_end_under_the_amount_passes_and_text_shows_the_cost(repo):
+def test_end_to_end_under_the_amount_passes_and_text_shows_the_cost(staging_diff):
 
     rate = next(r.hourly for r in prices.load_table() if (r.kind, r.name, r.capacity, r.region)
                 == ("tpu", "v6e", "onDemand", "us-east5"))
-    done = cli(repo, "--fail-on-cost-increase", "100000")
+    done = cli(staging_diff, "--fail-on-cost-increase", "100000")
     assert done.returncode == 0, done.stderr
     most = pricing.format_usd(16 * rate * 730, sign=True)
     assert "Cost: +$0.00/month (+$0.00/hour)" in done.stdout and f"at most {most}/month" in done.stdout

@@ -5,20 +5,21 @@ validates its arguments, with the same rules."""
 import pytest
 from helpers import minimal_values, run
 
-from ray_tpu_gke.spec import cross_section
+from ray_tpu_gke.spec import cross_section, ray_cross_section
 
 
 @pytest.fixture
 def calls(monkeypatch):
     counted: dict[str, int] = {}
-    for rule in ("check_cluster", "check_slices", "check_worker_pools", "check_ray_objects"):
-        original = getattr(cross_section, rule)
+    for module, rule in ((cross_section, "check_cluster"), (cross_section, "check_slices"),
+                         (cross_section, "check_worker_pools"), (ray_cross_section, "check_ray_objects")):
+        original = getattr(module, rule)
 
         def counting(*args, _rule=rule, _original=original, **kwargs):
             counted[_rule] = counted.get(_rule, 0) + 1
             return _original(*args, **kwargs)
 
-        monkeypatch.setattr(cross_section, rule, counting)
+        monkeypatch.setattr(module, rule, counting)
     return counted
 
 

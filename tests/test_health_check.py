@@ -14,13 +14,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from helpers import plan_of, steps_of_type
-from test_verify import healthy
-
 from ray_tpu_gke import catalog
 from ray_tpu_gke.catalog import metrics
 from ray_tpu_gke.render import manifests
-from workloads import slice_checks, slice_health, tpu_smoke
-from workloads.slice import SliceSpec
+from ray_tpu_gke.workload import ray_labels, slice_checks
+from ray_tpu_gke.workload.slice import SliceSpec
+from test_verify import healthy
+
+from workloads import slice_health
 
 TOKEN, GOOGLE_TOKEN = "k8s-token", "google-token"
 NOW = datetime.datetime(2026, 12, 1, 10, 0, tzinfo=datetime.timezone.utc)
@@ -42,12 +43,12 @@ def ray_nodes_of(pods: list[dict], groups: dict[str, slice_checks.GroupPlan]) ->
         group = groups[pod["metadata"]["labels"]["ray.io/group"]]
         spec: SliceSpec = group.spec
         env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0].get("env", [])}
-        labels = {tpu_smoke.NODE_GROUP: group.group, tpu_smoke.TOPOLOGY: spec.topology,
-                  tpu_smoke.POD_TYPE: spec.pod_type, tpu_smoke.ACCELERATOR_TYPE: spec.accelerator_type}
+        labels = {ray_labels.NODE_GROUP: group.group, ray_labels.TOPOLOGY: spec.topology,
+                  ray_labels.POD_TYPE: spec.pod_type, ray_labels.ACCELERATOR_TYPE: spec.accelerator_type}
         if env.get("TPU_NAME"):
-            labels[tpu_smoke.SLICE_NAME] = env["TPU_NAME"]
+            labels[ray_labels.SLICE_NAME] = env["TPU_NAME"]
         if env.get("TPU_WORKER_ID") is not None:
-            labels[tpu_smoke.WORKER_ID] = env["TPU_WORKER_ID"]
+            labels[ray_labels.WORKER_ID] = env["TPU_WORKER_ID"]
         rows.append({"node_id": f"{i:08x}", "node_ip": f"10.0.1.{i}", "is_head_node": False, "state": "ALIVE",
                      "labels": labels, "resources_total": {"CPU": 8.0, "TPU": float(spec.chips_per_host)}})
     return rows
@@ -75,7 +76,8 @@ class StandIn:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # shutdown() waits for the loop's next poll: 0.5 s a test at serve_forever's default interval
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
 
     def reply(self, handler, code: int, body) -> None:
         data = json.dumps(body).encode()

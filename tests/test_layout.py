@@ -9,6 +9,7 @@ so a cycle or a layer broken by a lazy import counts as well.
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -85,7 +86,8 @@ def test_no_import_cycles():
 
 @pytest.mark.parametrize("layer", LAYERS)
 def test_components_layers_import_only_the_layers_before_them(layer):
-    allowed = {f"ray_tpu_gke.{lower}" for lower in LAYERS[:LAYERS.index(layer) + 1]}
+    # ray_tpu_gke.workload (standard library only) is beneath every layer: the platform sets what the workloads read.
+    allowed = {f"ray_tpu_gke.{lower}" for lower in LAYERS[:LAYERS.index(layer) + 1]} | {"ray_tpu_gke.workload"}
     wrong = sorted(f"{m} imports {t}" for m in GRAPH if m.startswith(f"ray_tpu_gke.{layer}")
                    for t in GRAPH[m] if t.startswith("ray_tpu_gke.") and t != "ray_tpu_gke"
                    and not any(t == a or t.startswith(a + ".") for a in allowed))
@@ -128,29 +130,22 @@ def test_the_graph_is_read():
 
 # Which packages each package may import (README, "Folders, import names and what ships"): the library imports none
 # of the others; the toolchain (plan, with the policy pack inside it when installed) and the policy pack import the
-# library; the workloads (the Ray programs, not shipped) may import the library, never the toolchain; no shipped
-# package imports the workloads.
+# library; the workloads (the Ray programs, shipped inside the toolchain only as files to copy) may import the
+# library, never the toolchain; no shipped package imports the workloads. What the toolchain needs of the
+# workloads is the library's (ray_tpu_gke.workload).
 MAY_IMPORT = {"ray_tpu_gke": set(), "plan": {"ray_tpu_gke", "policy"}, "policy": {"ray_tpu_gke"},
               "workloads": {"ray_tpu_gke"}}
+# The Ray halves of the local comparisons: scripts the workloads interpreter runs by path, with the workloads package
+# on its path as the images carry it (plan/compare/local.py job_path), never imported by a module of the toolchain
+# (test_the_ray_halves_are_run_not_imported). Theirs is the workloads' contract: the library and the workloads.
+RAY_HALVES = {"plan.compare.local_run", "plan.compare.serving.local_ray"}
 # Imports that break the contract today, each with the work that removes it. Every entry must still be an import
 # (test_known_exceptions_are_still_real), so that one removed is struck here too.
-KNOWN_EXCEPTIONS = {
-    # The live checks share the slice checks of the in-cluster CronJob: helper i29 (issue #29) moves the slice-check
-    # logic of workloads/slice_checks.py into the shipped package.
-    ("plan.verify.checks", "workloads.slice_checks"), ("plan.verify.labels", "workloads.slice_checks"),
-    ("plan.verify.live_versions", "workloads.slice_checks"), ("plan.verify.expected", "workloads.slice_checks"),
-    ("plan.verify.expected", "workloads.slice"), ("plan.verify.smoke", "workloads.tpu_smoke"),
-    # The planner checks a RayJob's training or smoke-test arguments with the workloads' own parsers, and compare's
-    # local run starts the workloads' local cluster: they move into the package once the workloads' interpreters
-    # and images carry ray_tpu_gke without Pulumi (helper i31a, issue #31: ray_tpu_gke.bench, the training-result
-    # contract, and the images' build context).
-    ("plan.entrypoints", "workloads.train"), ("plan.entrypoints", "workloads.tpu_smoke"),
-    ("plan.compare.local_run", "workloads.slice"), ("plan.compare.local_run", "workloads.local_cluster"),
-    # The local runs copy the workloads package onto the workloads interpreter's path from where it is installed,
-    # and the serving rehearsal starts the same local cluster and slice shapes as training's.
-    ("plan.compare.local", "workloads"), ("plan.compare.serving.local_ray", "workloads.local_cluster"),
-    ("plan.compare.serving.local_ray", "workloads.slice"),
-}
+KNOWN_EXCEPTIONS: set[tuple[str, str]] = set()
+# The library's share of the workloads: what their images carry beside ray_tpu_gke.bench (workloads/Dockerfile), so
+# the standard library, bench and one another only.
+WORKLOAD = "ray_tpu_gke.workload"
+WORKLOAD_MAY_IMPORT = {"ray_tpu_gke", "ray_tpu_gke.bench"}
 
 
 def _package(module: str) -> str:
@@ -161,10 +156,50 @@ def _cross_package_edges() -> set[tuple[str, str]]:
     return {(m, t) for m in GRAPH for t in GRAPH[m] if _package(t) != _package(m)}
 
 
+def _contract_of(module: str) -> str:
+    return "workloads" if module in RAY_HALVES else _package(module)
+
+
 def test_packages_import_only_what_their_contract_allows():
-    wrong = sorted(f"{m} imports {t}" for m, t in _cross_package_edges()
-                   if _package(t) not in MAY_IMPORT[_package(m)] and (m, t) not in KNOWN_EXCEPTIONS)
+    wrong = sorted(f"{m} imports {t}" for m in GRAPH for t in GRAPH[m] if _package(t) != _contract_of(m)
+                   and _package(t) not in MAY_IMPORT[_contract_of(m)] and (m, t) not in KNOWN_EXCEPTIONS)
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_ray_halves_are_run_not_imported():
+    importers = sorted(f"{m} imports {t}" for m in GRAPH for t in GRAPH[m] & RAY_HALVES)
+    assert not importers, importers
+    assert all('if __name__ == "__main__":' in MODULES[m].read_text() for m in RAY_HALVES)
+
+
+def _every_import(module: str) -> set[str]:
+    """Every module `module` imports, the standard library's and third parties' too (GRAPH keeps the project's)."""
+    path = MODULES[module]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            found |= set(_resolve(module, path, node))
+    return found
+
+
+def test_the_workload_package_needs_only_the_standard_library_and_bench():
+    members = [m for m in MODULES if m == WORKLOAD or m.startswith(WORKLOAD + ".")]
+    assert f"{WORKLOAD}.slice_checks" in members and f"{WORKLOAD}.train_args" in members
+    wrong = sorted(f"{m} imports {t}" for m in members for t in _every_import(m)
+                   if t.split(".")[0] not in sys.stdlib_module_names and t not in WORKLOAD_MAY_IMPORT
+                   and not t.startswith(WORKLOAD + "."))
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_toolchain_reaches_the_workloads_through_the_library_only():
+    """What plan, verify and compare need of the workloads comes from ray_tpu_gke.workload; the workloads import the
+    same modules rather than keeping copies."""
+    toolchain = [(m, t) for m in GRAPH if _package(m) in ("plan", "policy") and m not in RAY_HALVES for t in GRAPH[m]]
+    assert not [(m, t) for m, t in toolchain if _package(t) == "workloads"]
+    assert any(t.startswith(WORKLOAD + ".") for _, t in toolchain)
+    assert any(t.startswith(WORKLOAD + ".") for m in GRAPH if _package(m) == "workloads" for t in GRAPH[m])
 
 
 def test_known_exceptions_are_still_real():
@@ -219,7 +254,7 @@ def _underscore_imports(module: str) -> list[str]:
     return found
 
 
-# Underscore names imported across packages today (helper i29's move of the slice checks, as above).
+# Underscore names imported across packages today (none since the slice checks moved into the library).
 UNDERSCORE_EXCEPTIONS: set[str] = set()
 
 

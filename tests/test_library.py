@@ -185,8 +185,24 @@ def test_own_config_example_prod(monkeypatch):
     assert steps(plan, RAY_CLUSTER)[0].inputs["metadata"]["namespace"] == "serving"
 
 
+def test_own_config_example_bench_has_a_suspended_rayjob_on_the_slice_and_on_the_gpu_pool(monkeypatch):
+    """The comparison as a program of its own (`ray-tpu-gke compare bench`, docs/compare.md)."""
+    plan = run_example(monkeypatch, OWN, "bench", {})
+    pools = {s.name: s.inputs for s in steps(plan, NODE_POOL)}
+    gpu = pools["h100-8"]
+    assert gpu["nodeConfig"]["machineType"] == "a3-highgpu-8g"
+    assert gpu["nodeConfig"]["guestAccelerators"][0]["type"] == "nvidia-h100-80gb"
+    assert gpu["autoscaling"]["minNodeCount"] == 0 and pools["v6e-8-0"]["autoscaling"]["minNodeCount"] == 0
+    jobs = {s.inputs["metadata"]["name"]: s.inputs["spec"] for s in steps(plan, "kubernetes:ray.io/v1:RayJob")}
+    assert sorted(jobs) == ["bench-h100", "bench-tpu"]
+    limits = {name: job["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["resources"]
+              ["limits"] for name, job in jobs.items()}
+    assert limits["bench-tpu"][TPU] == "8" and limits["bench-h100"]["nvidia.com/gpu"] == "8"
+    assert all(job["suspend"] is True and job["ttlSecondsAfterFinished"] == 60 for job in jobs.values())
+
+
 def test_own_config_example_unknown_stack(monkeypatch):
-    with pytest.raises(ValueError, match=r"environments.toml has no \[environments.qa\] table \(it has: dev, prod\)"):
+    with pytest.raises(ValueError, match=r"environments.toml has no \[environments.qa\] table \(it has: bench, dev, prod\)"):
         run_example(monkeypatch, OWN, "qa", {})
 
 

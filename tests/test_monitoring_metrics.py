@@ -80,9 +80,10 @@ def dashboard_series(dashboard: dict):
 
 
 def policy_series(policy: dict):
-    for condition in policy["conditions"]:
-        threshold = condition.get("conditionThreshold") or condition["conditionAbsent"]
-        yield threshold["filter"], threshold["aggregations"]
+    for condition in policy["conditions"]:  # a PromQL condition has no filter: test_promql_queries_name_...
+        threshold = condition.get("conditionThreshold") or condition.get("conditionAbsent")
+        if threshold is not None:
+            yield threshold["filter"], threshold["aggregations"]
 
 
 def stack_series(stack: str):
@@ -191,6 +192,24 @@ def test_filters_name_the_stack_project_and_cluster():
             # generic_task (the slice check's series): the cluster's name is its namespace label.
             assert f'"{name}"' in (terms.get("resource.labels.cluster_name"), terms.get("resource.labels.cluster"),
                                    terms.get("resource.labels.namespace"))
+
+
+def test_promql_queries_name_the_stack_project_and_cluster_and_a_listed_metric():
+    queries = 0
+    for stack in STACKS:
+        plan = plan_of(stack)
+        cluster = next(s for s in plan["steps"] if s["newState"]["type"] == "gcp:container/cluster:Cluster")
+        project, name = cluster["newState"]["inputs"]["project"], cluster["newState"]["inputs"]["name"]
+        for step in steps_of_type(plan, POLICY):
+            for condition in step["newState"]["inputs"]["conditions"]:
+                body = condition.get("conditionPrometheusQueryLanguage")
+                if body is None:
+                    continue
+                assert f'project_id="{project}"' in body["query"] and f'cluster="{name}"' in body["query"]
+                metric = re.search(r"\(([a-z_]+)\{", body["query"]).group(1)
+                assert f"prometheus.googleapis.com/{metric}/gauge" in METRICS, metric
+                queries += 1
+    assert queries  # the unschedulable-pods policy of the stacks with Ray objects
 
 
 # --- the builders refuse what the list does not hold -------------------------------------------------------------

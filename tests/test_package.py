@@ -1,7 +1,8 @@
 """The artifact an adopter installs: `python -m build` makes the sdist and the wheel (the wheel built from the
 sdist, so the sdist holds what the wheel needs), `twine check` passes both, and the wheel, installed into a fresh
 virtualenv outside the checkout, runs every `ray-tpu-gke` command in projects of their own: `--help` of each, and
-`plan`, `diagram`, `policy` and `verify` (against the stand-in kubectl of tests/data/verify/) for real.
+`plan`, `diagram`, `policy`, `verify` (against the stand-in kubectl of tests/data/verify/) and `compare --local` (a
+local Ray cluster in the workloads interpreter, $WORKLOADS_PYTHON) for real.
 
 One build and one virtualenv for the module (`installed`). The virtualenv gets the wheel alone (`--no-deps`); its
 dependencies come from this interpreter's site-packages through a .pth line, which adds that folder to sys.path but
@@ -26,10 +27,9 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from helpers import ROOT, git, workloads_python
 
-from helpers import ROOT, git
-
-pytestmark = pytest.mark.installed_wheel
+pytestmark = [pytest.mark.installed_wheel, pytest.mark.local_ray]
 
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 COMMANDS = ("plan", "verify", "compare", "diagram", "policy")
@@ -67,8 +67,8 @@ def artifacts(tmp_path_factory) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def installed(artifacts):
     """The wheel in a fresh venv outside the checkout, and a team's repository of its own (a git repository on
-    `main`) holding copies of the two Python examples and of this repository's project (its Pulumi.yaml, program and
-    stacks: a project of the stack-file schema)."""
+    `main`) holding copies of the two Python examples, the example comparison jobs (bench-jobs) and this repository's
+    project (its Pulumi.yaml, program and stacks: a project of the stack-file schema)."""
     base = artifacts["base"]
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, env=clean_env())
@@ -80,7 +80,7 @@ def installed(artifacts):
                      cwd=base).stdout.strip())
     (site / "ray-tpu-gke-dependencies.pth").write_text(f"{sysconfig.get_paths()['purelib']}\n")
     team = base / "team"
-    for example in ("existing-cluster", "own-config"):
+    for example in ("existing-cluster", "own-config", "bench-jobs"):
         shutil.copytree(ROOT / "examples" / example, team / example, ignore=NOT_SOURCES)
     platform = team / "platform"
     platform.mkdir()
@@ -113,10 +113,12 @@ def _sdist_names(sdist: Path) -> set[str]:
 
 def test_the_sdist_holds_the_sources_the_wheel_is_built_from(artifacts):
     names = _sdist_names(artifacts["sdist"])
-    folders = {"ray_tpu_gke": "components", "ray_tpu_gke_tools/policy": "policy", "ray_tpu_gke_tools": "plan",
-               "workloads": "workloads"}
+    folders = {"ray_tpu_gke": "components", "ray_tpu_gke_tools/policy": "policy",
+               "ray_tpu_gke_tools/workloads": "workloads", "ray_tpu_gke_tools": "plan"}
     with zipfile.ZipFile(artifacts["wheel"]) as wheel:
         shipped = [n for n in wheel.namelist() if ".dist-info/" not in n]
+    # Two top-level packages, the library and the toolchain: no `plan`, `policy` or `workloads` of their own.
+    assert {name.split("/")[0] for name in shipped} == {"ray_tpu_gke", "ray_tpu_gke_tools"}, shipped
     for name in shipped:  # each file of the wheel, where the sdist has it
         prefix = next(p for p in folders if name.startswith(p + "/"))
         assert folders[prefix] + name[len(prefix):] in names, name
@@ -144,19 +146,47 @@ def test_the_wheel_declares_the_console_script_and_the_dependencies(artifacts):
 
 def test_the_venv_runs_the_wheel_and_nothing_of_the_checkout(installed):
     venv, site, team = installed
-    probe = ("import importlib.util, ray_tpu_gke, ray_tpu_gke_tools, workloads; "
-             "print(ray_tpu_gke.__file__); print(ray_tpu_gke_tools.__file__); print(workloads.__file__); "
-             "print(importlib.util.find_spec('plan')); print(importlib.util.find_spec('policy')); "
+    probe = ("import importlib.util, ray_tpu_gke, ray_tpu_gke_tools, ray_tpu_gke.workload.slice_checks; "
+             "print(ray_tpu_gke.__file__); print(ray_tpu_gke_tools.__file__); "
+             "print(ray_tpu_gke.workload.slice_checks.__file__); print(importlib.util.find_spec('plan')); "
+             "print(importlib.util.find_spec('policy')); print(importlib.util.find_spec('workloads')); "
              "print(ray_tpu_gke.__version__)")
     done = _run([str(venv / "bin" / "python"), "-c", probe], cwd=team)
     assert done.returncode == 0, done.stderr
-    library, tools, workloads, plan, policy, version = done.stdout.split()
-    for path in (library, tools, workloads):
+    library, tools, checks, plan, policy, workloads, version = done.stdout.split()
+    for path in (library, tools, checks):
         assert Path(path).is_relative_to(site), path
-    assert plan == policy == "None"
+    assert plan == policy == workloads == "None"
+    assert (site / "ray_tpu_gke_tools" / "workloads" / "train.py").is_file()  # what compare --local copies
     assert version == VERSION
     assert (site / "ray_tpu_gke_tools" / "policy" / "PulumiPolicy.yaml").is_file()
     assert (site / "ray_tpu_gke" / "catalog" / "data" / "prices.yaml").is_file()
+
+
+def _package_files(record: str) -> set[str]:
+    """The modules and data a RECORD lists, without what an installer adds (bytecode, the dist-info, scripts)."""
+    names = {line.split(",")[0] for line in record.splitlines() if line}
+    return {n for n in names if n.startswith(("ray_tpu_gke/", "ray_tpu_gke_tools/")) and "__pycache__" not in n}
+
+
+def test_the_sdist_installs_what_the_wheel_holds(artifacts, tmp_path):
+    """pip builds and installs the sdist itself (what it does where no wheel is offered): the files it installs are
+    the wheel's, and the console script it writes runs."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, env=clean_env())
+    python = str(venv / "bin" / "python")
+    install = _run([python, "-m", "pip", "install", "--no-deps", "--disable-pip-version-check",
+                    str(artifacts["sdist"])], cwd=tmp_path)
+    assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
+    site = Path(_run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                     cwd=tmp_path).stdout.strip())
+    installed = _package_files((site / f"ray_tpu_gke-{VERSION}.dist-info" / "RECORD").read_text())
+    with zipfile.ZipFile(artifacts["wheel"]) as wheel:
+        packaged = _package_files(wheel.read(f"ray_tpu_gke-{VERSION}.dist-info/RECORD").decode())
+    assert installed == packaged and any(n.endswith("cli.py") for n in installed)
+    (site / "ray-tpu-gke-dependencies.pth").write_text(f"{sysconfig.get_paths()['purelib']}\n")
+    done = _run([str(venv / "bin" / "ray-tpu-gke"), "--help"], cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.startswith("usage:"), done.stderr
 
 
 def test_every_command_answers_help(installed):
@@ -328,7 +358,7 @@ def expected_of_project(folder: Path, stack: str):
 
 def test_verify_diagram_and_compare_on_the_existing_cluster_example(installed, tmp_path):
     """A program that configures the library itself: verify checks the live cluster against what its plan
-    registered, diagram draws it, compare says in one line what it needs instead."""
+    registered, diagram draws it, compare names in one line what a comparison needs that it lacks."""
     import test_verify
 
     venv, _, team = installed
@@ -349,5 +379,39 @@ def test_verify_diagram_and_compare_on_the_existing_cluster_example(installed, t
 
     compare = console(venv, folder, "compare", "dev", "--local")
     assert compare.returncode == 2 and len(compare.stderr.strip().splitlines()) == 1, compare.stderr
-    assert "ray-tpu-gke:rayJobs" in compare.stderr and "Traceback" not in compare.stderr
+    refused = compare.stderr.strip()
+    assert refused.startswith("error: program tpu-existing-cluster registers no GPU pool (WorkerPool"), refused
+    assert "no RayJob on a TPU slice" in refused and "no TPU slice" not in refused and "Traceback" not in refused
 
+
+# The cheapest real comparison: both sides run the plain-Python example job (no framework, no Ray Train), a few
+# steps, no failure injected; what is measured is the toolchain's own path (plan, sides, the local Ray cluster,
+# the report), not a model.
+PLAIN_JOB = "python ../bench-jobs/plain_job.py --steps 6"
+
+
+def test_compare_runs_locally_on_the_own_config_programs_bench_environment(installed, tmp_path):
+    """A program of its own (own-config's bench environment: RayTpuPlatform with a TPU slice, a GPU pool and a
+    RayJob template on each) compared locally from the installed wheel: its sides are what its plan registered."""
+    from ray_tpu_gke.catalog import prices
+
+    venv, _, team = installed
+    folder = team / "own-config"
+    out = tmp_path / "report"
+    done = console(venv, folder, "compare", "bench", "--local", "--out", str(out), "--inject-failure", "0",
+                   "--report-every", "3", "--entrypoint", f"bench-tpu={PLAIN_JOB}",
+                   "--entrypoint", f"bench-h100={PLAIN_JOB}", WORKLOADS_PYTHON=workloads_python())
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+    document = json.loads((out / "report.json").read_text())
+    assert document["mode"] == "local" and document["problems"] == []
+    sides = {s["name"]: s for s in document["sides"]}
+    assert list(sides) == ["bench-tpu", "bench-h100"]
+    assert sides["bench-tpu"]["accelerator"] == "v6e 2x4, 8 chips"
+    assert sides["bench-h100"]["accelerator"] == "8 x nvidia-h100-80gb on a3-highgpu-8g"
+    # Each side at the list price of its hardware in the environment's region: 8 v6e chips, one a3-highgpu-8g node.
+    table = prices.load_table()
+    chip = prices.find_rate("tpu", "v6e", "onDemand", "us-central1", [], table).hourly
+    node = prices.find_rate("gpu", "a3-highgpu-8g", "onDemand", "us-central1", [], table).hourly
+    assert sides["bench-tpu"]["hourlyUsd"] == pytest.approx(float(8 * chip))
+    assert sides["bench-h100"]["hourlyUsd"] == pytest.approx(float(node))
+    assert all(side["steps"] == 6 for side in sides.values())

@@ -165,13 +165,14 @@ def test_console_script_plans_a_minimal_program_and_its_config(tmp_path, capsys,
     assert cli.main(["plan", "qa"]) == 1
     assert capsys.readouterr().err.strip() == f"error: no stack config {root / 'Pulumi.qa.yaml'}; stacks here: dev"
     # The other commands read what the program registered (nothing here: a cluster it does not create); compare
-    # reads the sides only a stack file declares, and says so in one line.
+    # names in one line what a comparison needs that the program lacks.
     assert cli.main(["diagram", "dev"]) == 0
     chart = capsys.readouterr().out
     assert "existing: not created here" in chart and "system pool" not in chart and "worker group" not in chart
     assert cli.main(["compare", "dev", "--local"]) == 2
     refused = capsys.readouterr().err.strip().splitlines()
-    assert len(refused) == 1 and "ray-tpu-gke:rayJobs" in refused[0] and "'team' does not have" in refused[0]
+    assert len(refused) == 1 and refused[0].startswith("error: program team registers no TPU slice (TpuSlicePools")
+    assert "no GPU pool (WorkerPool" in refused[0] and "no RayJob on a GPU pool" in refused[0]
     assert cli.main(["nonsense"]) == 2
 
 
@@ -270,19 +271,31 @@ def test_every_component_of_a_library_program_is_checked_in_one_pass(tmp_path, c
     assert len(lines) == 2 and "Traceback" not in err
 
 
-def _plain(*args: str, **env: str) -> subprocess.CompletedProcess:
-    import os
+def _plain(monkeypatch, *args: str, **env: str) -> subprocess.CompletedProcess:
+    """`python -m plan ARGS` in-process with only `env` of COLUMNS and LINES set, its output not a terminal (a
+    pipe, as a subprocess's would be); the stack planned once per process (plans.py)."""
+    import contextlib
+    import io
 
-    environ = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    return subprocess.run([sys.executable, "-m", "plan", *args], cwd=ROOT, env={**environ, **env},
-                          capture_output=True, text=True, timeout=300)
+    from plan import __main__ as plan_cli
+    from plans import planned_once
+
+    for name in ("COLUMNS", "LINES"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), planned_once():
+        code = plan_cli.main(list(args))
+    assert not out.isatty() and not err.isatty()
+    return subprocess.CompletedProcess(["python", "-m", "plan", *args], code, out.getvalue(), err.getvalue())
 
 
 @pytest.mark.parametrize("stack", ["prod"])  # a stack with a warning longer than 90 columns
-def test_text_output_follows_columns_and_warnings_wrap_at_words(stack):
+def test_text_output_follows_columns_and_warnings_wrap_at_words(stack, monkeypatch):
     """Tables fit COLUMNS (their cells wrap), long warnings wrap at words; in JSON mode each stays one line."""
-    text = _plain(stack, COLUMNS="90")
-    data = _plain(stack, "--json")
+    text = _plain(monkeypatch, stack, COLUMNS="90")
+    data = _plain(monkeypatch, stack, "--json")
     assert text.returncode == data.returncode == 0, text.stderr + data.stderr
     lines = text.stdout.splitlines()
     assert max(map(len, lines)) <= 90, max(lines, key=len)
@@ -292,5 +305,5 @@ def test_text_output_follows_columns_and_warnings_wrap_at_words(stack):
     flowing = " ".join(text.stdout.split())
     for warning in warnings:
         assert " ".join(warning.split()) in flowing, warning  # every word, in order, wrapped only between words
-    off_terminal = _plain(stack)  # no COLUMNS, not a terminal: 200 columns
+    off_terminal = _plain(monkeypatch, stack)  # no COLUMNS, not a terminal: 200 columns
     assert max(map(len, off_terminal.stdout.splitlines())) <= 200

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from helpers import ROOT, minimal_values, run, steps_of_type
-from ray_tpu_gke.render.alerts import runbook_anchor
+from ray_tpu_gke.render.alert_docs import runbook_anchor
 from ray_tpu_gke.spec.problems import ConfigError
 
 ALERT_POLICY = "gcp:monitoring/alertPolicy:AlertPolicy"

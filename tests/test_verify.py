@@ -14,6 +14,7 @@ import copy
 import functools
 import json
 import os
+import subprocess
 import sys
 import tempfile
 from collections import defaultdict
@@ -22,14 +23,15 @@ from pathlib import Path
 import kuberay_schema
 import pytest
 import yaml
-from helpers import ROOT
+from helpers import ROOT, InProcessKubectl
 from plans import program_plan
+from ray_tpu_gke import catalog
+from ray_tpu_gke.render import manifests
+from ray_tpu_gke.workload import ray_labels, smoke_args
+from workloads import tpu_smoke
 
 from plan import harness, stackfile
 from plan.verify import cli, expected, kubectl, labels, smoke
-from ray_tpu_gke import catalog
-from ray_tpu_gke.render import manifests
-from workloads import tpu_smoke
 
 DATA = ROOT / "tests" / "data" / "verify"
 CONTEXT = "gke_acme-ml-staging_us-east5-b_ray-tpu-staging"
@@ -91,16 +93,16 @@ def smoke_log(spec, group: str, slices: int, hosts_per_slice=None, labels_only: 
             ray_nodes.append({"NodeID": f"{replica:04d}{worker:04d}" * 7, "Alive": True,
                               "NodeManagerAddress": f"10.16.{replica}.{worker}",
                               "Resources": {"TPU": float(spec.chips_per_host)},
-                              "Labels": {tpu_smoke.SLICE_NAME: f"{group}-{replica}", tpu_smoke.WORKER_ID: str(worker),
-                                         tpu_smoke.TOPOLOGY: spec.topology, tpu_smoke.POD_TYPE: spec.pod_type,
-                                         tpu_smoke.ACCELERATOR_TYPE: spec.accelerator_type}})
-    observed = tpu_smoke.observe(ray_nodes, group)
-    checks, whole = tpu_smoke.label_checks(observed, spec, slices)
+                              "Labels": {ray_labels.SLICE_NAME: f"{group}-{replica}", ray_labels.WORKER_ID: str(worker),
+                                         ray_labels.TOPOLOGY: spec.topology, ray_labels.POD_TYPE: spec.pod_type,
+                                         ray_labels.ACCELERATOR_TYPE: spec.accelerator_type}})
+    observed = ray_labels.observe(ray_nodes, group)
+    checks, whole = ray_labels.label_checks(observed, spec, slices)
     if labels_only:
-        checks += [tpu_smoke.Check("reservation", "skip", "not run: --labels-only"),
-                   tpu_smoke.Check("psum", "skip", "not run: --labels-only")]
+        checks += [ray_labels.Check("reservation", "skip", "not run: --labels-only"),
+                   ray_labels.Check("psum", "skip", "not run: --labels-only")]
     elif all(c.status == "pass" for c in checks):
-        checks.append(tpu_smoke.Check("reservation", "pass", f"{len(whole)} slices"))
+        checks.append(ray_labels.Check("reservation", "pass", f"{len(whole)} slices"))
         for name in whole:
             results = [{"worker_id": w, "process_index": w, "process_count": spec.hosts,
                         "device_count": spec.chips, "local_device_count": spec.chips_per_host, "platform": "tpu",
@@ -108,7 +110,7 @@ def smoke_log(spec, group: str, slices: int, hosts_per_slice=None, labels_only: 
                         "compile_s": 3.4, "run_s": 0.002} for w in range(spec.hosts)]
             checks.append(tpu_smoke.psum_check(name, results, spec, "tpu"))
     else:
-        checks += [tpu_smoke.Check("reservation", "skip", "not run"), tpu_smoke.Check("psum", "skip", "not run")]
+        checks += [ray_labels.Check("reservation", "skip", "not run"), ray_labels.Check("psum", "skip", "not run")]
     result = tpu_smoke.document(spec, group, slices, "tpu", observed, checks,
                                 {"wait_s": 0.1, "reservation_s": 0.4, "compile_s": 3.4, "psum_s": 0.002})
     return ((DATA / "smoke.log").read_text().replace("RESULT", json.dumps(result, sort_keys=True))
@@ -215,27 +217,29 @@ def program_once(stack, values, secret_keys=None, **options):
     return _program(stack, json.dumps(values, sort_keys=True), tuple(secret_keys or ()))
 
 
-def fake_kubectl(tmp_path, monkeypatch):
-    """tests/data/verify/kubectl first on PATH, run by this interpreter without site-packages (it needs only the
-    standard library, and starts in milliseconds, not through a version manager's shim); returns its state file."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    fake = bin_dir / "kubectl"
-    source = (DATA / "kubectl").read_text()
-    fake.write_text(f"#!{sys.executable} -S\n" + source.split("\n", 1)[1])
-    fake.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+def fake_kubectl(tmp_path, monkeypatch, on_path: bool = False):
+    """tests/data/verify/kubectl, answering every kubectl call; returns its state file. In-process by default
+    (helpers.InProcessKubectl); `on_path`: first on PATH as the executable `kubectl`, run by this interpreter without
+    site-packages (it needs only the standard library, and starts in milliseconds, not through a version manager's
+    shim)."""
+    if on_path:
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        fake = bin_dir / "kubectl"
+        source = (DATA / "kubectl").read_text()
+        fake.write_text(f"#!{sys.executable} -S\n" + source.split("\n", 1)[1])
+        fake.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    else:
+        monkeypatch.setattr(kubectl, "subprocess", InProcessKubectl(DATA / "kubectl"))
     path = tmp_path / "cluster.json"
     monkeypatch.setenv("FAKE_KUBECTL_STATE", str(path))
     return path
 
 
-@pytest.fixture
-def run(tmp_path, monkeypatch, capsys):
-    """Run `python -m plan.verify STACK --context CONTEXT ...` in-process against a state; returns
-    (exit status, checks by (subject, name), stdout, the stand-in kubectl's state afterwards); `run.err` is stderr."""
+def _runner(tmp_path, monkeypatch, capsys, on_path: bool):
     monkeypatch.setattr(expected.harness, "run_program", program_once)
-    path = fake_kubectl(tmp_path, monkeypatch)
+    path = fake_kubectl(tmp_path, monkeypatch, on_path)
 
     def go(stack: str, state: dict, *args: str, text: bool = False):
         path.write_text(json.dumps(state))
@@ -245,6 +249,19 @@ def run(tmp_path, monkeypatch, capsys):
         return code, checks, out, json.loads(path.read_text())
 
     return go
+
+
+@pytest.fixture
+def run(tmp_path, monkeypatch, capsys):
+    """Run `python -m plan.verify STACK --context CONTEXT ...` in-process against a state; returns
+    (exit status, checks by (subject, name), stdout, the stand-in kubectl's state afterwards); `run.err` is stderr."""
+    return _runner(tmp_path, monkeypatch, capsys, on_path=False)
+
+
+@pytest.fixture
+def run_on_path(tmp_path, monkeypatch, capsys):
+    """`run`, each kubectl call a child process: the stand-in is the `kubectl` on PATH."""
+    return _runner(tmp_path, monkeypatch, capsys, on_path=True)
 
 
 def failures(checks: dict) -> dict:
@@ -270,8 +287,9 @@ def test_a_cluster_built_as_planned_passes(run, stack):
     assert len(submitted) == len(smoked) == len(state.get("deleted", []))
 
 
-def test_staging_report_covers_pool_objects_groups_and_smoke(run):
-    code, checks, _, state = run("staging", healthy("staging"))
+def test_staging_report_covers_pool_objects_groups_and_smoke(run_on_path):
+    """The stand-in as a real `kubectl` on PATH here; in-process elsewhere (the same answers, fewer interpreters)."""
+    code, checks, _, state = run_on_path("staging", healthy("staging"))
     assert code == 0
     assert [name for subject, name in checks if subject == POOL] == ["nodes", "labels", "ready"]
     assert checks[(POOL, "nodes")]["detail"] == "4 nodes"
@@ -296,7 +314,7 @@ def test_the_smoke_rayjob_is_a_valid_kuberay_object_running_the_smoke_test_on_th
     assert job["spec"]["clusterSelector"] == {"ray.io/cluster": "train"}
     words = job["spec"]["entrypoint"].split()
     assert words[:3] == ["python", "-m", "workloads.tpu_smoke"]
-    spec, args = tpu_smoke.parse_args(words[3:], environ={})
+    spec, args = smoke_args.parse_args(words[3:], environ={})
     assert (spec.generation, spec.topology, spec.hosts, spec.chips_per_host) == ("v6e", "4x4", 4, 4)
     assert (args.group, args.slices, args.platform) == ("v6e-16", 1, "tpu")
     assert state["deleted"] == [job["metadata"]["name"]]
@@ -463,7 +481,7 @@ def test_missing_and_unready_objects_fail(run):
 
 def test_a_failing_smoke_test_names_its_failing_checks(run):
     state = healthy("staging")
-    result = tpu_smoke.parse_result(state["smoke"]["logs"]["v6e-16"])
+    result = smoke_args.parse_result(state["smoke"]["logs"]["v6e-16"])
     psum = next(c for c in result["checks"] if c["name"] == "psum")
     psum.update(status="fail", detail="JAX platform cpu, expected tpu")
     result["ok"] = False
@@ -487,7 +505,7 @@ def test_a_smoke_job_without_a_result_fails_with_its_last_lines(run):
 
 def test_a_result_for_another_slice_does_not_count():
     group = planned("staging").objects[0].groups[0]
-    other = tpu_smoke.parse_result(smoke_log(expected.SliceSpec("v6e", "2x4", 2, 4), "v6e-16", 1))
+    other = smoke_args.parse_result(smoke_log(expected.SliceSpec("v6e", "2x4", 2, 4), "v6e-16", 1))
     check = smoke.smoke_verdict("g", group, {"status": {"jobStatus": "SUCCEEDED"}}, json.dumps(other))
     assert check.status == "fail"
     assert check.detail.startswith("the result is for another slice: topology '2x4' (asked '4x4')")
@@ -506,10 +524,49 @@ def test_a_smoke_job_that_never_finishes_fails_at_the_deadline(tmp_path, monkeyp
     group = planned("staging").objects[0].groups[0]
     (check,) = smoke.run_smoke(kubectl.Kubectl(CONTEXT), [smoke.SmokeTarget(TRAIN, "ray", "train", group)],
                                 timeout=60, poll=1, keep=False, clock=lambda: now[0], sleep=sleep)
-    assert check.status == "fail" and "not done within 420s (jobStatus RUNNING)" in check.detail
+    assert check.status == "fail" and "not done within 420s (jobDeploymentStatus Running, jobStatus RUNNING)" \
+        in check.detail
     after = json.loads(path.read_text())
     assert len([c for c in after["calls"] if c["args"][:2] == ["get", "rayjob"]]) == 6  # 0, 100, ... 500 > 420
     assert after["created"] == {}  # deleted all the same
+
+
+class RayJobInStages(kubectl.Kubectl):
+    """A smoke RayJob whose status goes through `stages` (one per read), its submitter's log empty until KubeRay
+    says Complete: Ray's job status arrives before the submitter has printed the result."""
+
+    def __init__(self, stages: list[dict], log: str):
+        super().__init__(CONTEXT)
+        self.stages, self.log, self.reads, self.read_logs_at = list(stages), log, 0, []
+
+    def json(self, *args, stdin=None, missing_ok=False):
+        assert args[:3] == ("create", "-f", "-")
+        return json.loads(stdin)
+
+    def get(self, kind, name, namespace):
+        status = self.stages[min(self.reads, len(self.stages) - 1)]
+        self.reads += 1
+        return {"metadata": {"name": name, "namespace": namespace}, "status": status}
+
+    def run(self, *args, stdin=None):
+        if args[0] == "logs":
+            status = self.stages[min(self.reads, len(self.stages)) - 1]
+            self.read_logs_at.append(status)
+            log = self.log if status["jobDeploymentStatus"] == "Complete" else ""
+            return subprocess.CompletedProcess(args, 0, log, "")
+        return subprocess.CompletedProcess(args, 0, "", "")
+
+
+def test_a_smoke_job_is_read_when_kuberay_says_complete_not_when_ray_says_succeeded():
+    group = planned("staging").objects[0].groups[0]
+    stages = [{"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"},
+              {"jobDeploymentStatus": "Running", "jobStatus": "SUCCEEDED"},  # Ray's job done, the submitter not
+              {"jobDeploymentStatus": "Complete", "jobStatus": "SUCCEEDED"}]
+    fake = RayJobInStages(stages, smoke_log(group.spec, group.group, 1))
+    (check,) = smoke.run_smoke(fake, [smoke.SmokeTarget(TRAIN, "ray", "train", group)], timeout=60, poll=0,
+                               keep=False, sleep=lambda seconds: None)
+    assert check.status == "pass", check.detail
+    assert fake.reads == 3 and fake.read_logs_at == [stages[-1]]
 
 
 def test_a_smoke_job_kubectl_refuses_to_create_fails_that_group_only(run, monkeypatch):

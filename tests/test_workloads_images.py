@@ -9,6 +9,8 @@ import re
 import yaml
 from helpers import ROOT
 
+from plan.compare import local
+
 WORKLOADS = ROOT / "workloads"
 VARIANTS = {"tpu": WORKLOADS / "Dockerfile", "gpu": WORKLOADS / "Dockerfile.gpu"}
 
@@ -77,15 +79,21 @@ def test_cloud_build_builds_both_variants_under_the_names_the_stacks_use():
     assert config["substitutions"]["_TAG"] == RAY
 
 
-def test_the_build_context_is_the_workloads_and_the_reporting_api_only():
+def test_the_build_context_is_the_workloads_and_the_library_they_need_only():
+    """The images carry of the library what the local comparison puts on the workloads interpreter's path
+    (plan.compare.local.LIBRARY_IN_IMAGES): the package file, bench and the workload package."""
+    kept = {f"!components/{name}" + ("/" if (ROOT / "components" / name).is_dir() else "") for name in
+            local.LIBRARY_IN_IMAGES}
     ignored = [line for line in (ROOT / ".dockerignore").read_text().splitlines() if line and line[0] != "#"]
-    assert ignored[0] == "*" and {"!workloads/", "!components/__init__.py", "!components/bench.py"} <= set(ignored)
+    assert ignored[0] == "*" and {"!workloads/", *kept} <= set(ignored)
     assert {"workloads/Dockerfile", "workloads/Dockerfile.gpu", "workloads/cloudbuild.yaml", "**/__pycache__/"} <= set(
         ignored)
+    files = [f"components/{n}" for n in local.LIBRARY_IN_IMAGES if (ROOT / "components" / n).is_file()]
+    folders = [[f"components/{n}"] for n in local.LIBRARY_IN_IMAGES if (ROOT / "components" / n).is_dir()]
     for dockerfile in VARIANTS.values():  # what the images copy is what the context keeps
         copies = [line.split()[2:-1] for line in dockerfile.read_text().splitlines() if line.startswith("COPY")]
-        assert copies == [["workloads"], ["components/__init__.py", "components/bench.py"]], copies
-        assert "from ray_tpu_gke import bench" in dockerfile.read_text()
+        assert copies == [["workloads"], files, *folders], copies
+        assert "from ray_tpu_gke import bench; import workloads.slice_health" in dockerfile.read_text()
 
 
 def test_both_variants_install_the_model_libraries_the_tests_run():

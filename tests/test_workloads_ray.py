@@ -58,7 +58,8 @@ def _simulate(out: Path) -> None:
 
     from workloads import lm, model, serve as serve_module, tpu_smoke, train
     from workloads.local_cluster import LocalCluster
-    from workloads.slice import SliceSpec
+    from ray_tpu_gke.workload import ray_labels
+    from ray_tpu_gke.workload.slice import SliceSpec
 
     spec = SliceSpec("v6e", "2x4", hosts=2, chips_per_host=4)
     seen: dict = {"timings": {}}
@@ -79,7 +80,7 @@ def _simulate(out: Path) -> None:
         ray.init(address=cluster.address, log_to_driver=False)
         seen["timings"]["cluster"] = round(time.monotonic() - started, 1)
         seen["labels"] = sorted((n["Labels"] for n in ray.nodes() if n["Resources"].get("TPU")),
-                                key=lambda labels: labels.get(tpu_smoke.WORKER_ID, ""))
+                                key=lambda labels: labels.get(ray_labels.WORKER_ID, ""))
         seen["head_resources"] = sorted(k for n in ray.nodes() for k in n["Resources"] if k.endswith("-head"))
         seen["ray_pod_types"] = {
             f"{generation} {topology}": infer_tpu_pod_type_from_topology(
@@ -91,7 +92,7 @@ def _simulate(out: Path) -> None:
 
         # A host whose chips another program holds: the reservation cannot complete.
         holder = ray.remote(num_cpus=0, resources={"TPU": spec.chips_per_host})(_Holder)
-        held = holder.options(label_selector={tpu_smoke.WORKER_ID: "1"}).remote()
+        held = holder.options(label_selector={ray_labels.WORKER_ID: "1"}).remote()
         ray.get(held.ready.remote())
         smoke("busy", timeout=5)
         smoke("labels-only", timeout=5, labels_only=True)  # leaves the chips alone: passes all the same
@@ -101,11 +102,12 @@ def _simulate(out: Path) -> None:
         storage = tempfile.mkdtemp(prefix="ray-train-")
         # simulate: JAX on the CPU is the accepted stand-in here; without it every worker refuses the CPU
         # (tests/test_workloads_train.py runs that refusal).
-        first = train.make_trainer(spec, steps=2, batch_size=32, report_every=2, storage_path=storage,
+        small = lm.config_for(layers=1, seq_len=16)  # what is tested is fitting and resuming, not the model's size
+        first = train.make_trainer(spec, steps=2, batch_size=32, report_every=2, storage_path=storage, model=small,
                                    simulate=True).fit()
-        again = train.make_trainer(spec, steps=3, batch_size=32, report_every=3, storage_path=storage,
+        again = train.make_trainer(spec, steps=3, batch_size=32, report_every=3, storage_path=storage, model=small,
                                    simulate=True).fit()
-        params, _, _, step = lm.load(Path(again.checkpoint.path), 0, lm.config_for())
+        params, _, _, step = lm.load(Path(again.checkpoint.path), 0, small)
         # The GPU form of the same trainer (stacks/compare): one worker asking Ray for every GPU of its node.
         gpu = train.make_trainer(None, gpus=8, steps=1, storage_path=storage)
         seen["gpu_scaling"] = {"num_workers": gpu.scaling_config.num_workers, "use_gpu": gpu.scaling_config.use_gpu,
@@ -193,7 +195,7 @@ def check(result: dict, name: str) -> dict:
 
 
 def test_ray_derives_the_labels_the_smoke_test_expects_from_the_gke_environment(seen):
-    from workloads.slice import SliceSpec
+    from ray_tpu_gke.workload.slice import SliceSpec
 
     spec = SliceSpec("v6e", "2x4", 2, 4)
     assert [labels["ray.io/tpu-worker-id"] for labels in seen["labels"]] == ["0", "1"]
@@ -206,7 +208,7 @@ def test_ray_derives_the_labels_the_smoke_test_expects_from_the_gke_environment(
 
 
 def test_pod_types_agree_with_rays_own_inference(seen):
-    from workloads.slice import SliceSpec
+    from ray_tpu_gke.workload.slice import SliceSpec
 
     for generation, topology in GENERATIONS_PROBED:
         chips = _chips(topology)
@@ -287,10 +289,10 @@ def test_jax_trainer_trains_checkpoints_and_resumes(seen):
         assert run["metrics"]["processes"] == 2
         assert run["metrics"]["compile_s"] > 0
     assert seen["train"]["saved_step"] == 3
-    # The checkpoint holds the language model the loop trained (workloads.lm, the tiny preset), every parameter.
+    # The checkpoint holds the language model the loop trained (workloads.lm, one layer), every parameter.
     from workloads import lm
 
-    assert seen["train"]["saved_parameters"] == lm.config_for().parameters
+    assert seen["train"]["saved_parameters"] == lm.config_for(layers=1, seq_len=16).parameters
 
 
 def test_the_gpu_trainer_asks_for_every_gpu_of_one_node(seen):

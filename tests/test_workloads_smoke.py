@@ -14,11 +14,12 @@ import sys
 import pytest
 import yaml
 from helpers import ROOT
-
 from ray_tpu_gke import catalog
-from workloads import slice as slices
-from workloads import tpu_smoke, train
-from workloads.slice import SliceSpec
+from ray_tpu_gke.workload import ray_labels, smoke_args, train_args
+from ray_tpu_gke.workload import slice as slices
+from ray_tpu_gke.workload.slice import SliceSpec
+
+from workloads import tpu_smoke
 
 SPEC = SliceSpec("v6e", "4x4", hosts=4, chips_per_host=4)
 
@@ -66,8 +67,8 @@ def test_inconsistent_slices_are_refused(args, problem):
 
 def node(worker_id, slice_name="v6e-16-0", topology="4x4", pod_type="v6e-16", accelerator="TPU-V6E", tpus=4.0,
          alive=True, node_id=None, **extra):
-    labels = {tpu_smoke.SLICE_NAME: slice_name, tpu_smoke.WORKER_ID: str(worker_id), tpu_smoke.TOPOLOGY: topology,
-              tpu_smoke.POD_TYPE: pod_type, tpu_smoke.ACCELERATOR_TYPE: accelerator, **extra}
+    labels = {ray_labels.SLICE_NAME: slice_name, ray_labels.WORKER_ID: str(worker_id), ray_labels.TOPOLOGY: topology,
+              ray_labels.POD_TYPE: pod_type, ray_labels.ACCELERATOR_TYPE: accelerator, **extra}
     labels = {k: v for k, v in labels.items() if v is not None}
     return {"NodeID": node_id or f"{slice_name}{worker_id}".ljust(16, "0"), "NodeManagerAddress": f"10.0.0.{worker_id}",
             "Alive": alive, "Labels": labels, "Resources": {"TPU": tpus, "CPU": 153.0}}
@@ -78,7 +79,7 @@ HEAD = {"NodeID": "head0000", "NodeManagerAddress": "10.0.0.100", "Alive": True,
 
 
 def verdict(nodes, group="v6e-16", slices_wanted=1):
-    checks, whole = tpu_smoke.label_checks(tpu_smoke.observe(nodes, group), SPEC, slices_wanted)
+    checks, whole = ray_labels.label_checks(ray_labels.observe(nodes, group), SPEC, slices_wanted)
     return {(c.name, c.slice): (c.status, c.detail) for c in checks}, whole
 
 
@@ -113,7 +114,7 @@ def test_two_slices_of_a_group_are_checked_each():
     (node(3, tpus=8.0), "chips-per-host", "has 8 TPU"),
     (node(2), "worker-ids", "duplicate ray.io/tpu-worker-id 2; missing ray.io/tpu-worker-id 3"),
     (node(7), "worker-ids", "missing ray.io/tpu-worker-id 3; unexpected ray.io/tpu-worker-id 7 (0..3 allowed)"),
-    (node(3, **{tpu_smoke.WORKER_ID: None}), "worker-ids",
+    (node(3, **{ray_labels.WORKER_ID: None}), "worker-ids",
      "missing ray.io/tpu-worker-id 3; without ray.io/tpu-worker-id: "),
 ])
 def test_each_mislabelled_host_fails_its_check_by_name(broken, check, detail):
@@ -125,7 +126,7 @@ def test_each_mislabelled_host_fails_its_check_by_name(broken, check, detail):
 
 
 def test_a_group_host_without_a_slice_name_fails():
-    nameless = node(3, slice_name=None, **{tpu_smoke.NODE_GROUP: "v6e-16"})
+    nameless = node(3, slice_name=None, **{ray_labels.NODE_GROUP: "v6e-16"})
     checks, _ = verdict([node(0), node(1), node(2), nameless])
     assert failed(checks) == ["hosts", "slice-names", "slices", "worker-ids"]
     assert "without ray.io/tpu-slice-name" in checks[("slice-names", None)][1]
@@ -163,27 +164,27 @@ def test_the_result_line_is_found_among_rays_own_output():
     log = "\n".join(["2026-11-30 INFO job_manager.py -- Runtime env is setting up.", "{not json", line,
                      '{"kind": "something-else"}', "------------------------------------------",
                      "Job 'raysubmit_1' succeeded"])
-    assert tpu_smoke.parse_result(log) == {"kind": "ray-tpu-gke/tpu-smoke", "ok": True, "checks": []}
-    assert tpu_smoke.parse_result("Job 'raysubmit_1' failed\n") is None
+    assert smoke_args.parse_result(log) == {"kind": "ray-tpu-gke/tpu-smoke", "ok": True, "checks": []}
+    assert smoke_args.parse_result("Job 'raysubmit_1' failed\n") is None
 
 
 def test_the_entrypoint_command_round_trips_through_the_command_line():
-    command = tpu_smoke.command(SPEC, "v6e-16", slices=2, timeout=600)
+    command = smoke_args.command(SPEC, "v6e-16", slices=2, timeout=600)
     assert command == ("python -m workloads.tpu_smoke --generation v6e --topology 4x4 --hosts 4 --chips-per-host 4 "
                        "--slices 2 --timeout 600 --group v6e-16")
-    spec, args = tpu_smoke.parse_args(command.split()[3:], environ={})
+    spec, args = smoke_args.parse_args(command.split()[3:], environ={})
     assert spec == SPEC and (args.group, args.slices, args.timeout, args.platform) == ("v6e-16", 2, 600, "tpu")
 
 
 def test_the_slice_can_come_from_the_environment():
     environ = {"SLICE_GENERATION": "v6e", "SLICE_TOPOLOGY": "4x4", "SLICE_HOSTS": "4", "SLICE_CHIPS_PER_HOST": "4",
                "SMOKE_GROUP": "v6e-16", "SMOKE_SLICES": "2"}
-    spec, args = tpu_smoke.parse_args([], environ=environ)
+    spec, args = smoke_args.parse_args([], environ=environ)
     assert spec == SPEC and (args.group, args.slices) == ("v6e-16", 2)
     # Without SMOKE_SLICES, the group's own slice count (SLICE_COUNT, on every pod of the group) is the default.
     del environ["SMOKE_SLICES"]
-    assert tpu_smoke.parse_args([], environ={**environ, "SLICE_COUNT": "3"})[1].slices == 3
-    assert tpu_smoke.parse_args([], environ=environ)[1].slices == 1
+    assert smoke_args.parse_args([], environ={**environ, "SLICE_COUNT": "3"})[1].slices == 3
+    assert smoke_args.parse_args([], environ=environ)[1].slices == 1
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -194,23 +195,23 @@ def test_the_slice_can_come_from_the_environment():
 ])
 def test_bad_arguments_exit_2_with_the_reason(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_:
-        tpu_smoke.parse_args(argv, environ={})
+        smoke_args.parse_args(argv, environ={})
     assert exit_.value.code == 2
     assert message in capsys.readouterr().err
 
 
 def test_training_arguments():
-    spec, args = train.parse_args(SPEC.to_args() + ["--steps", "10"])
+    spec, args = train_args.parse_args(SPEC.to_args() + ["--steps", "10"])
     assert spec == SPEC and args.storage_path == "/gcs/ray-train" and args.name == "tiny-lm"
     with pytest.raises(SystemExit):
-        train.parse_args(SPEC.to_args() + ["--batch-size", "6"])  # not a multiple of the 16 chips
+        train_args.parse_args(SPEC.to_args() + ["--batch-size", "6"])  # not a multiple of the 16 chips
 
 
 def test_training_on_one_gpu_node_needs_no_slice():
-    spec, args = train.parse_args(["--gpus", "8", "--steps", "300"])
+    spec, args = train_args.parse_args(["--gpus", "8", "--steps", "300"])
     assert spec is None and args.gpus == 8
     with pytest.raises(SystemExit):
-        train.parse_args(["--gpus", "0"])
+        train_args.parse_args(["--gpus", "0"])
 
 
 def test_training_checkpoints_and_results_go_to_the_bucket_the_stack_mounts():
@@ -221,8 +222,9 @@ def test_training_checkpoints_and_results_go_to_the_bucket_the_stack_mounts():
     ray_objects = [o for o in yaml.safe_load_all(run.stdout) if o and o.get("apiVersion", "").startswith("ray.io/")]
     assert ray_objects
     mounts = {m["mountPath"] for o in ray_objects for m in _ray_container_mounts(o)}
-    assert mounts == {train.GCS_MOUNT}
-    assert train.DEFAULT_STORAGE.startswith(train.GCS_MOUNT + "/") and train.DEFAULT_RESULT_DIR == "/gcs/compare"
+    assert mounts == {train_args.GCS_MOUNT}
+    assert train_args.DEFAULT_STORAGE.startswith(train_args.GCS_MOUNT + "/")
+    assert train_args.DEFAULT_RESULT_DIR == "/gcs/compare"
 
 
 def _ray_container_mounts(obj: dict):

@@ -21,9 +21,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from ray_tpu_gke.workload import lm_config, train_args
+from ray_tpu_gke.workload.slice import SliceSpec
+
 from workloads import result as results  # (no Ray, no JAX)
 from workloads import train
-from workloads.slice import SliceSpec
 
 if __name__ != "__main__":
     import pytest
@@ -60,12 +62,15 @@ def _simulate(out: Path) -> None:
     with LocalCluster() as cluster:
         cluster.tpu_slice(spec, "tpu-0")
         cluster.gpu_node(1)
-        slice_args = [*spec.to_args(), "--steps", str(STEPS), "--batch-size", "32", "--report-every", "4"]
+        # The smallest language model (one layer, 16 tokens a sequence), as in the multislice module: what is tested
+        # is the instrumented run and its contract, and each worker compiles its step once per job.
+        small = ["--layers", "1", "--seq-len", "16"]
+        slice_args = [*spec.to_args(), *small, "--steps", str(STEPS), "--batch-size", "32", "--report-every", "4"]
         for name in ("first", "second"):
             seen[name] = _train(cluster.address, [*slice_args, "--simulate", "--run", f"run-{name}", "--side",
                                                   "bench-tpu", "--storage-path", str(out.parent / "ckpt")],
                                 out.parent / "results")
-        gpu = ["--gpus", "1", "--steps", "3", "--batch-size", "8", "--storage-path", str(out.parent / "ckpt")]
+        gpu = ["--gpus", "1", *small, "--steps", "3", "--batch-size", "8", "--storage-path", str(out.parent / "ckpt")]
         seen["gpu-refused"] = _train(cluster.address, [*gpu, "--run", "gpu-refused"], out.parent / "refused")
         seen["gpu-simulated"] = _train(cluster.address, [*gpu, "--simulate", "--run", "gpu-sim"],
                                        out.parent / "results")
@@ -128,7 +133,7 @@ def test_the_model_is_sized_by_a_preset_and_flags_and_the_batch_fits_the_devices
     assert (args.model.d_model, args.model.layers, args.batch_size) == (32, 2, 16)  # the tiny preset
     _, args = train.parse_args(["--gpus", "8", "--preset", "gpt-100m", "--layers", "6"], environ={})
     assert (args.model.d_model, args.model.layers, args.model.vocab, args.batch_size) == (768, 6, 32768, 256)
-    assert 100e6 < train.lm.config_for("gpt-100m").parameters < 120e6
+    assert 100e6 < lm_config.config_for("gpt-100m").parameters < 120e6
     assert "must be a multiple of the job's 8 chips or GPUs" in _usage_error(["--gpus", "8", "--batch-size", "12"],
                                                                              {}, capsys)
     assert "--d-model 30 is not a multiple of --heads 4" in _usage_error(
@@ -146,21 +151,22 @@ def test_the_run_and_side_default_from_the_name():
 def test_declared_reads_only_what_the_entrypoint_says():
     argv = ["--steps", "300", "--name", "bench-tpu", "--generation", "v6e", "--topology", "2x4", "--hosts", "1",
             "--chips-per-host", "8"]
-    assert train.declared(argv) == {
+    assert train_args.declared(argv) == {
         "generation": "v6e", "topology": "2x4", "hosts": 1, "chipsPerHost": 8, "slices": None, "gpus": None,
         "steps": 300, "batchSize": 16, "preset": "tiny", "reportEvery": 50, "seed": 0, "name": "bench-tpu", "run": None,
         "side": None,
         "resultDir": "/gcs/compare", "storagePath": "/gcs/ray-train", "simulate": False}
-    assert train.declared(["--slices", "2"])["generation"] is None  # left to $SLICE_*: the planner fills it in
-    assert train.declared(["--gpus", "8"])["gpus"] == 8
+    assert train_args.declared(["--slices", "2"])["generation"] is None  # left to $SLICE_*: the planner fills it in
+    assert train_args.declared(["--gpus", "8"])["gpus"] == 8
     with pytest.raises(ValueError, match="unrecognized arguments: --bogus"):
-        train.declared(["--bogus"])
+        train_args.declared(["--bogus"])
     with pytest.raises(ValueError, match="invalid int value"):
-        train.declared(["--hosts", "two"])
+        train_args.declared(["--hosts", "two"])
 
 
 def test_parse_args_and_declared_import_neither_ray_nor_jax():
-    code = ("import sys; from workloads import train; train.parse_args(['--gpus', '1']); train.declared([]); "
+    code = ("import sys; from workloads import train; from ray_tpu_gke.workload import train_args; "
+            "train.parse_args(['--gpus', '1']); train_args.declared([]); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('ray', 'jax')))")
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert run.returncode == 0 and run.stdout.strip() == "[]", run.stderr

@@ -6,8 +6,11 @@ TPU, workloads/Dockerfile.gpu for GPU; docs/workloads.md).
   stack's bucket (`/gcs`), every step measured, with a result document (workloads.result) for the comparison.
 - `workloads.serve:app`: a Ray Serve application serving a small JAX model, for a RayService's serveConfig.
 - `workloads.local_cluster`: a local Ray cluster that looks like GKE's TPU slices and GPU nodes (tests, `make compare`).
+- `workloads.slice_health`: the in-cluster check of every TPU slice (the stack's slice-health CronJob).
 
-The modules import Ray and JAX only where they run them, so `plan.verify` and the planner (in the project's own
-virtualenv, which has neither) can build a smoke test's arguments, parse a training entrypoint and read their results
-from the same code.
+What the toolchain shares with them (slice shapes, slice checks, the command lines of `tpu_smoke` and `train`) is
+the library's `ray_tpu_gke.workload`, which they import; the toolchain imports nothing of this package (only the
+comparisons' Ray halves, scripts the workloads interpreter runs, do). Installed from the wheel it is
+`ray_tpu_gke_tools.workloads`, files that `compare --local` copies onto the workloads interpreter's path as
+`workloads`, as the images carry them.
 """

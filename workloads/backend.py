@@ -38,16 +38,26 @@ def probe() -> dict:
     """The backend this process's JAX starts: platform, device kind and counts, or the error it raised."""
     import jax
 
-    found = {"platform": None, "deviceKind": None, "devices": 0, "localDevices": 0, "error": None,
-             "jaxPlatforms": os.environ.get("JAX_PLATFORMS", ""),
-             "plugins": {kind: [m for m in modules if _installed(m)] for kind, modules in PLUGIN_MODULES.items()}}
+    found = {
+        "platform": None,
+        "deviceKind": None,
+        "devices": 0,
+        "localDevices": 0,
+        "error": None,
+        "jaxPlatforms": os.environ.get("JAX_PLATFORMS", ""),
+        "plugins": {kind: [m for m in modules if _installed(m)] for kind, modules in PLUGIN_MODULES.items()},
+    }
     try:
         devices = jax.devices()
     except Exception as error:  # JAX raises RuntimeError, or AssertionError when no platform initialised at all
         found["error"] = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else 'no backend'}"
         return found
-    found.update(platform=devices[0].platform, deviceKind=devices[0].device_kind, devices=len(devices),
-                 localDevices=jax.local_device_count())
+    found.update(
+        platform=devices[0].platform,
+        deviceKind=devices[0].device_kind,
+        devices=len(devices),
+        localDevices=jax.local_device_count(),
+    )
     return found
 
 
@@ -57,15 +67,19 @@ def check(kind: str, asked: str, expected: str, found: dict, rank: int) -> Optio
     if found["platform"] == expected:
         return None
     if expected == "cpu":
-        return (f"workloads.train: --simulate runs on the CPU, but rank {rank}'s JAX runs on "
-                f"{found['platform'] or 'no backend'} ({found['error'] or 'JAX_PLATFORMS=' + found['jaxPlatforms']})")
+        return (
+            f"workloads.train: --simulate runs on the CPU, but rank {rank}'s JAX runs on "
+            f"{found['platform'] or 'no backend'} ({found['error'] or 'JAX_PLATFORMS=' + found['jaxPlatforms']})"
+        )
     backend = BACKEND_NAME[kind]
     if found["platform"] is None:
         got = f"JAX started no backend ({found['error']})"
     else:
         got = f"JAX runs on {found['platform']} instead"
     plugins = found["plugins"][kind]
-    why = (f"{', '.join(plugins)} installed" if plugins else f"{PLUGIN_PACKAGE[kind]} is not installed")
-    return (f"workloads.train: {asked} needs JAX's {backend} backend (platform {expected}), but rank {rank} has no "
-            f"{backend} backend: {got}; JAX_PLATFORMS={found['jaxPlatforms'] or '(unset)'}; {why}. No training step "
-            "was run; --simulate runs on the CPU on purpose.")
+    why = f"{', '.join(plugins)} installed" if plugins else f"{PLUGIN_PACKAGE[kind]} is not installed"
+    return (
+        f"workloads.train: {asked} needs JAX's {backend} backend (platform {expected}), but rank {rank} has no "
+        f"{backend} backend: {got}; JAX_PLATFORMS={found['jaxPlatforms'] or '(unset)'}; {why}. No training step "
+        "was run; --simulate runs on the CPU on purpose."
+    )

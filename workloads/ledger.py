@@ -52,10 +52,27 @@ class RunLedger:
         done = max((s["step"] for s in self._steps), default=0)
         return {"attempt": attempt["attempt"], "failureSeenAt": min(seen) if seen else None, "maxStep": done}
 
-    def step(self, attempt: int, step: int, step_s: float, loss: float, at: float, compiled: list[list],
-             tokens: Optional[int] = None) -> None:
-        self._steps.append({"attempt": attempt, "step": step, "stepS": step_s, "loss": loss, "time": at,
-                            "compiled": bool(compiled), "tokens": tokens})
+    def step(
+        self,
+        attempt: int,
+        step: int,
+        step_s: float,
+        loss: float,
+        at: float,
+        compiled: list[list],
+        tokens: Optional[int] = None,
+    ) -> None:
+        self._steps.append(
+            {
+                "attempt": attempt,
+                "step": step,
+                "stepS": step_s,
+                "loss": loss,
+                "time": at,
+                "compiled": bool(compiled),
+                "tokens": tokens,
+            }
+        )
         self._compile += [[event, seconds, attempt] for event, seconds in compiled]
 
     def compiled_outside_steps(self, attempt: int, compiled: list[list]) -> None:
@@ -78,18 +95,28 @@ class RunLedger:
         self._attempts[attempt]["workers"][rank] = info
 
     def record(self) -> dict:
-        return {"attempts": [{**a, "workers": [a["workers"][r] for r in sorted(a["workers"])]} for a in self._attempts],
-                "failures": self._failures, "steps": self._steps, "compile": self._compile,
-                "checkpoints": {"saveS": self._saves, "restoreS": self._restores}, "restarts": self._restarts,
-                "finish": self._finish, "refusal": self._refusal}
+        return {
+            "attempts": [{**a, "workers": [a["workers"][r] for r in sorted(a["workers"])]} for a in self._attempts],
+            "failures": self._failures,
+            "steps": self._steps,
+            "compile": self._compile,
+            "checkpoints": {"saveS": self._saves, "restoreS": self._restores},
+            "restarts": self._restarts,
+            "finish": self._finish,
+            "refusal": self._refusal,
+        }
 
 
 def start_ledger():
     """The ledger actor, pinned to the driver's node: it must outlive any worker node the run loses."""
     here = ray.get_runtime_context().get_node_id()
-    return ray.remote(RunLedger).options(
-        num_cpus=0, max_concurrency=1,
-        scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False)).remote()
+    return (
+        ray.remote(RunLedger)
+        .options(
+            num_cpus=0, max_concurrency=1, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False)
+        )
+        .remote()
+    )
 
 
 class FailureClock(UserCallback):

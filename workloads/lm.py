@@ -18,72 +18,24 @@ from __future__ import annotations
 import functools
 import json
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Optional
 
+# The sizes and presets live beside the training command line, which takes them without JAX.
+from ray_tpu_gke.workload.lm_config import SUCCESSORS, LmConfig
+
+# isort: split
+# The Ray programs find them here too (`lm.config_for`, `lm.PRESETS`).
+from ray_tpu_gke.workload.lm_config import DEFAULT_PRESET, PRESETS, SIZE_FLAGS, config_for  # noqa: F401
+
 CHECKPOINT_FILE = "lm.npz"
-SUCCESSORS = 4
 EVAL_STREAM = 7  # a random stream of its own: never one of the training steps' (which start at 1_000_003)
 EVAL_ROWS = 8
 
 
-@dataclass(frozen=True)
-class LmConfig:
-    vocab: int
-    d_model: int
-    layers: int
-    heads: int
-    seq_len: int
-    mlp_ratio: int = 4
-    batch_size: int = 32  # sequences per global batch, unless --batch-size says otherwise
-    learning_rate: float = 3e-3
-    weight_decay: float = 0.01
-
-    def problems(self) -> list[str]:
-        out = []
-        if min(self.vocab, self.d_model, self.layers, self.heads, self.seq_len, self.mlp_ratio) < 1:
-            out.append("--vocab, --d-model, --layers, --heads, --seq-len must be at least 1")
-        elif self.d_model % self.heads:
-            out.append(f"--d-model {self.d_model} is not a multiple of --heads {self.heads}")
-        if self.vocab < SUCCESSORS:
-            out.append(f"--vocab must be at least {SUCCESSORS}")
-        return out
-
-    def describe(self) -> dict:
-        """The model as the result document's `model` says it (camelCase, as every field of the document)."""
-        return {"name": "decoder-only transformer LM (workloads.lm: Equinox, Optax AdamW)",
-                "parameters": self.parameters, "vocab": self.vocab, "dModel": self.d_model, "layers": self.layers,
-                "heads": self.heads, "seqLen": self.seq_len, "mlpRatio": self.mlp_ratio,
-                "learningRate": self.learning_rate, "weightDecay": self.weight_decay}
-
-    @property
-    def parameters(self) -> int:
-        """Trainable parameters: embeddings (the output projection shares the token embedding), per block two
-        LayerNorms, the attention's four projections with biases and the MLP, and the final LayerNorm."""
-        d, hidden = self.d_model, self.d_model * self.mlp_ratio
-        block = 2 * 2 * d + 4 * (d * d + d) + (d * hidden + hidden) + (hidden * d + d)
-        return self.vocab * d + self.seq_len * d + self.layers * block + 2 * d
-
-
-PRESETS = {
-    "tiny": LmConfig(vocab=128, d_model=32, layers=2, heads=2, seq_len=32, batch_size=16, learning_rate=1e-2),
-    # GPT-2 small's depth and width (12 layers, 768 wide, 12 heads; Radford et al. 2019, table 2) with a 32k vocab.
-    "gpt-100m": LmConfig(vocab=32768, d_model=768, layers=12, heads=12, seq_len=1024, batch_size=256,
-                         learning_rate=6e-4, weight_decay=0.1),
-}
-DEFAULT_PRESET = "tiny"
-SIZE_FLAGS = ("vocab", "d_model", "layers", "heads", "seq_len")
-
-
-def config_for(preset: str = DEFAULT_PRESET, **overrides: Any) -> LmConfig:
-    """A preset with the flags given (None leaves the preset's value)."""
-    if preset not in PRESETS:
-        raise ValueError(f"--preset {preset!r} is not one of {', '.join(PRESETS)}")
-    return replace(PRESETS[preset], **{k: v for k, v in overrides.items() if v is not None})
-
-
 # --- data ----------------------------------------------------------------------------------------------------------
+
 
 def successor_table(seed: int, vocab: int):
     import numpy as np
@@ -107,8 +59,9 @@ def batch(step: int, size: int, seed: int, config: LmConfig) -> tuple:
     and on every accelerator for one seed."""
     import numpy as np
 
-    tokens = _sequences(np.random.default_rng([seed, 1_000_003 + step]), size, config,
-                        successor_table(seed, config.vocab))
+    tokens = _sequences(
+        np.random.default_rng([seed, 1_000_003 + step]), size, config, successor_table(seed, config.vocab)
+    )
     return tokens[:, :-1], tokens[:, 1:]
 
 
@@ -121,6 +74,7 @@ def eval_batch(seed: int, config: LmConfig, rows: int = EVAL_ROWS) -> tuple:
 
 
 # --- the model -----------------------------------------------------------------------------------------------------
+
 
 @functools.lru_cache(maxsize=None)
 def _modules():
@@ -141,8 +95,15 @@ def _modules():
             k1, k2, k3 = jax.random.split(key, 3)
             d = config.d_model
             self.norm1, self.norm2 = eqx.nn.LayerNorm(d), eqx.nn.LayerNorm(d)
-            self.attention = eqx.nn.MultiheadAttention(config.heads, d, use_query_bias=True, use_key_bias=True,
-                                                       use_value_bias=True, use_output_bias=True, key=k1)
+            self.attention = eqx.nn.MultiheadAttention(
+                config.heads,
+                d,
+                use_query_bias=True,
+                use_key_bias=True,
+                use_value_bias=True,
+                use_output_bias=True,
+                key=k1,
+            )
             self.up = eqx.nn.Linear(d, d * config.mlp_ratio, key=k2)
             self.down = eqx.nn.Linear(d * config.mlp_ratio, d, key=k3)
 
@@ -253,6 +214,7 @@ def flops_of(compiled) -> Optional[float]:
 
 # --- checkpoints ---------------------------------------------------------------------------------------------------
 
+
 def save(directory: Path, params, opt_state, step: int, config: LmConfig) -> Path:
     """Host copies of the parameters and optimiser state, in leaf order, with the config they belong to."""
     import jax
@@ -261,8 +223,12 @@ def save(directory: Path, params, opt_state, step: int, config: LmConfig) -> Pat
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / CHECKPOINT_FILE
     leaves = jax.tree.leaves((params, opt_state))
-    np.savez(path, step=np.asarray(step), config=np.asarray(json.dumps(asdict(config))),
-             **{f"leaf{i:05d}": np.asarray(leaf) for i, leaf in enumerate(leaves)})
+    np.savez(
+        path,
+        step=np.asarray(step),
+        config=np.asarray(json.dumps(asdict(config))),
+        **{f"leaf{i:05d}": np.asarray(leaf) for i, leaf in enumerate(leaves)},
+    )
     return path
 
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 from pathlib import Path
 from typing import Iterator, Optional
 
-from workloads.slice import SliceSpec
+from ray_tpu_gke.workload.slice import SliceSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,27 +37,64 @@ def environment(**values: str) -> Iterator[None]:
                 os.environ[key] = value
 
 
+def free_port() -> int:
+    """A port free on this machine now (for a GCS, a dashboard, Serve's proxy)."""
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
 class LocalCluster:
     """`ray.cluster_utils.Cluster` with a head (no accelerator) and hosts added by shape. Use as a context manager."""
 
     def __init__(self, head_cpus: int = 1, head_args: Optional[dict] = None):
         from ray.cluster_utils import Cluster
+        from ray.util import get_node_ip_address
 
         # Every raylet's workers import this repository's workloads, as the image's .pth file makes them do.
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-        self._cluster = Cluster(initialize_head=True,
-                                head_node_args={"num_cpus": head_cpus, "include_dashboard": False,
-                                                **(head_args or {})})
+        # And they name this cluster's GCS in $RAY_ADDRESS, the head's included, so its port is chosen first. Without
+        # it, Ray's State API in a worker finds its cluster in /tmp/ray/ray_current_cluster, which names the machine's
+        # newest cluster (ray/_private/services.py get_ray_address_from_environment): beside another local cluster
+        # (two test modules at once), Ray Train's placement-group cleaner read the other one, took its run's
+        # controller for dead and removed the run's placement group.
+        port = free_port()
+        self._outer_address = os.environ.get("RAY_ADDRESS")  # this process's again after shutdown
+        os.environ["RAY_ADDRESS"] = f"{get_node_ip_address()}:{port}"
+        self._cluster = Cluster(
+            initialize_head=True,
+            head_node_args={
+                "num_cpus": head_cpus,
+                "include_dashboard": False,
+                "gcs_server_port": port,
+                **(head_args or {}),
+            },
+        )
+        if self._cluster.address != os.environ["RAY_ADDRESS"]:
+            raise RuntimeError(f"the head's GCS is at {self._cluster.address}, not {os.environ['RAY_ADDRESS']}")
         self.hosts: dict[tuple[str, int], object] = {}
 
     @property
     def address(self) -> str:
         return self._cluster.address
 
-    def tpu_host(self, spec: SliceSpec, slice_name: str, worker_id: int, topology: Optional[str] = None,
-                 wait: bool = True, cpus: int = 1, **extra: str):
-        env = {"TPU_ACCELERATOR_TYPE": spec.pod_type, "TPU_TOPOLOGY": topology or spec.topology,
-               "TPU_WORKER_ID": str(worker_id), **({"TPU_NAME": slice_name} if slice_name else {}), **extra}
+    def tpu_host(
+        self,
+        spec: SliceSpec,
+        slice_name: str,
+        worker_id: int,
+        topology: Optional[str] = None,
+        wait: bool = True,
+        cpus: int = 1,
+        **extra: str,
+    ):
+        env = {
+            "TPU_ACCELERATOR_TYPE": spec.pod_type,
+            "TPU_TOPOLOGY": topology or spec.topology,
+            "TPU_WORKER_ID": str(worker_id),
+            **({"TPU_NAME": slice_name} if slice_name else {}),
+            **extra,
+        }
         with environment(**env):
             node = self._cluster.add_node(num_cpus=cpus, resources={"TPU": spec.chips_per_host})
         if wait:
@@ -70,10 +108,15 @@ class LocalCluster:
         self._cluster.wait_for_nodes()
         return nodes
 
-    def gpu_node(self, gpus: int, cpus: int = 1):
+    def gpu_node(self, gpus: int, cpus: int = 1, wait: bool = True):
         node = self._cluster.add_node(num_cpus=cpus, num_gpus=gpus)
-        self._cluster.wait_for_nodes()
+        if wait:
+            self._cluster.wait_for_nodes()
         return node
+
+    def wait_for_nodes(self) -> None:
+        """Until every raylet added is registered (ray.cluster_utils: TimeoutError after 30 s)."""
+        self._cluster.wait_for_nodes()
 
     def remove(self, node) -> None:
         """The node's raylet and every worker on it killed at once, as when GKE loses the VM."""
@@ -82,6 +125,10 @@ class LocalCluster:
 
     def shutdown(self) -> None:
         self._cluster.shutdown()
+        if self._outer_address is None:
+            os.environ.pop("RAY_ADDRESS", None)
+        else:
+            os.environ["RAY_ADDRESS"] = self._outer_address
 
     def __enter__(self) -> "LocalCluster":
         return self

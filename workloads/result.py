@@ -29,9 +29,25 @@ def _slice_indices(workers: list[dict]) -> dict[Optional[str], int]:
     return {name: i for i, name in enumerate(names)}
 
 
-def build(record: dict, *, run: str, side: str, kind: str, simulated: bool, slices: int, steps: int,
-          batch_size: int, seed: int, process_start: float, fit_called: float, started_at: float,
-          finished_at: float, ray_version: str, jax_version: Optional[str], error: Optional[str] = None) -> dict:
+def build(
+    record: dict,
+    *,
+    run: str,
+    side: str,
+    kind: str,
+    simulated: bool,
+    slices: int,
+    steps: int,
+    batch_size: int,
+    seed: int,
+    process_start: float,
+    fit_called: float,
+    started_at: float,
+    finished_at: float,
+    ray_version: str,
+    jax_version: Optional[str],
+    error: Optional[str] = None,
+) -> dict:
     """The result document from the run's ledger record (workloads.ledger.RunLedger.record) and what the driver
     measured itself. Pure: the tests build documents from hand-made records too."""
     attempts = record["attempts"]
@@ -45,24 +61,58 @@ def build(record: dict, *, run: str, side: str, kind: str, simulated: bool, slic
     executed = [{"examples": batch_size, **s} for s in record["steps"]]  # a step trains one global batch
     model = finish.get("model") or {}
     return bench.document(
-        run=run, side=side, kind=kind, platform=finish.get("platform") or rank0.get("platform"), simulated=simulated,
-        devices=finish.get("devices"), device_kind=finish.get("deviceKind") or rank0.get("deviceKind"),
-        processes=finish.get("processes"), slices=slices, steps=steps, batch_size=batch_size, seed=seed,
-        step_records=executed, saves=record["checkpoints"]["saveS"], restores=record["checkpoints"]["restoreS"],
-        restarts=record["restarts"], compile_s=sum(by_event.values()), compile_events=len(record["compile"]),
+        run=run,
+        side=side,
+        kind=kind,
+        platform=finish.get("platform") or rank0.get("platform"),
+        simulated=simulated,
+        devices=finish.get("devices"),
+        device_kind=finish.get("deviceKind") or rank0.get("deviceKind"),
+        processes=finish.get("processes"),
+        slices=slices,
+        steps=steps,
+        batch_size=batch_size,
+        seed=seed,
+        step_records=executed,
+        saves=record["checkpoints"]["saveS"],
+        restores=record["checkpoints"]["restoreS"],
+        restarts=record["restarts"],
+        compile_s=sum(by_event.values()),
+        compile_events=len(record["compile"]),
         process_start=process_start,
         worker_group_start_s=(attempts[0]["enteredAt"] - fit_called) if attempts else None,
-        started_at=started_at, finished_at=finished_at, final_loss=finish.get("finalLoss"),
-        metric=finish.get("evalLoss"), metric_name="evalLoss", fingerprint=finish.get("fingerprint"),
-        flops_per_step=finish.get("flopsPerStep"), flops_source=finish.get("flopsSource"), framework="jax",
-        framework_version=finish.get("jaxVersion") or jax_version, ray_version=ray_version,
-        jax_version=finish.get("jaxVersion") or jax_version, compilation_cache=rank0.get("compilationCache"),
-        workers=[{"rank": w["rank"], "slice": indices.get(w.get("sliceName"), 0),
-                  "megascaleSliceId": w.get("megascaleSliceId"), "megascaleNumSlices": w.get("megascaleNumSlices"),
-                  "platform": w.get("platform"), "sliceName": w.get("sliceName"),
-                  "tpuWorkerId": w.get("tpuWorkerId"), "node": w.get("node")} for w in last["workers"]],
+        started_at=started_at,
+        finished_at=finished_at,
+        final_loss=finish.get("finalLoss"),
+        metric=finish.get("evalLoss"),
+        metric_name="evalLoss",
+        fingerprint=finish.get("fingerprint"),
+        flops_per_step=finish.get("flopsPerStep"),
+        flops_source=finish.get("flopsSource"),
+        framework="jax",
+        framework_version=finish.get("jaxVersion") or jax_version,
+        ray_version=ray_version,
+        jax_version=finish.get("jaxVersion") or jax_version,
+        compilation_cache=rank0.get("compilationCache"),
+        workers=[
+            {
+                "rank": w["rank"],
+                "slice": indices.get(w.get("sliceName"), 0),
+                "megascaleSliceId": w.get("megascaleSliceId"),
+                "megascaleNumSlices": w.get("megascaleNumSlices"),
+                "platform": w.get("platform"),
+                "sliceName": w.get("sliceName"),
+                "tpuWorkerId": w.get("tpuWorkerId"),
+                "node": w.get("node"),
+            }
+            for w in last["workers"]
+        ],
         # Additions of workloads.train (docs/workloads.md "Result document"):
-        extra={"compileByEventS": by_event, "attempts": len(attempts),
-               "failuresSeen": [{"at": f["at"], "ranks": f["ranks"], "detail": f["detail"]}
-                                for f in record["failures"]],
-               "model": model, "error": error})
+        extra={
+            "compileByEventS": by_event,
+            "attempts": len(attempts),
+            "failuresSeen": [{"at": f["at"], "ranks": f["ranks"], "detail": f["detail"]} for f in record["failures"]],
+            "model": model,
+            "error": error,
+        },
+    )

@@ -52,17 +52,23 @@ class JaxModel:
         self._forward = jax.jit(model.forward)
         started = time.perf_counter()
         self._forward(self._params, np.zeros((1, model.FEATURES), np.float32)).block_until_ready()
-        self.info = {"step": self.step, "checkpoint": directory, "platform": jax.devices()[0].platform,
-                     "devices": jax.local_device_count(), "compile_s": round(time.perf_counter() - started, 3)}
+        self.info = {
+            "step": self.step,
+            "checkpoint": directory,
+            "platform": jax.devices()[0].platform,
+            "devices": jax.local_device_count(),
+            "compile_s": round(time.perf_counter() - started, 3),
+        }
 
     def predict(self, inputs) -> list[float]:
         x = np.asarray(inputs, dtype=np.float32)
         if x.ndim != 2 or x.shape[1] != model.FEATURES or not 1 <= x.shape[0] <= MAX_BATCH:
-            raise ValueError(f"inputs must be 1 to {MAX_BATCH} rows of {model.FEATURES} numbers, got shape "
-                             f"{list(x.shape)}")
+            raise ValueError(
+                f"inputs must be 1 to {MAX_BATCH} rows of {model.FEATURES} numbers, got shape {list(x.shape)}"
+            )
         padded = np.zeros((_padded(len(x)), model.FEATURES), np.float32)
-        padded[:len(x)] = x
-        return np.asarray(self._forward(self._params, padded))[:len(x)].tolist()
+        padded[: len(x)] = x
+        return np.asarray(self._forward(self._params, padded))[: len(x)].tolist()
 
     async def __call__(self, request: Request):
         try:

@@ -4,12 +4,14 @@
 
 It reads the cluster's nodes, the Ray objects and their TPU worker pods through the Kubernetes API with the pod's own
 service account (read-only RBAC), and each Ray head's view of its nodes from the Ray dashboard's state API. The checks
-are the ones `python -m plan.verify` runs (workloads/slice_checks.py). It then writes, through Workload Identity, one
-point to Cloud Monitoring per slice (`custom.googleapis.com/ray_tpu_gke/slice_healthy`: true when the slice's hosts
-are present, Ready and labelled, its pods carry the TPU webhook's environment and Ray sees it whole) and per Ray object
-(`custom.googleapis.com/ray_tpu_gke/ray_object_ready`). Every problem is also printed, one line each, to the pod's log.
+are the ones `ray-tpu-gke verify` runs (ray_tpu_gke.workload.slice_checks). It then writes, through Workload
+Identity, one point to Cloud Monitoring per slice (`custom.googleapis.com/ray_tpu_gke/slice_healthy`: true when the
+slice's hosts are present, Ready and labelled, its pods carry the TPU webhook's environment and Ray sees it whole)
+and per Ray object (`custom.googleapis.com/ray_tpu_gke/ray_object_ready`). Every problem is also printed, one line
+each, to the pod's log.
 
-Only the standard library: the image has Ray and JAX, which this needs neither of. Exit status: 0 when the series
+Only the standard library and ray_tpu_gke.workload (pure Python, in the image): the image has Ray and JAX, which this
+needs neither of. Exit status: 0 when the series
 were written (whatever they say), 1 when the cluster could not be read or the series not written, 2 on bad arguments.
 """
 
@@ -27,7 +29,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from workloads import slice_checks as sc
+from ray_tpu_gke.workload import slice_checks as sc
 
 # Metric types the check writes (custom metrics: "custom.googleapis.com/" followed by a path, Cloud Monitoring
 # "Create user-defined metrics with the API"); the same strings as ray_tpu_gke.catalog.metrics SLICE_HEALTHY and
@@ -43,7 +45,7 @@ MAX_SERIES_PER_REQUEST = 200
 MONITORING_URL = "https://monitoring.googleapis.com/v3"
 # The GKE metadata server hands the Kubernetes service account's Google token to the pod (GKE "Authenticate to
 # Google Cloud APIs from GKE workloads", Workload Identity Federation for GKE).
-METADATA_TOKEN_URL = ("http://metadata.google.internal/computeMetadata/v1/instance/service-accounts/default/token")
+METADATA_TOKEN_URL = "http://metadata.google.internal/computeMetadata/v1/instance/service-accounts/default/token"
 # In-cluster API access: the service account token, CA and the API server's address (Kubernetes "Accessing the
 # Kubernetes API from a Pod").
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -115,6 +117,7 @@ class KubernetesApi:
 
 # --- what was found ------------------------------------------------------------------------------------------------
 
+
 @dataclass
 class SliceState:
     entry: str  # the tpuSlices entry
@@ -140,8 +143,9 @@ class ObjectState:
 POOL_PROBLEM = {"nodes": "missing-host", "ready": "host-not-ready", "labels": "host-labels"}
 
 
-def check_cluster(config: dict, api: KubernetesApi, ray_nodes: Callable[[str, str], Any]) -> tuple[
-        list[sc.Check], list[SliceState], list[ObjectState]]:
+def check_cluster(
+    config: dict, api: KubernetesApi, ray_nodes: Callable[[str, str], Any]
+) -> tuple[list[sc.Check], list[SliceState], list[ObjectState]]:
     """Every check of the stack's slices and Ray objects; `ray_nodes(namespace, cluster)` answers a head's
     /api/v0/nodes (raising ReadError when the head does not answer)."""
     checks: list[sc.Check] = []
@@ -193,8 +197,16 @@ def check_cluster(config: dict, api: KubernetesApi, ray_nodes: Callable[[str, st
     return checks, list(slices.values()), objects
 
 
-def _attribute(group: sc.GroupPlan, pods: list[dict], nodes: dict, ray_problems: dict[str, list[str]],
-               head_down: bool, error: str, ray_checks: list[sc.Check], state) -> None:
+def _attribute(
+    group: sc.GroupPlan,
+    pods: list[dict],
+    nodes: dict,
+    ray_problems: dict[str, list[str]],
+    head_down: bool,
+    error: str,
+    ray_checks: list[sc.Check],
+    state,
+) -> None:
     """Each problem of a group's pods and of Ray's view, on the slice (node pool) it belongs to."""
     by_name: dict[str, list[dict]] = {}
     for pod, name in sc.slice_of_pods(pods).items():
@@ -217,9 +229,14 @@ def _attribute(group: sc.GroupPlan, pods: list[dict], nodes: dict, ray_problems:
         if down:
             s.problems.append("host-not-ready")
             s.details.append(f"{name}: not running and Ready: {', '.join(down)}")
-        unlabelled = sorted({p["spec"]["nodeName"] for p in members if p.get("spec", {}).get("nodeName") in nodes
-                             and any(sc.labels_of(nodes[p["spec"]["nodeName"]]).get(k) != v
-                                     for k, v in group.selector.items())})
+        unlabelled = sorted(
+            {
+                p["spec"]["nodeName"]
+                for p in members
+                if p.get("spec", {}).get("nodeName") in nodes
+                and any(sc.labels_of(nodes[p["spec"]["nodeName"]]).get(k) != v for k, v in group.selector.items())
+            }
+        )
         if unlabelled:
             s.problems.append("host-labels")
             s.details.append(f"{name}: nodes without the group's node labels: {', '.join(unlabelled)}")
@@ -231,8 +248,10 @@ def _attribute(group: sc.GroupPlan, pods: list[dict], nodes: dict, ray_problems:
             s.details.append(f"the Ray head did not answer: {error}")
         elif ray_problems.get(name) or name not in ray_problems:
             s.problems.append("ray-view")
-            s.details.append(f"Ray's view of {name}: " + (", ".join(ray_problems.get(name) or []) or
-                                                           "no Ray node carries this slice name"))
+            s.details.append(
+                f"Ray's view of {name}: "
+                + (", ".join(ray_problems.get(name) or []) or "no Ray node carries this slice name")
+            )
 
 
 def _object_state(kind: str, namespace: str, name: str, live: Optional[dict], checks: list[sc.Check]) -> ObjectState:
@@ -249,28 +268,52 @@ def _object_state(kind: str, namespace: str, name: str, live: Optional[dict], ch
 
 # --- Cloud Monitoring ----------------------------------------------------------------------------------------------
 
+
 def time_series(config: dict, slices: list[SliceState], objects: list[ObjectState], now: datetime.datetime) -> list:
     """One TimeSeries per slice and per Ray object, each with one BOOL point at `now` (GAUGE: endTime only)."""
     end = now.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def series(metric: str, labels: dict, task: str, value: bool) -> dict:
-        return {"metric": {"type": metric, "labels": labels}, "metricKind": "GAUGE", "valueType": "BOOL",
-                "resource": {"type": RESOURCE_TYPE, "labels": {
-                    "project_id": config["project"], "location": config["location"], "namespace": config["cluster"],
-                    "job": JOB, "task_id": task}},
-                "points": [{"interval": {"endTime": end}, "value": {"boolValue": value}}]}
+        return {
+            "metric": {"type": metric, "labels": labels},
+            "metricKind": "GAUGE",
+            "valueType": "BOOL",
+            "resource": {
+                "type": RESOURCE_TYPE,
+                "labels": {
+                    "project_id": config["project"],
+                    "location": config["location"],
+                    "namespace": config["cluster"],
+                    "job": JOB,
+                    "task_id": task,
+                },
+            },
+            "points": [{"interval": {"endTime": end}, "value": {"boolValue": value}}],
+        }
 
-    out = [series(SLICE_HEALTHY, {"entry": s.entry, "slice": s.slice, "problem": s.problem}, s.slice,
-                  s.problem == "none") for s in slices]
-    out += [series(RAY_OBJECT_READY, {"kind": o.kind, "namespace": o.namespace, "name": o.name, "state": o.state},
-                   f"{o.kind}/{o.namespace}/{o.name}", o.ready) for o in objects]
+    out = [
+        series(SLICE_HEALTHY, {"entry": s.entry, "slice": s.slice, "problem": s.problem}, s.slice, s.problem == "none")
+        for s in slices
+    ]
+    out += [
+        series(
+            RAY_OBJECT_READY,
+            {"kind": o.kind, "namespace": o.namespace, "name": o.name, "state": o.state},
+            f"{o.kind}/{o.namespace}/{o.name}",
+            o.ready,
+        )
+        for o in objects
+    ]
     return out
 
 
 def write(series: list[dict], project: str, token: str, http: Http, url: str = MONITORING_URL) -> None:
     for start in range(0, len(series), MAX_SERIES_PER_REQUEST):
-        http.request(f"{url}/projects/{project}/timeSeries", token,
-                     {"timeSeries": series[start:start + MAX_SERIES_PER_REQUEST]})
+        http.request(
+            f"{url}/projects/{project}/timeSeries",
+            token,
+            {"timeSeries": series[start : start + MAX_SERIES_PER_REQUEST]},
+        )
 
 
 def google_token(http: Http, url: str = METADATA_TOKEN_URL) -> str:
@@ -283,15 +326,22 @@ def google_token(http: Http, url: str = METADATA_TOKEN_URL) -> str:
 
 # --- the program ---------------------------------------------------------------------------------------------------
 
+
 def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m workloads.slice_health", description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True, help="the stack's slices and Ray objects (JSON, from the "
-                                                        "CronJob's ConfigMap)")
-    parser.add_argument("--api-server", help="Kubernetes API URL (default: the in-cluster one, "
-                                             "$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT)")
+    parser.add_argument(
+        "--config", required=True, help="the stack's slices and Ray objects (JSON, from the CronJob's ConfigMap)"
+    )
+    parser.add_argument(
+        "--api-server",
+        help="Kubernetes API URL (default: the in-cluster one, $KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT)",
+    )
     parser.add_argument("--service-account-dir", default=SERVICE_ACCOUNT_DIR)
-    parser.add_argument("--ray-url", default=RAY_URL, help="Ray dashboard URL of a head, with {cluster} and "
-                                                           "{namespace} (default %(default)s)")
+    parser.add_argument(
+        "--ray-url",
+        default=RAY_URL,
+        help="Ray dashboard URL of a head, with {cluster} and {namespace} (default %(default)s)",
+    )
     parser.add_argument("--monitoring-url", default=MONITORING_URL)
     parser.add_argument("--metadata-url", default=METADATA_TOKEN_URL)
     parser.add_argument("--timeout", type=float, default=20.0, help="seconds each request may take")
@@ -319,8 +369,10 @@ def main(argv: Optional[list[str]] = None, now: Optional[datetime.datetime] = No
         return 1
     ca = os.path.join(sa, "ca.crt")
     http = Http(args.timeout, ssl.create_default_context(cafile=ca) if os.path.exists(ca) else None)
-    base = args.api_server or (f"https://{os.environ.get('KUBERNETES_SERVICE_HOST', 'kubernetes.default.svc')}:"
-                               f"{os.environ.get('KUBERNETES_SERVICE_PORT', '443')}")
+    base = args.api_server or (
+        f"https://{os.environ.get('KUBERNETES_SERVICE_HOST', 'kubernetes.default.svc')}:"
+        f"{os.environ.get('KUBERNETES_SERVICE_PORT', '443')}"
+    )
     api = KubernetesApi(base, token, http)
     plain = Http(args.timeout)
 

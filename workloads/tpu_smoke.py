@@ -1,5 +1,5 @@
-"""TPU smoke test of one Ray worker group: are its slices whole, labelled as the stack declares, and do their hosts
-compute together?
+"""The TPU smoke test of one Ray worker group: are its slices whole, labelled as the stack declares, and do their
+hosts compute together? (Its command line, entrypoint and result line: ray_tpu_gke.workload.smoke_args.)
 
     python -m workloads.tpu_smoke --generation v6e --topology 4x4 --hosts 4 --chips-per-host 4 --group v6e-16
 
@@ -20,160 +20,30 @@ compile time included) and exits 0 when every check passes, 1 when one fails, 2 
 only when the labels are right (a mislabelled slice cannot be reserved reliably) and not with --labels-only (slices
 that serve a RayService: their chips are the replicas').
 
-Where the labels come from (Ray 2.55, ray/_private/accelerators/tpu.py, TPUAcceleratorManager
-.get_current_node_accelerator_labels and get_current_node_accelerator_type): each Ray worker pod's environment, which
-GKE (TPU_ACCELERATOR_TYPE, TPU_TOPOLOGY) and the Ray Operator add-on's TPU webhook (TPU_NAME = <group>-<replica>,
-TPU_WORKER_ID; GoogleCloudPlatform/ai-on-gke ray-on-gke/tpu/kuberay-tpu-webhook/main.go, mutatePod) give it.
+The label checks, and where Ray's labels come from: ray_tpu_gke.workload.ray_labels.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import re
 import sys
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Iterable, Optional
+from typing import Optional
 
-from workloads.slice import COUNT_ENV, SliceSpec, add_arguments, from_args
-
-RESULT_KIND = "ray-tpu-gke/tpu-smoke"
-
-# Ray node label keys (Ray 2.55 ray._raylet RAY_NODE_TPU_*_KEY and RAY_NODE_ACCELERATOR_TYPE_KEY; set by
-# ray/_private/resource_and_label_spec.py from the accelerator manager).
-SLICE_NAME = "ray.io/tpu-slice-name"  # TPU_NAME: the webhook's <group>-<replica index>
-WORKER_ID = "ray.io/tpu-worker-id"  # TPU_WORKER_ID: 0..hosts-1 within the slice
-TOPOLOGY = "ray.io/tpu-topology"  # TPU_TOPOLOGY, lower-cased
-POD_TYPE = "ray.io/tpu-pod-type"  # TPU_ACCELERATOR_TYPE, e.g. v6e-16 (tpu7x-N read as v7x-N)
-ACCELERATOR_TYPE = "ray.io/accelerator-type"  # TPU-<generation>, e.g. TPU-V6E
-# Ray's own node group label: KubeRay sets RAY_NODE_TYPE_NAME to the pod's ray.io/group where it sets it
-# (ray-operator/controllers/ray/utils/constant.go), and Ray 2.55 turns it into this label.
-NODE_GROUP = "ray.io/node-group"
-
-PASS, FAIL, SKIP = "pass", "fail", "skip"
-LABEL_CHECKS = ("hosts", "worker-ids", "topology", "pod-type", "accelerator-type", "chips-per-host")
-
-
-@dataclass
-class Check:
-    name: str
-    status: str  # pass, fail or skip
-    detail: str
-    slice: Optional[str] = None
-
-    def to_json(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if v is not None}
-
-
-@dataclass
-class Host:
-    """One alive Ray node of a TPU slice, as ray.nodes() describes it."""
-
-    node_id: str
-    address: str
-    labels: dict[str, str]
-    tpus: float
-
-    @classmethod
-    def of(cls, node: dict) -> "Host":
-        return cls(node_id=node.get("NodeID", ""), address=node.get("NodeManagerAddress", ""),
-                   labels=dict(node.get("Labels") or {}), tpus=float((node.get("Resources") or {}).get("TPU", 0)))
-
-    @property
-    def name(self) -> str:
-        return f"{self.node_id[:8]}@{self.address}"
-
-
-@dataclass
-class Observed:
-    """The TPU hosts of one worker group, by slice."""
-
-    slices: dict[str, list[Host]] = field(default_factory=dict)
-    unnamed: list[Host] = field(default_factory=list)  # TPU hosts of the group that carry no slice name
-
-
-def belongs(labels: dict[str, str], group: Optional[str]) -> bool:
-    if group is None:
-        return True
-    if labels.get(NODE_GROUP) == group:
-        return True
-    name = labels.get(SLICE_NAME, "")
-    return name.startswith(f"{group}-") and name[len(group) + 1:].isdigit()
-
-
-def observe(nodes: Iterable[dict], group: Optional[str]) -> Observed:
-    """The alive TPU hosts of `group` (all TPU hosts without one), grouped by their slice name."""
-    seen = Observed()
-    for node in nodes:
-        host = Host.of(node)
-        if not node.get("Alive") or (host.tpus <= 0 and SLICE_NAME not in host.labels):
-            continue
-        if not belongs(host.labels, group):
-            continue
-        name = host.labels.get(SLICE_NAME)
-        if name:
-            seen.slices.setdefault(name, []).append(host)
-        else:
-            seen.unnamed.append(host)
-    return seen
-
-
-def _mismatches(hosts: list[Host], key: str, want: str) -> list[str]:
-    return [f"{h.name} has {h.labels[key]!r}" if key in h.labels else f"{h.name} has none"
-            for h in hosts if h.labels.get(key) != want]
-
-
-def slice_checks(name: str, hosts: list[Host], spec: SliceSpec) -> list[Check]:
-    """The label checks of one slice: every one is named, passes or fails."""
-    checks = []
-
-    def add(check: str, problems: list[str], ok_detail: str):
-        checks.append(Check(check, FAIL if problems else PASS, "; ".join(problems) or ok_detail, name))
-
-    count = len(hosts)
-    add("hosts", [] if count == spec.hosts else [f"{count} hosts, expected {spec.hosts}"], f"{count} hosts")
-    ids = [h.labels.get(WORKER_ID) for h in hosts]
-    want = [str(i) for i in range(spec.hosts)]
-    problems = []
-    duplicates = sorted({i for i in ids if i is not None and ids.count(i) > 1})
-    if duplicates:
-        problems.append(f"duplicate {WORKER_ID} {', '.join(duplicates)}")
-    missing = [i for i in want if i not in ids]
-    if missing:
-        problems.append(f"missing {WORKER_ID} {', '.join(missing)}")
-    unexpected = sorted({i for i in ids if i is not None and i not in want})
-    if unexpected:
-        problems.append(f"unexpected {WORKER_ID} {', '.join(unexpected)} (0..{spec.hosts - 1} allowed)")
-    unlabelled = [h.name for h in hosts if WORKER_ID not in h.labels]
-    if unlabelled:
-        problems.append(f"without {WORKER_ID}: {', '.join(unlabelled)}")
-    add("worker-ids", problems, f"{WORKER_ID} 0..{spec.hosts - 1}, each once")
-    add("topology", _mismatches(hosts, TOPOLOGY, spec.topology), f"{TOPOLOGY} {spec.topology}")
-    add("pod-type", _mismatches(hosts, POD_TYPE, spec.pod_type), f"{POD_TYPE} {spec.pod_type}")
-    add("accelerator-type", _mismatches(hosts, ACCELERATOR_TYPE, spec.accelerator_type),
-        f"{ACCELERATOR_TYPE} {spec.accelerator_type}")
-    add("chips-per-host", [f"{h.name} has {h.tpus:g} TPU" for h in hosts if h.tpus != spec.chips_per_host],
-        f"{spec.chips_per_host} TPU per host")
-    return checks
-
-
-def label_checks(observed: Observed, spec: SliceSpec, slices: int) -> tuple[list[Check], list[str]]:
-    """Every label check of the group and the names of its whole slices (every check of theirs passed)."""
-    checks = [Check("slice-names", FAIL if observed.unnamed else PASS,
-                    f"TPU hosts without {SLICE_NAME}: {', '.join(h.name for h in observed.unnamed)}"
-                    if observed.unnamed else f"every TPU host has {SLICE_NAME}")]
-    whole = []
-    for name in sorted(observed.slices):
-        own = slice_checks(name, observed.slices[name], spec)
-        checks += own
-        if all(c.status == PASS for c in own):
-            whole.append(name)
-    found = ", ".join(sorted(observed.slices)) or "none"
-    detail = f"{len(whole)} whole slices of {len(observed.slices)} ({found}); at least {slices} expected"
-    checks.insert(0, Check("slices", PASS if len(whole) >= slices else FAIL, detail))
-    return checks, whole
+from ray_tpu_gke.workload.ray_labels import (
+    FAIL,
+    PASS,
+    SKIP,
+    SLICE_NAME,
+    WORKER_ID,
+    Check,
+    Observed,
+    label_checks,
+    observe,
+)
+from ray_tpu_gke.workload.slice import SliceSpec
+from ray_tpu_gke.workload.smoke_args import RESULT_KIND, parse_args
 
 
 def reserve_slices(spec: SliceSpec, count: int, name: str):
@@ -187,8 +57,13 @@ def reserve_slices(spec: SliceSpec, count: int, name: str):
     """
     from ray.util.tpu import slice_placement_group
 
-    return slice_placement_group(topology=spec.topology, accelerator_version=spec.ray_version,
-                                 resources_per_bundle={"TPU": spec.chips_per_host}, num_slices=count, name=name)
+    return slice_placement_group(
+        topology=spec.topology,
+        accelerator_version=spec.ray_version,
+        resources_per_bundle={"TPU": spec.chips_per_host},
+        num_slices=count,
+        name=name,
+    )
 
 
 def _free_port() -> tuple[str, int]:
@@ -215,15 +90,22 @@ def _psum_on_host(coordinator: str, processes: int, timeout: int) -> dict:
 
     # Explicit coordinator and process id, so the same call works on TPU and in the CPU test; the id is the TPU worker
     # id, which libtpu also reads (TPU_WORKER_ID).
-    jax.distributed.initialize(coordinator, num_processes=processes, process_id=process_id,
-                               initialization_timeout=timeout)
+    jax.distributed.initialize(
+        coordinator, num_processes=processes, process_id=process_id, initialization_timeout=timeout
+    )
     try:
         init_s = time.perf_counter() - started
         mesh = jax.make_mesh((jax.device_count(),), ("hosts",))
         local = jax.numpy.full((jax.local_device_count(),), jax.process_index() + 1.0)
         x = jax.make_array_from_process_local_data(NamedSharding(mesh, PartitionSpec("hosts")), local)
-        total = jax.jit(jax.shard_map(lambda v: jax.lax.psum(v, "hosts"), mesh=mesh,
-                                      in_specs=PartitionSpec("hosts"), out_specs=PartitionSpec()))
+        total = jax.jit(
+            jax.shard_map(
+                lambda v: jax.lax.psum(v, "hosts"),
+                mesh=mesh,
+                in_specs=PartitionSpec("hosts"),
+                out_specs=PartitionSpec(),
+            )
+        )
         started = time.perf_counter()
         compiled = total.lower(x).compile()
         compile_s = time.perf_counter() - started
@@ -231,10 +113,18 @@ def _psum_on_host(coordinator: str, processes: int, timeout: int) -> dict:
         out = compiled(x)
         out.block_until_ready()
         run_s = time.perf_counter() - started
-        return {"worker_id": process_id, "process_index": jax.process_index(), "process_count": jax.process_count(),
-                "device_count": jax.device_count(), "local_device_count": jax.local_device_count(),
-                "platform": jax.devices()[0].platform, "value": float(out.addressable_data(0)[0]),
-                "init_s": init_s, "compile_s": compile_s, "run_s": run_s}
+        return {
+            "worker_id": process_id,
+            "process_index": jax.process_index(),
+            "process_count": jax.process_count(),
+            "device_count": jax.device_count(),
+            "local_device_count": jax.local_device_count(),
+            "platform": jax.devices()[0].platform,
+            "value": float(out.addressable_data(0)[0]),
+            "init_s": init_s,
+            "compile_s": compile_s,
+            "run_s": run_s,
+        }
     finally:
         jax.distributed.shutdown()
 
@@ -247,8 +137,9 @@ def psum_check(name: str, results: list[dict], spec: SliceSpec, platform: str) -
         problems.append(f"{len(results)} processes answered, process counts {counts}; expected {spec.hosts}")
     local = sum(r["local_device_count"] for r in results)
     if sorted({r["device_count"] for r in results}) != [local]:
-        problems.append(f"global device counts {sorted({r['device_count'] for r in results})}, the hosts have "
-                        f"{local} devices")
+        problems.append(
+            f"global device counts {sorted({r['device_count'] for r in results})}, the hosts have {local} devices"
+        )
     odd = [r["worker_id"] for r in results if r["local_device_count"] % spec.chips_per_host]
     if odd:
         problems.append(f"hosts {odd} see a device count that is not a multiple of {spec.chips_per_host} chips")
@@ -291,8 +182,11 @@ def run_psum(handle, spec: SliceSpec, platform: str, deadline: float) -> tuple[l
     port = ray.remote(num_cpus=0)(_free_port)
     host = ray.remote(num_cpus=0, resources={"TPU": spec.chips_per_host}, max_calls=1)(_psum_on_host)
     # Every slice at once: a coordinator address on its worker 0, then one process per host.
-    coordinators = {name: port.options(scheduling_strategy=in_bundle(by_worker[0])).remote()
-                    for name, by_worker in bundles.items() if 0 in by_worker}
+    coordinators = {
+        name: port.options(scheduling_strategy=in_bundle(by_worker[0])).remote()
+        for name, by_worker in bundles.items()
+        if 0 in by_worker
+    }
     checks, timings = [], {"jax_init_s": 0.0, "compile_s": 0.0, "psum_s": 0.0}
     pending = {}
     for name, by_worker in sorted(bundles.items()):
@@ -304,8 +198,10 @@ def run_psum(handle, spec: SliceSpec, platform: str, deadline: float) -> tuple[l
         except Exception as error:  # noqa: BLE001 the check fails with it
             checks.append(Check("psum", FAIL, _brief(error), name))
             continue
-        pending[name] = [host.options(scheduling_strategy=in_bundle(b)).remote(f"{ip}:{free}", spec.hosts, int(left()))
-                         for _, b in sorted(by_worker.items())]
+        pending[name] = [
+            host.options(scheduling_strategy=in_bundle(b)).remote(f"{ip}:{free}", spec.hosts, int(left()))
+            for _, b in sorted(by_worker.items())
+        ]
     for name, refs in sorted(pending.items()):
         try:
             results = ray.get(refs, timeout=left())
@@ -344,8 +240,15 @@ def wait_for_slices(spec: SliceSpec, group: Optional[str], slices: int, deadline
             request_resources(bundles=[])
 
 
-def smoke(spec: SliceSpec, group: Optional[str] = None, slices: int = 1, timeout: float = 900.0,
-          platform: str = "tpu", poll: float = 5.0, labels_only: bool = False) -> dict:
+def smoke(
+    spec: SliceSpec,
+    group: Optional[str] = None,
+    slices: int = 1,
+    timeout: float = 900.0,
+    platform: str = "tpu",
+    poll: float = 5.0,
+    labels_only: bool = False,
+) -> dict:
     """Run every check against the connected Ray cluster; the result as printed. `labels_only` leaves the chips alone
     (a RayService's slices serve traffic: reserving them would fail, or take them from the replicas)."""
     import ray
@@ -367,19 +270,25 @@ def smoke(spec: SliceSpec, group: Optional[str] = None, slices: int = 1, timeout
             ready = handle.placement_group.ready()
             done, _ = ray.wait([ready], timeout=max(0.0, deadline - time.monotonic()))
             if not done:
-                raise TimeoutError(f"the slice placement group was not ready within {timeout:g}s of the start: are "
-                                   "the slices' chips in use, or a host still coming up?")
+                raise TimeoutError(
+                    f"the slice placement group was not ready within {timeout:g}s of the start: are "
+                    "the slices' chips in use, or a host still coming up?"
+                )
             ray.get(ready)
         except Exception as error:  # noqa: BLE001 Ray's reservation raises several kinds; the check fails with it
             timings["reservation_s"] = time.monotonic() - began
-            checks += [Check("reservation", FAIL, _brief(error)),
-                       Check("psum", SKIP, "not run: no reservation")]
+            checks += [Check("reservation", FAIL, _brief(error)), Check("psum", SKIP, "not run: no reservation")]
             if handle is not None:
                 handle.shutdown()
         else:
             timings["reservation_s"] = time.monotonic() - began
-            checks.append(Check("reservation", PASS, f"{len(whole)} slices, {handle.num_bundles} bundles of "
-                                                     f"{spec.chips_per_host} TPU"))
+            checks.append(
+                Check(
+                    "reservation",
+                    PASS,
+                    f"{len(whole)} slices, {handle.num_bundles} bundles of {spec.chips_per_host} TPU",
+                )
+            )
             try:
                 psum, psum_timings = run_psum(handle, spec, platform, deadline)
             finally:
@@ -390,66 +299,29 @@ def smoke(spec: SliceSpec, group: Optional[str] = None, slices: int = 1, timeout
     return document(spec, group, slices, platform, observed, checks, timings)
 
 
-def document(spec: SliceSpec, group: Optional[str], slices: int, platform: str, observed: Observed,
-             checks: list[Check], timings: dict[str, float]) -> dict:
+def document(
+    spec: SliceSpec,
+    group: Optional[str],
+    slices: int,
+    platform: str,
+    observed: Observed,
+    checks: list[Check],
+    timings: dict[str, float],
+) -> dict:
     """The result as printed: what was expected, the hosts seen per slice, every check, the timings."""
     return {
         "kind": RESULT_KIND,
         "ok": all(c.status != FAIL for c in checks),
         "expected": {**spec.to_json(), "group": group, "slices": slices, "platform": platform},
-        "slices": {name: sorted(({"node": h.name, WORKER_ID: h.labels.get(WORKER_ID)} for h in hosts),
-                                key=lambda h: str(h[WORKER_ID]))
-                   for name, hosts in sorted(observed.slices.items())},
+        "slices": {
+            name: sorted(
+                ({"node": h.name, WORKER_ID: h.labels.get(WORKER_ID)} for h in hosts), key=lambda h: str(h[WORKER_ID])
+            )
+            for name, hosts in sorted(observed.slices.items())
+        },
         "checks": [c.to_json() for c in checks],
         "timings": {k: round(v, 3) for k, v in timings.items()},
     }
-
-
-def parse_result(text: str) -> Optional[dict]:
-    """The last smoke result in a log (a RayJob's output carries Ray's own lines around it), or None. Read with
-    `ray_tpu_gke.bench.objects`, the one reader of JSON lines in a job's log (imported here: the smoke test itself
-    runs without it)."""
-    from ray_tpu_gke import bench
-
-    found = None
-    for value in bench.objects(text):
-        if value.get("kind") == RESULT_KIND:
-            found = value
-    return found
-
-
-def command(spec: SliceSpec, group: Optional[str], slices: int, timeout: int, labels_only: bool = False) -> str:
-    """The entrypoint that runs this smoke test for a worker group (what plan.verify submits)."""
-    parts = ["python", "-m", "workloads.tpu_smoke", *spec.to_args(), "--slices", str(slices),
-             "--timeout", str(timeout)]
-    if group:
-        parts += ["--group", group]
-    if labels_only:
-        parts.append("--labels-only")
-    return " ".join(parts)
-
-
-def parse_args(argv: Optional[list[str]] = None, environ=os.environ) -> tuple[SliceSpec, argparse.Namespace]:
-    parser = argparse.ArgumentParser(prog="python -m workloads.tpu_smoke", description=__doc__.splitlines()[0])
-    add_arguments(parser, environ)
-    parser.add_argument("--group", default=environ.get("SMOKE_GROUP"),
-                        help="the Ray worker group (its slices are named <group>-<replica>); default: every TPU host")
-    # A driver on a pod of the group (or on the head of a cluster with one TPU group) knows the group's slices.
-    parser.add_argument("--slices", type=int, default=environ.get("SMOKE_SLICES", environ.get(COUNT_ENV, 1)),
-                        help=f"whole slices the group must have (default $SMOKE_SLICES, else ${COUNT_ENV}, else 1)")
-    parser.add_argument("--timeout", type=float, default=environ.get("SMOKE_TIMEOUT", 900),
-                        help="seconds for the whole test, scale-up included (default 900)")
-    parser.add_argument("--labels-only", action="store_true",
-                        help="check the slices' labels only, without reserving their chips (slices that serve)")
-    parser.add_argument("--platform", default=environ.get("SMOKE_PLATFORM", "tpu"),
-                        help="the JAX platform the hosts must compute on (default tpu; the tests use cpu)")
-    args = parser.parse_args(argv)
-    spec = from_args(parser, args)
-    if args.slices < 1:
-        parser.error("--slices must be at least 1")
-    if args.group is not None and not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", args.group):
-        parser.error(f"--group {args.group!r} is not a worker group name")
-    return spec, args
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -457,8 +329,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     import ray
 
     ray.init(address=os.environ.get("RAY_ADDRESS", "auto"), log_to_driver=False)
-    result = smoke(spec, group=args.group, slices=args.slices, timeout=args.timeout, platform=args.platform,
-                   labels_only=args.labels_only)
+    result = smoke(
+        spec,
+        group=args.group,
+        slices=args.slices,
+        timeout=args.timeout,
+        platform=args.platform,
+        labels_only=args.labels_only,
+    )
     print(json.dumps(result, sort_keys=True), flush=True)
     return 0 if result["ok"] else 1
 

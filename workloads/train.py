@@ -1,6 +1,5 @@
-"""Ray Train `JaxTrainer` on TPU slices or on one GPU node: a decoder-only transformer language model (workloads.lm,
-Equinox and Optax), data-parallel over every chip, checkpointed to the stack's bucket, every step measured and
-reported through `ray_tpu_gke.bench`.
+"""The training workload: Ray Train's `JaxTrainer` on TPU slices or on one GPU node (its command line:
+ray_tpu_gke.workload.train_args).
 
     python -m workloads.train --generation v6e --topology 4x4 --hosts 4 --chips-per-host 4 --steps 500
     python -m workloads.train --slices 2 --steps 500          # multislice: the shape from the pod's $SLICE_*
@@ -24,36 +23,44 @@ arguments that contradict the worker group's shape; 3 the wrong JAX platform.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import datetime
 import os
 import sys
 import threading
 import time
-from typing import Mapping, Optional
+from typing import Optional
 
 from ray_tpu_gke import bench
+from ray_tpu_gke.workload.slice import ENV, SliceSpec
+from ray_tpu_gke.workload.train_args import DEFAULT_NAME, DEFAULT_STORAGE, parse_args
 
-from workloads import lm
-from workloads.slice import COUNT_ENV, ENV, SliceSpec, add_arguments, contradictions
+from . import lm
 
-# The stack's bucket in every Ray pod: the GCS FUSE CSI volume's mountPath in `python -m plan STACK --manifests`.
-GCS_MOUNT = "/gcs"
-DEFAULT_STORAGE = f"{GCS_MOUNT}/ray-train"
-DEFAULT_RESULT_DIR = f"{GCS_MOUNT}/compare"
 EXIT_TRAINING_FAILED, EXIT_WRONG_PLATFORM = 1, 3
-DEFAULT_NAME = "tiny-lm"
 
 
 PROCESS_START = bench.process_start_time()
 
 
-def make_trainer(spec: Optional[SliceSpec], *, steps: int, batch_size: Optional[int] = None,
-                 model: Optional[lm.LmConfig] = None, storage_path: str = DEFAULT_STORAGE, name: str = DEFAULT_NAME,
-                 side: Optional[str] = None, slices: int = 1, report_every: int = 50, keep: int = 2,
-                 gpus: Optional[int] = None, max_failures: int = 2, seed: int = 0, simulate: bool = False,
-                 throttle_s: float = 0.0, ledger=None):
+def make_trainer(
+    spec: Optional[SliceSpec],
+    *,
+    steps: int,
+    batch_size: Optional[int] = None,
+    model: Optional[lm.LmConfig] = None,
+    storage_path: str = DEFAULT_STORAGE,
+    name: str = DEFAULT_NAME,
+    side: Optional[str] = None,
+    slices: int = 1,
+    report_every: int = 50,
+    keep: int = 2,
+    gpus: Optional[int] = None,
+    max_failures: int = 2,
+    seed: int = 0,
+    simulate: bool = False,
+    throttle_s: float = 0.0,
+    ledger=None,
+):
     """A JaxTrainer on `slices` TPU slices of `spec`, or with `gpus`, on one GPU node: one worker holding all its
     GPUs, the same training loop, so the two sides of stacks/Pulumi.compare.yaml measure the same program. `name` is
     Ray Train's run name (checkpoints under storage_path/name). `simulate`: the CPU stands in for the accelerator
@@ -62,9 +69,9 @@ def make_trainer(spec: Optional[SliceSpec], *, steps: int, batch_size: Optional[
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
     from ray.train.v2.jax import JaxTrainer
 
-    from workloads import backend
-    from workloads.ledger import FailureClock, start_ledger
-    from workloads.train_loop import train_loop
+    from . import backend
+    from .ledger import FailureClock, start_ledger
+    from .train_loop import train_loop
 
     ledger = ledger or start_ledger()
     model = model or lm.config_for()
@@ -86,26 +93,45 @@ def make_trainer(spec: Optional[SliceSpec], *, steps: int, batch_size: Optional[
     if simulate:
         # Set, JAX_PLATFORMS is left alone by Ray Train (ray/train/v2/jax/config.py); the host-platform device count
         # (XLA flag --xla_force_host_platform_device_count) gives one CPU device per chip or GPU.
-        worker_env = {"JAX_PLATFORMS": "cpu",
-                      "XLA_FLAGS": f"--xla_force_host_platform_device_count={gpus or spec.chips_per_host}"}
+        worker_env = {
+            "JAX_PLATFORMS": "cpu",
+            "XLA_FLAGS": f"--xla_force_host_platform_device_count={gpus or spec.chips_per_host}",
+        }
     shape = None if gpus else {**{k: getattr(spec, k) for k in ENV}, "slices": slices}
-    asked = (f"--gpus {gpus}" if gpus else
-             f"{slices if slices > 1 else 'a'} {spec.generation} {spec.topology} slice{'s' if slices > 1 else ''}")
+    asked = (
+        f"--gpus {gpus}"
+        if gpus
+        else f"{slices if slices > 1 else 'a'} {spec.generation} {spec.topology} slice{'s' if slices > 1 else ''}"
+    )
     return JaxTrainer(
         train_loop,
-        train_loop_config={"steps": steps, "batch_size": batch_size, "model": dataclasses.asdict(model),
-                           "run": name, "side": side or name, "report_every": report_every, "seed": seed,
-                           "simulate": simulate, "kind": kind,
-                           "platform": backend.expected_platform(kind, simulate), "asked": asked, "shape": shape,
-                           "throttle_s": throttle_s, "ledger": ledger},
+        train_loop_config={
+            "steps": steps,
+            "batch_size": batch_size,
+            "model": dataclasses.asdict(model),
+            "run": name,
+            "side": side or name,
+            "report_every": report_every,
+            "seed": seed,
+            "simulate": simulate,
+            "kind": kind,
+            "platform": backend.expected_platform(kind, simulate),
+            "asked": asked,
+            "shape": shape,
+            "throttle_s": throttle_s,
+            "ledger": ledger,
+        },
         scaling_config=scaling,
         # A lost worker (a preempted host, a deleted pod) restarts the workers, on whole slices, from the latest
         # checkpoint.
-        run_config=RunConfig(name=name, storage_path=storage_path,
-                             checkpoint_config=CheckpointConfig(num_to_keep=keep),
-                             failure_config=failure_config(FailureConfig, max_failures),
-                             callbacks=[FailureClock(ledger)],
-                             worker_runtime_env={"env_vars": worker_env} if worker_env else None),
+        run_config=RunConfig(
+            name=name,
+            storage_path=storage_path,
+            checkpoint_config=CheckpointConfig(num_to_keep=keep),
+            failure_config=failure_config(FailureConfig, max_failures),
+            callbacks=[FailureClock(ledger)],
+            worker_runtime_env={"env_vars": worker_env} if worker_env else None,
+        ),
     )
 
 
@@ -117,106 +143,6 @@ def failure_config(config_class, max_failures: int):
     fields = {f.name for f in dataclasses.fields(config_class)}
     extra = {"max_preemption_failures": -1} if "max_preemption_failures" in fields else {}
     return config_class(max_failures=max_failures, **extra)
-
-
-class _RaisingParser(argparse.ArgumentParser):
-    def error(self, message):
-        raise ValueError(message)
-
-
-def _parser(parser_class=argparse.ArgumentParser) -> argparse.ArgumentParser:
-    parser = parser_class(prog="python -m workloads.train", description=__doc__.splitlines()[0])
-    add_arguments(parser, environ={})  # $SLICE_* is read after parsing, so an argument that contradicts it is seen
-    parser.add_argument("--steps", type=int, default=500, help="training steps in all (default 500)")
-    parser.add_argument("--batch-size", type=int,
-                        help="sequences per global batch (default the preset's: " + ", ".join(
-                            f"{name} {config.batch_size}" for name, config in lm.PRESETS.items()) + ")")
-    parser.add_argument("--preset", choices=sorted(lm.PRESETS), default=lm.DEFAULT_PRESET,
-                        help=f"the language model's size (default {lm.DEFAULT_PRESET}: " + "; ".join(
-                            f"{name} {config.parameters / 1e6:.2f}M parameters" for name, config in
-                            lm.PRESETS.items()) + "); the flags below override one size each")
-    for size in lm.SIZE_FLAGS:
-        parser.add_argument(f"--{size.replace('_', '-')}", type=int, help=f"the model's {size.replace('_', ' ')}")
-    parser.add_argument("--learning-rate", type=float, help="AdamW's learning rate (default the preset's)")
-    parser.add_argument("--report-every", type=int, default=50, help="steps between checkpoints (default 50)")
-    parser.add_argument("--slices", type=int, help=f"slices to train on (default ${COUNT_ENV}, else 1)")
-    parser.add_argument("--storage-path", default=DEFAULT_STORAGE,
-                        help=f"where Ray Train keeps checkpoints (default {DEFAULT_STORAGE}, the stack's bucket)")
-    parser.add_argument("--name", default=DEFAULT_NAME, help=f"the job's name (default {DEFAULT_NAME})")
-    parser.add_argument("--gpus", type=int, help="train on one GPU node with this many GPUs instead of a TPU slice")
-    parser.add_argument("--run", help="run id; the same id resumes its checkpoints (default <name>-<UTC time>)")
-    parser.add_argument("--side", help="this run's side in a comparison report (default --name)")
-    parser.add_argument("--result-dir", default=DEFAULT_RESULT_DIR,
-                        help=f"the result goes to DIR/<run>/<side>.json (default {DEFAULT_RESULT_DIR}; '' writes none)")
-    parser.add_argument("--seed", type=int, default=0, help="data, initial parameters and evaluation batch (default 0)")
-    parser.add_argument("--simulate", action="store_true",
-                        help="run on the CPU as a stand-in for the accelerator asked for (the result says so)")
-    parser.add_argument("--max-failures", type=int, default=2, help="worker failures to recover from (default 2)")
-    parser.add_argument("--throttle-s", type=float, default=0.0,
-                        help="pause after every step, outside its measured time, so a local run lasts long enough "
-                             "to interrupt (default 0)")
-    return parser
-
-
-def parse_args(argv: Optional[list[str]] = None,
-               environ: Mapping[str, str] = os.environ) -> tuple[Optional[SliceSpec], argparse.Namespace]:
-    """The slice (None for --gpus) and the arguments. A TPU job's shape comes from the arguments or, where one is
-    not given, from the worker group's environment ($SLICE_*, $SLICE_COUNT); an argument that contradicts the
-    environment is an error naming both. No Ray or JAX import: the planner parses the stacks' entrypoints with it."""
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if min(args.steps, args.batch_size or 1, args.report_every, args.gpus or 1) < 1 or (args.slices or 1) < 1:
-        parser.error("--steps, --batch-size, --report-every, --slices and --gpus must be at least 1")
-    args.model = lm.config_for(args.preset, learning_rate=args.learning_rate,
-                               **{size: getattr(args, size) for size in lm.SIZE_FLAGS})
-    if args.model.problems():
-        parser.error("; ".join(args.model.problems()))
-    if args.max_failures < -1 or args.throttle_s < 0:
-        parser.error("--max-failures must be -1 (unlimited) or more, --throttle-s not negative")
-    given = {name: getattr(args, name) for name in ENV}
-    if args.gpus:
-        passed = [f"--{name.replace('_', '-')}" for name, value in {**given, "slices": args.slices}.items()
-                  if value is not None]
-        if passed:
-            parser.error(f"--gpus trains on one GPU node; {', '.join(passed)} describe TPU slices")
-        spec, args.slices = None, 1
-    else:
-        problems = contradictions({**given, "slices": args.slices}, environ)
-        if problems:
-            parser.error("; ".join(problems))
-        for name, variable in {**ENV, "slices": COUNT_ENV}.items():
-            if getattr(args, name) is None and environ.get(variable) is not None:
-                try:
-                    setattr(args, name, environ[variable] if name in ("generation", "topology")
-                            else int(environ[variable]))
-                except ValueError:
-                    parser.error(f"${variable}={environ[variable]!r} is not a whole number")
-        args.slices = args.slices or 1
-        from workloads.slice import from_args
-
-        spec = from_args(parser, args)
-    # The batch is sharded by rows over every device of the job (workloads.train_loop): one chip or GPU each.
-    devices = args.gpus if spec is None else spec.hosts * spec.chips_per_host * args.slices
-    if args.batch_size is None:  # the preset's batch, rounded up to a whole number of rows per device
-        args.batch_size = -(-args.model.batch_size // devices) * devices
-    if args.batch_size % devices:
-        parser.error(f"--batch-size {args.batch_size} must be a multiple of the job's {devices} chips or GPUs")
-    args.run = args.run or f"{args.name}-{datetime.datetime.now(datetime.timezone.utc):%Y%m%d%H%M%S}"
-    args.side = args.side or args.name
-    return spec, args
-
-
-def declared(argv: list[str]) -> dict:
-    """What an entrypoint's arguments declare, without the environment or defaults for the shape (None where the
-    entrypoint leaves it to the worker group): for the planner to check against the group it runs on. Arguments
-    the workload refuses raise ValueError."""
-    args = _parser(_RaisingParser).parse_args(argv)
-    return {"generation": args.generation, "topology": args.topology, "hosts": args.hosts,
-            "chipsPerHost": args.chips_per_host, "slices": args.slices, "gpus": args.gpus, "steps": args.steps,
-            "batchSize": args.batch_size or lm.PRESETS[args.preset].batch_size, "preset": args.preset,
-            "reportEvery": args.report_every, "seed": args.seed, "name": args.name,
-            "run": args.run, "side": args.side, "resultDir": args.result_dir, "storagePath": args.storage_path,
-            "simulate": args.simulate}
 
 
 def _watch(ledger, stop: threading.Event) -> None:
@@ -242,21 +168,36 @@ def main(argv: Optional[list[str]] = None) -> int:
     # ray.autoscaler half-initialised (seen as "cannot import name 'DictCount' ... circular import").
     import ray.train.v2.jax
 
-    from workloads import result
-    from workloads.ledger import start_ledger
+    from . import result
+    from .ledger import start_ledger
 
     try:
         ray.init(address=os.environ.get("RAY_ADDRESS", "auto"))
     except ConnectionError as error:  # Ray 2.55 services.py: "Could not find any running Ray instance"
-        print(f"workloads.train runs on a Ray cluster: as a RayJob's entrypoint, with RAY_ADDRESS naming one, or on "
-              f"a local one of workloads.local_cluster (as make compare starts); Ray: {str(error).splitlines()[0]}",
-              file=sys.stderr)
+        print(
+            f"workloads.train runs on a Ray cluster: as a RayJob's entrypoint, with RAY_ADDRESS naming one, or on "
+            f"a local one of workloads.local_cluster (as make compare starts); Ray: {str(error).splitlines()[0]}",
+            file=sys.stderr,
+        )
         return 2
     ledger = start_ledger()
-    trainer = make_trainer(spec, steps=args.steps, batch_size=args.batch_size, model=args.model,
-                           storage_path=args.storage_path, name=args.run, side=args.side, slices=args.slices,
-                           report_every=args.report_every, gpus=args.gpus, max_failures=args.max_failures,
-                           seed=args.seed, simulate=args.simulate, throttle_s=args.throttle_s, ledger=ledger)
+    trainer = make_trainer(
+        spec,
+        steps=args.steps,
+        batch_size=args.batch_size,
+        model=args.model,
+        storage_path=args.storage_path,
+        name=args.run,
+        side=args.side,
+        slices=args.slices,
+        report_every=args.report_every,
+        gpus=args.gpus,
+        max_failures=args.max_failures,
+        seed=args.seed,
+        simulate=args.simulate,
+        throttle_s=args.throttle_s,
+        ledger=ledger,
+    )
     stop = threading.Event()
     threading.Thread(target=_watch, args=(ledger, stop), daemon=True).start()
     fit_called, error = time.time(), None
@@ -275,10 +216,24 @@ def main(argv: Optional[list[str]] = None) -> int:
         jax_version = jax.__version__
     except ImportError:
         jax_version = None
-    doc = result.build(record, run=args.run, side=args.side, kind="gpu" if args.gpus else "tpu",
-                       simulated=args.simulate, slices=args.slices, steps=args.steps, batch_size=args.batch_size,
-                       seed=args.seed, process_start=PROCESS_START, fit_called=fit_called, started_at=PROCESS_START,
-                       finished_at=time.time(), ray_version=ray.__version__, jax_version=jax_version, error=error)
+    doc = result.build(
+        record,
+        run=args.run,
+        side=args.side,
+        kind="gpu" if args.gpus else "tpu",
+        simulated=args.simulate,
+        slices=args.slices,
+        steps=args.steps,
+        batch_size=args.batch_size,
+        seed=args.seed,
+        process_start=PROCESS_START,
+        fit_called=fit_called,
+        started_at=PROCESS_START,
+        finished_at=time.time(),
+        ray_version=ray.__version__,
+        jax_version=jax_version,
+        error=error,
+    )
     bench.write_result(doc, args.result_dir)
     # Disconnected first, so that no line Ray forwards from the workers (or its deduplication summary, printed when
     # the driver exits) comes after the document: the last line of the log is the result.

@@ -19,14 +19,17 @@ import time
 from pathlib import Path
 
 from ray_tpu_gke import bench
+from ray_tpu_gke.workload.slice import COUNT_ENV, ENV
 
-from workloads import backend, lm
-from workloads.slice import COUNT_ENV, ENV
+from . import backend, lm
 
 # JAX 0.10.2 jax/_src/dispatch.py: the three duration events of compiling a jitted function (tracing to a jaxpr,
 # lowering to MLIR, the backend compile), recorded through jax.monitoring.record_event_duration_secs.
-COMPILE_EVENTS = ("/jax/core/compile/jaxpr_trace_duration", "/jax/core/compile/jaxpr_to_mlir_module_duration",
-                  "/jax/core/compile/backend_compile_duration")
+COMPILE_EVENTS = (
+    "/jax/core/compile/jaxpr_trace_duration",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration",
+    "/jax/core/compile/backend_compile_duration",
+)
 COMPILATION_CACHE_ENV = "JAX_COMPILATION_CACHE_DIR"  # jax 0.10.2 jax/_src/config.py jax_compilation_cache_dir
 # Ray 2.55 ray/util/tpu.py get_tpu_coordinator_env_vars: what JaxTrainer sets on each worker of a multislice job.
 MEGASCALE_SLICE_ID, MEGASCALE_NUM_SLICES = "MEGASCALE_SLICE_ID", "MEGASCALE_NUM_SLICES"
@@ -89,22 +92,30 @@ def shape_problems(shape: dict | None, environ=os.environ) -> list[str]:
             return []
         generation = declared["generation"]
         return [f"the job asked for GPUs but this pod declares a TPU slice (${ENV['generation']}={generation})"]
-    return [f"the job's {name.replace('_', ' ')} is {shape[name]} but this pod declares ${variable}={declared[name]}"
-            for name, variable in {**ENV, "slices": COUNT_ENV}.items()
-            if declared[name] is not None and str(shape[name]) != declared[name].strip()]
+    return [
+        f"the job's {name.replace('_', ' ')} is {shape[name]} but this pod declares ${variable}={declared[name]}"
+        for name, variable in {**ENV, "slices": COUNT_ENV}.items()
+        if declared[name] is not None and str(shape[name]) != declared[name].strip()
+    ]
 
 
 def _worker_info(rank: int, found: dict) -> dict:
     import ray
 
     labels = ray.get_runtime_context().get_node_labels()
-    return {"rank": rank, "platform": found["platform"], "deviceKind": found["deviceKind"],
-            "localDevices": found["localDevices"], "node": ray.get_runtime_context().get_node_id(),
-            "sliceName": labels.get(SLICE_NAME_LABEL), "tpuWorkerId": labels.get(WORKER_ID_LABEL),
-            "megascaleSliceId": os.environ.get(MEGASCALE_SLICE_ID),
-            "megascaleNumSlices": os.environ.get(MEGASCALE_NUM_SLICES),
-            "megascaleCoordinator": os.environ.get("MEGASCALE_COORDINATOR_ADDRESS"),
-            "compilationCache": os.environ.get(COMPILATION_CACHE_ENV) or None}
+    return {
+        "rank": rank,
+        "platform": found["platform"],
+        "deviceKind": found["deviceKind"],
+        "localDevices": found["localDevices"],
+        "node": ray.get_runtime_context().get_node_id(),
+        "sliceName": labels.get(SLICE_NAME_LABEL),
+        "tpuWorkerId": labels.get(WORKER_ID_LABEL),
+        "megascaleSliceId": os.environ.get(MEGASCALE_SLICE_ID),
+        "megascaleNumSlices": os.environ.get(MEGASCALE_NUM_SLICES),
+        "megascaleCoordinator": os.environ.get("MEGASCALE_COORDINATOR_ADDRESS"),
+        "compilationCache": os.environ.get(COMPILATION_CACHE_ENV) or None,
+    }
 
 
 def train_loop(config: dict) -> None:
@@ -164,11 +175,22 @@ def train_loop(config: dict) -> None:
     if rank == 0:
         # The ledger is the record across attempts (workloads.result.build writes the document from it); the run's
         # recorder prints the event lines every collector reads with bench.read.
-        report = bench.Run(run=config.get("run") or "run", side=config.get("side") or config["kind"],
-                           kind=config["kind"], platform=found["platform"], devices=jax.device_count(),
-                           device_kind=found["deviceKind"], processes=jax.process_count(), batch_size=size,
-                           seed=seed, steps=steps, framework="jax", framework_version=jax.__version__,
-                           attempt=attempt["attempt"], from_step=start)
+        report = bench.Run(
+            run=config.get("run") or "run",
+            side=config.get("side") or config["kind"],
+            kind=config["kind"],
+            platform=found["platform"],
+            devices=jax.device_count(),
+            device_kind=found["deviceKind"],
+            processes=jax.process_count(),
+            batch_size=size,
+            seed=seed,
+            steps=steps,
+            framework="jax",
+            framework_version=jax.__version__,
+            attempt=attempt["attempt"],
+            from_step=start,
+        )
         if restore_s is not None:
             ledger.restore.remote(restore_s)
             report.restore(start, restore_s)
@@ -208,23 +230,39 @@ def train_loop(config: dict) -> None:
             compiled = clock.take()
             compile_s += sum(seconds for _, seconds in compiled)
             ledger.step.remote(attempt["attempt"], done, step_s, value, now, compiled, tokens_per_step)
-            report.step(done, loss=value, examples=size, tokens=tokens_per_step, step_s=step_s,
-                        compiled=bool(compiled))
+            report.step(done, loss=value, examples=size, tokens=tokens_per_step, step_s=step_s, compiled=bool(compiled))
             if attempt["attempt"] > 0 and current == start:
-                restart = {"fromStep": start, "failureSeenAt": attempt["failureSeenAt"], "resumedAt": now,
-                           "stepsRedone": max(0, attempt["maxStep"] - start)}
+                restart = {
+                    "fromStep": start,
+                    "failureSeenAt": attempt["failureSeenAt"],
+                    "resumedAt": now,
+                    "stepsRedone": max(0, attempt["maxStep"] - start),
+                }
                 ledger.restart.remote(restart)
-                report.restart(from_step=start, failure_seen_at=attempt["failureSeenAt"], resumed_at=now,
-                               steps_redone=restart["stepsRedone"])
+                report.restart(
+                    from_step=start,
+                    failure_seen_at=attempt["failureSeenAt"],
+                    resumed_at=now,
+                    steps_redone=restart["stepsRedone"],
+                )
         if done % config["report_every"] == 0 or done == steps:
-            metrics = {"step": done, "start": start, "loss": value, "first_loss": first, "compile_s": compile_s,
-                       "platform": found["platform"], "devices": jax.device_count(),
-                       "processes": jax.process_count(), "attempt": attempt["attempt"]}
+            metrics = {
+                "step": done,
+                "start": start,
+                "loss": value,
+                "first_loss": first,
+                "compile_s": compile_s,
+                "platform": found["platform"],
+                "devices": jax.device_count(),
+                "processes": jax.process_count(),
+                "attempt": attempt["attempt"],
+            }
             if rank == 0:
                 began = time.perf_counter()
                 with tempfile.TemporaryDirectory() as directory:
-                    lm.save(Path(directory), jax.tree.map(local, params), jax.tree.map(local, opt_state), done,
-                            model_config)
+                    lm.save(
+                        Path(directory), jax.tree.map(local, params), jax.tree.map(local, opt_state), done, model_config
+                    )
                     ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(directory))
                 save_s = time.perf_counter() - began
                 ledger.checkpoint.remote(save_s)
@@ -235,11 +273,24 @@ def train_loop(config: dict) -> None:
             time.sleep(config["throttle_s"])  # outside the step's measured time: a local run lasts long enough
     if rank == 0:
         eval_loss, values = lm.evaluate(jax.tree.map(local, params), static, seed, model_config)
-        ray.get(ledger.finish.remote({
-            "fingerprint": bench.fingerprint(values, seed=seed, inputs=f"workloads.lm held-out batch of seed {seed}"),
-            "evalLoss": eval_loss, "flopsPerStep": flops,
-            "flopsSource": "XLA cost analysis of the compiled step, per device x devices" if flops else None,
-            "model": {**model_config.describe(), "tokensPerStep": tokens_per_step},
-            "platform": found["platform"], "deviceKind": found["deviceKind"],
-            "devices": jax.device_count(), "processes": jax.process_count(), "finalStep": max(start, steps),
-            "finalLoss": value, "jaxVersion": jax.__version__, "finishedAt": time.time()}))
+        ray.get(
+            ledger.finish.remote(
+                {
+                    "fingerprint": bench.fingerprint(
+                        values, seed=seed, inputs=f"workloads.lm held-out batch of seed {seed}"
+                    ),
+                    "evalLoss": eval_loss,
+                    "flopsPerStep": flops,
+                    "flopsSource": "XLA cost analysis of the compiled step, per device x devices" if flops else None,
+                    "model": {**model_config.describe(), "tokensPerStep": tokens_per_step},
+                    "platform": found["platform"],
+                    "deviceKind": found["deviceKind"],
+                    "devices": jax.device_count(),
+                    "processes": jax.process_count(),
+                    "finalStep": max(start, steps),
+                    "finalLoss": value,
+                    "jaxVersion": jax.__version__,
+                    "finishedAt": time.time(),
+                }
+            )
+        )

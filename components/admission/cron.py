@@ -13,29 +13,47 @@ from .rules import rule
 __all__ = ["CRON_SCHEDULE", "CRON_TIME_ZONE", "CronSpec", "parse_cron", "longest_gap_minutes"]
 
 CRON_SCHEDULE = rule(
-    "k8s-cronjob-schedule", "A CronJob schedule is five fields (minute 0-59, hour 0-23, day of month 1-31, month 1-12 "
+    "k8s-cronjob-schedule",
+    "A CronJob schedule is five fields (minute 0-59, hour 0-23, day of month 1-31, month 1-12 "
     "or jan-dec, day of week 0-6 or sun-sat) of `*`, `?`, numbers in ASCII digits, ranges low-high with low <= high "
     "and /steps of at least 1, or @yearly, @monthly, @weekly, @daily, @hourly; when both day fields are restricted a "
     "day matching either runs.",
     "Kubernetes pkg/apis/batch/validation (cron.ParseStandard); robfig/cron v3.0.1 parser.go (getRange, "
     "mustParseInt: strconv.Atoi) and spec.go (bounds, dayMatches); https://kubernetes.io/docs/concepts/workloads/"
-    "controllers/cron-jobs/#schedule-syntax")
+    "controllers/cron-jobs/#schedule-syntax",
+)
 CRON_TIME_ZONE = rule(
-    "k8s-cronjob-no-tz", "A CronJob schedule names no TZ= or CRON_TZ= (the time zone is spec.timeZone).",
-    "https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/#time-zones (\"Starting with Kubernetes "
+    "k8s-cronjob-no-tz",
+    "A CronJob schedule names no TZ= or CRON_TZ= (the time zone is spec.timeZone).",
+    'https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/#time-zones ("Starting with Kubernetes '
     "1.29 if you try to set a schedule that includes TZ or CRON_TZ timezone specification, Kubernetes will fail to "
-    "create the resource with a validation error\")")
+    'create the resource with a validation error")',
+)
 
 # robfig/cron v3 spec.go: bounds and names (names are matched case-insensitively, parser.go parseIntOrName).
-_MONTHS = {m: i for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov",
-                                       "dec"), start=1)}
+_MONTHS = {
+    m: i
+    for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), start=1)
+}
 _DAYS = {d: i for i, d in enumerate(("sun", "mon", "tue", "wed", "thu", "fri", "sat"))}
-_FIELDS = (("minute", 0, 59, {}), ("hour", 0, 23, {}), ("day of month", 1, 31, {}), ("month", 1, 12, _MONTHS),
-           ("day of week", 0, 6, _DAYS))
+_FIELDS = (
+    ("minute", 0, 59, {}),
+    ("hour", 0, 23, {}),
+    ("day of month", 1, 31, {}),
+    ("month", 1, 12, _MONTHS),
+    ("day of week", 0, 6, _DAYS),
+)
 # parser.go parseDescriptor: the descriptors as the five fields they stand for (@every is left out: this project
 # takes calendar schedules only).
-_DESCRIPTORS = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *", "@weekly": "0 0 * * 0",
-                "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *"}
+_DESCRIPTORS = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
 _ATOI = re.compile(r"[+-]?[0-9]+")  # strconv.Atoi: an optional sign and ASCII digits only (Python's \d takes more)
 
 
@@ -59,8 +77,11 @@ def _number(text: str, name: str, names: dict[str, int], expr: str) -> int:
     if text.lower() in names:
         return names[text.lower()]
     if not _ATOI.fullmatch(text) or len(text) > 18:
-        raise ValueError(f"{expr!r}: {text!r} is not a {name} number (ASCII digits 0-9"
-                         + (f", or {', '.join(names)}" if names else "") + ")")
+        raise ValueError(
+            f"{expr!r}: {text!r} is not a {name} number (ASCII digits 0-9"
+            + (f", or {', '.join(names)}" if names else "")
+            + ")"
+        )
     value = int(text)
     if value < 0:
         raise ValueError(f"{expr!r}: negative numbers are not allowed")
@@ -114,12 +135,15 @@ def parse_cron(schedule: str) -> CronSpec:
         raise ValueError(f"{schedule!r}: the descriptors are {', '.join(_DESCRIPTORS)} (@every is not taken here)")
     fields = text.split()
     if len(fields) != 5:
-        raise ValueError(f"a CronJob schedule has exactly five fields: minute hour day-of-month month day-of-week, "
-                         f"such as '*/5 * * * *' (found {len(fields)})")
+        raise ValueError(
+            f"a CronJob schedule has exactly five fields: minute hour day-of-month month day-of-week, "
+            f"such as '*/5 * * * *' (found {len(fields)})"
+        )
     parsed = [_field(f, name, low, high, names) for f, (name, low, high, names) in zip(fields, _FIELDS)]
     (minutes, _), (hours, _), (doms, dom_star), (months, _), (dows, dow_star) = parsed
-    spec = CronSpec(frozenset(minutes), frozenset(hours), frozenset(doms), frozenset(months), frozenset(dows),
-                    dom_star or dow_star)
+    spec = CronSpec(
+        frozenset(minutes), frozenset(hours), frozenset(doms), frozenset(months), frozenset(dows), dom_star or dow_star
+    )
     if longest_gap_minutes(spec) is None:
         raise ValueError(f"{schedule!r} never runs (no minute, hour or day matches)")
     return spec
@@ -131,8 +155,12 @@ def longest_gap_minutes(spec: CronSpec) -> int | None:
     times = sorted(h * 60 + m for h in spec.hours for m in spec.minutes)
     if not times:
         return None
-    if spec.months == set(range(1, 13)) and spec.any_day and len(spec.days_of_month) == 31 \
-            and len(spec.days_of_week) == 7:
+    if (
+        spec.months == set(range(1, 13))
+        and spec.any_day
+        and len(spec.days_of_month) == 31
+        and len(spec.days_of_week) == 7
+    ):
         # every day: the gaps within a day, and from the last run to the first of the next day
         gaps = [b - a for a, b in zip(times, times[1:])] + [times[0] + 1440 - times[-1]]
         return max(gaps)

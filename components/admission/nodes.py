@@ -11,56 +11,93 @@ from .. import catalog
 from .names import parse_quantity
 from .rules import rule
 
-__all__ = ["AUTOPILOT_REGIONAL", "PER_ZONE_LIMITS", "NODE_POOLS_AUTOSCALING_LATENCY", "NODE_POOLS_WARNING",
-    "MAX_SLICES_PER_ENTRY", "MACHINE_TYPES", "cpu_machine", "cpu_machine_sizes", "check_cpu_machine_type",
-    "ALLOCATABLE", "NODE_AGENTS", "AUTOPILOT_MAX_REQUESTS", "AUTOPILOT_CLASS_RANGE", "autopilot_class_problem", "FITS",
-    "NODE_DAEMONSETS", "daemonset_allowance",
+__all__ = [
+    "AUTOPILOT_REGIONAL",
+    "PER_ZONE_LIMITS",
+    "NODE_POOLS_AUTOSCALING_LATENCY",
+    "NODE_POOLS_WARNING",
+    "MAX_SLICES_PER_ENTRY",
+    "MACHINE_TYPES",
+    "cpu_machine",
+    "cpu_machine_sizes",
+    "check_cpu_machine_type",
+    "ALLOCATABLE",
+    "NODE_AGENTS",
+    "AUTOPILOT_MAX_REQUESTS",
+    "AUTOPILOT_CLASS_RANGE",
+    "autopilot_class_problem",
+    "FITS",
+    "NODE_DAEMONSETS",
+    "daemonset_allowance",
     "EVICTION_THRESHOLD_GIB",
-    "AUTOSCALER_SIDECAR", "GCS_FUSE_SIDECAR", "allocatable", "pod_requests", "node_worker_resources"]
+    "AUTOSCALER_SIDECAR",
+    "GCS_FUSE_SIDECAR",
+    "allocatable",
+    "pod_requests",
+    "node_worker_resources",
+]
 
 
 # --- cluster shape -------------------------------------------------------------------------------------------------
 
 AUTOPILOT_REGIONAL = rule(
-    "gke-autopilot-regional", "Autopilot clusters are regional: their location is a region, never a zone.",
+    "gke-autopilot-regional",
+    "Autopilot clusters are regional: their location is a region, never a zone.",
     "https://cloud.google.com/kubernetes-engine/docs/resources/autopilot-standard-feature-comparison "
-    "(Regional availability); gcloud container clusters create-auto takes --location REGION")
+    "(Regional availability); gcloud container clusters create-auto takes --location REGION",
+)
 PER_ZONE_LIMITS = rule(
-    "gke-autoscaling-total-limits", "min/max node counts of a node pool are per zone; a regional pool without "
+    "gke-autoscaling-total-limits",
+    "min/max node counts of a node pool are per zone; a regional pool without "
     "node locations runs them in every zone, so pools are sized with total limits (GKE 1.24.1+).",
     "pulumi-gcp NodePoolAutoscalingArgs (min_node_count: 'per zone'; total_min_node_count: 'Total ... in the "
-    "NodePool'); https://cloud.google.com/kubernetes-engine/docs/concepts/cluster-autoscaler#minimum_and_maximum_node_pool_size")
+    "NodePool'); https://cloud.google.com/kubernetes-engine/docs/concepts/cluster-autoscaler#minimum_and_maximum_node_pool_size",
+)
 NODE_POOLS_AUTOSCALING_LATENCY = rule(
-    "gke-node-pools-autoscaling-latency", "Past 200 node pools in a cluster (the system pool, every slice of every "
+    "gke-node-pools-autoscaling-latency",
+    "Past 200 node pools in a cluster (the system pool, every slice of every "
     "tpuSlices entry, every gpuPools and cpuPools entry) GKE's autoscaling may take longer: a warning, not a limit.",
-    "https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning (Limitations: \"Clusters that have "
-    "more than 200 total node pools might have increased latency during autoscaling\")")
+    'https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning (Limitations: "Clusters that have '
+    'more than 200 total node pools might have increased latency during autoscaling")',
+)
 NODE_POOLS_WARNING = 200
 # One tpuSlices entry is one worker group's slices; this project keeps an entry to as many pools as GKE's autoscaling
 # handles without added latency (a bound of its own, not GKE's): more slices take more entries.
 MAX_SLICES_PER_ENTRY = NODE_POOLS_WARNING
 MACHINE_TYPES = rule(
-    "gce-predefined-machine-type", "A CPU pool (and the system pool) uses a predefined machine type that Compute "
+    "gce-predefined-machine-type",
+    "A CPU pool (and the system pool) uses a predefined machine type that Compute "
     "Engine has: E2, N2, N2D, N4 or C3, standard/highmem/highcpu, only in the sizes each series is sold in (no "
     "c3-standard-2, e2-standard-3 or n4-standard-6), with at least 2 vCPUs.",
     "https://cloud.google.com/compute/docs/general-purpose-machines; sizes as listed by the machineTypes API in the "
-    "catalogue snapshot anycloud-sh/catalog gcp/vms.csv @62ff0a98 (2026-05-20, SkyPilot format)")
+    "catalogue snapshot anycloud-sh/catalog gcp/vms.csv @62ff0a98 (2026-05-20, SkyPilot format)",
+)
 
 # Predefined sizes (vCPUs) per series and class, and memory (GB) per vCPU, from the machine rows of the catalogue
 # snapshot cited by MACHINE_TYPES (InstanceType, vCPUs, MemoryGiB); the -lssd and -metal variants are left out
 # (GKE node pools here use neither).
 _CPU_SERIES: dict[str, dict[str, tuple[int, tuple[int, ...]]]] = {
     "e2": {"standard": (4, (2, 4, 8, 16, 32)), "highmem": (8, (2, 4, 8, 16)), "highcpu": (1, (2, 4, 8, 16, 32))},
-    "n2": {"standard": (4, (2, 4, 8, 16, 32, 48, 64, 80, 96, 128)), "highmem": (8, (2, 4, 8, 16, 32, 48, 64, 80, 96,
-                                                                                      128)),
-           "highcpu": (1, (2, 4, 8, 16, 32, 48, 64, 80, 96))},
-    "n2d": {"standard": (4, (2, 4, 8, 16, 32, 48, 64, 80, 96, 128, 224)),
-            "highmem": (8, (2, 4, 8, 16, 32, 48, 64, 80, 96)),
-            "highcpu": (1, (2, 4, 8, 16, 32, 48, 64, 80, 96, 128, 224))},
-    "n4": {"standard": (4, (2, 4, 8, 16, 32, 48, 64, 80)), "highmem": (8, (2, 4, 8, 16, 32, 48, 64, 80)),
-           "highcpu": (2, (2, 4, 8, 16, 32, 48, 64, 80))},
-    "c3": {"standard": (4, (4, 8, 22, 44, 88, 176)), "highmem": (8, (4, 8, 22, 44, 88, 176)),
-           "highcpu": (2, (4, 8, 22, 44, 88, 176))},
+    "n2": {
+        "standard": (4, (2, 4, 8, 16, 32, 48, 64, 80, 96, 128)),
+        "highmem": (8, (2, 4, 8, 16, 32, 48, 64, 80, 96, 128)),
+        "highcpu": (1, (2, 4, 8, 16, 32, 48, 64, 80, 96)),
+    },
+    "n2d": {
+        "standard": (4, (2, 4, 8, 16, 32, 48, 64, 80, 96, 128, 224)),
+        "highmem": (8, (2, 4, 8, 16, 32, 48, 64, 80, 96)),
+        "highcpu": (1, (2, 4, 8, 16, 32, 48, 64, 80, 96, 128, 224)),
+    },
+    "n4": {
+        "standard": (4, (2, 4, 8, 16, 32, 48, 64, 80)),
+        "highmem": (8, (2, 4, 8, 16, 32, 48, 64, 80)),
+        "highcpu": (2, (2, 4, 8, 16, 32, 48, 64, 80)),
+    },
+    "c3": {
+        "standard": (4, (4, 8, 22, 44, 88, 176)),
+        "highmem": (8, (4, 8, 22, 44, 88, 176)),
+        "highcpu": (2, (4, 8, 22, 44, 88, 176)),
+    },
 }
 _MEMORY_EXCEPTIONS = {"n2-highmem-128": 864.0}  # the snapshot's n2-highmem-128 row: 864 GB, not 8 per vCPU
 # SERIES-TYPE-VCPUS with the vCPU count as Compute Engine writes it, without leading zeros (n2-standard-8; the API
@@ -95,19 +132,24 @@ def check_cpu_machine_type(name: str) -> None:
         sizes = cpu_machine_sizes(name)
         if sizes:
             raise ValueError(f"is not a machine type Compute Engine has; allowed sizes: {sizes}")
-        raise ValueError("must be a predefined machine type with at least 2 vCPUs of the E2, N2, N2D, N4 or C3 "
-                         "series, such as e2-standard-8 (shared-core types leave no room for Ray heads)")
+        raise ValueError(
+            "must be a predefined machine type with at least 2 vCPUs of the E2, N2, N2D, N4 or C3 "
+            "series, such as e2-standard-8 (shared-core types leave no room for Ray heads)"
+        )
 
 
 # --- what fits a node ----------------------------------------------------------------------------------------------
 
 ALLOCATABLE = rule(
-    "gke-node-allocatable", "A Standard node allocates its capacity less GKE's reservations: CPU 6% of the first "
+    "gke-node-allocatable",
+    "A Standard node allocates its capacity less GKE's reservations: CPU 6% of the first "
     "core, 1% of the next, 0.5% of the next 2, 0.25% above 4; memory 25% of the first 4 GiB, 20% of the next 4, 10% "
     "of the next 8, 6% of the next 112, 2% above 128; and a 100 MiB eviction threshold.",
-    "https://cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes#memory_and_cpu_reservations")
+    "https://cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes#memory_and_cpu_reservations",
+)
 NODE_AGENTS = rule(
-    "gke-node-daemonsets", "GKE's own DaemonSets on every node take a further share: the sum of the requests of "
+    "gke-node-daemonsets",
+    "GKE's own DaemonSets on every node take a further share: the sum of the requests of "
     "those the stack turns on (Dataplane V2 anetd, Cloud Logging fluentbit-gke, its larger 256pd variant on hosts of "
     "64+ vCPUs, Cloud Monitoring gke-metrics-agent, Managed Prometheus collector, GCS FUSE CSI node, Workload "
     "Identity gke-metadata-server, PD CSI, netd, ip-masq-agent, container-watcher, and the TPU or GPU device plugin "
@@ -118,20 +160,25 @@ NODE_AGENTS = rule(
     "kubernetes/kubernetes cluster/addons/ip-masq-agent/ip-masq-agent.yaml; GoogleCloudPlatform/prometheus-engine "
     "manifests/operator.yaml (collector); GoogleCloudPlatform/gcs-fuse-csi-driver deploy/base/node/node.yaml; "
     "GoogleCloudPlatform/container-engine-accelerators cmd/nvidia_gpu/device-plugin.yaml and "
-    "nvidia-driver-installer/cos; the rest as observed on GKE nodes (kubectl describe node, GKE 1.36.3)")
+    "nvidia-driver-installer/cos; the rest as observed on GKE nodes (kubectl describe node, GKE 1.36.3)",
+)
 AUTOPILOT_MAX_REQUESTS = rule(
-    "gke-autopilot-max-requests", "Autopilot rejects a pod whose requests exceed the maximum of its compute class or "
+    "gke-autopilot-max-requests",
+    "Autopilot rejects a pod whose requests exceed the maximum of its compute class or "
     "accelerator. The per-accelerator maxima could not be read back from a source for every GPU, so no figure is "
     "recorded: GPU worker pods in Autopilot (sized from the whole machine) get a warning, and a live cluster's "
     "admission answers with kubectl apply --dry-run=server (the classes' maxima: gke-autopilot-class-range).",
     "https://cloud.google.com/kubernetes-engine/docs/concepts/autopilot-resource-requests#hardware-min-max "
-    "(\"If your requests are greater than the maximum, Autopilot rejects your workload\")")
+    '("If your requests are greater than the maximum, Autopilot rejects your workload")',
+)
 AUTOPILOT_CLASS_RANGE = rule(
-    "gke-autopilot-class-range", "In Autopilot a pod of the general-purpose class (no compute class selected: this "
+    "gke-autopilot-class-range",
+    "In Autopilot a pod of the general-purpose class (no compute class selected: this "
     "project's CPU workers) requests at most 30 vCPU and 110,000 MB; Balanced at most 222 vCPU and 851,000 MB, "
     "Scale-Out 54 vCPU and 216,000 MB. Above it Autopilot rejects the pod.",
     "GoogleCloudPlatform/autopilot-cost-calculator config.ini [limits] (from GKE's \"Resource requests in "
-    "Autopilot\"); https://cloud.google.com/kubernetes-engine/docs/concepts/autopilot-resource-requests")
+    'Autopilot"); https://cloud.google.com/kubernetes-engine/docs/concepts/autopilot-resource-requests',
+)
 
 
 def autopilot_class_problem(compute_class: str, cpu: float, memory_gib: float) -> Optional[str]:
@@ -140,15 +187,19 @@ def autopilot_class_problem(compute_class: str, cpu: float, memory_gib: float) -
     memory_mb = memory_gib * 2**30 / 10**6
     if cpu * 1000 <= limits.max_mcpu and memory_mb <= limits.max_memory_mb:
         return None
-    return (f"{cpu:g} vCPU and {memory_gib:g} GiB ({memory_mb:,.0f} MB) is above the {compute_class} class's maximum "
-            f"of {limits.max_mcpu / 1000:g} vCPU and {limits.max_memory_mb:,} MB per pod ({AUTOPILOT_CLASS_RANGE.id})")
+    return (
+        f"{cpu:g} vCPU and {memory_gib:g} GiB ({memory_mb:,.0f} MB) is above the {compute_class} class's maximum "
+        f"of {limits.max_mcpu / 1000:g} vCPU and {limits.max_memory_mb:,} MB per pod ({AUTOPILOT_CLASS_RANGE.id})"
+    )
 
 
 FITS = rule(
-    "pod-fits-node", "Every Ray pod (containers, the KubeRay autoscaler sidecar of the head, the GCS FUSE sidecar) "
+    "pod-fits-node",
+    "Every Ray pod (containers, the KubeRay autoscaler sidecar of the head, the GCS FUSE sidecar) "
     "requests no more CPU and memory than its node type allocates.",
     "https://kubernetes.io/docs/concepts/scheduling-eviction/kube-scheduler/#kube-scheduler-implementation "
-    "(filtering: NodeResourcesFit)")
+    "(filtering: NodeResourcesFit)",
+)
 
 EVICTION_THRESHOLD_GIB = 100 / 1024
 
@@ -235,8 +286,9 @@ def pod_requests(pod_spec: dict, sidecars: Iterable[tuple[float, float]] = ()) -
     return cpu, memory
 
 
-def node_worker_resources(vcpus: float, memory_gib: float, gcs_fuse: bool,
-                          accelerator: Optional[str] = None) -> tuple[int, int]:
+def node_worker_resources(
+    vcpus: float, memory_gib: float, gcs_fuse: bool, accelerator: Optional[str] = None
+) -> tuple[int, int]:
     """Whole CPUs and GiB the one Ray worker container of a node requests: what the node allocates, less the GCS FUSE
     sidecar beside it."""
     cpu, memory = allocatable(vcpus, memory_gib, accelerator)

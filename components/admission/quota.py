@@ -9,19 +9,31 @@ from typing import Any, Iterable, Mapping, Optional
 
 from .rules import rule
 
-__all__ = ["QUOTA", "QuotaId", "TPU_QUOTA_IDS", "QuotaNeed", "tpu_quota_need", "quota_shortfalls", "UNLIMITED",
-    "quota_value", "project_quota", "check_quota"]
+__all__ = [
+    "QUOTA",
+    "QuotaId",
+    "TPU_QUOTA_IDS",
+    "QuotaNeed",
+    "tpu_quota_need",
+    "quota_shortfalls",
+    "UNLIMITED",
+    "quota_value",
+    "project_quota",
+    "check_quota",
+]
 
 
 # --- quota ---------------------------------------------------------------------------------------------------------
 
 QUOTA = rule(
-    "gcp-tpu-quota", "TPU and GPU node pools draw on the project's per-region Compute Engine quota for their "
+    "gcp-tpu-quota",
+    "TPU and GPU node pools draw on the project's per-region Compute Engine quota for their "
     "accelerator (preemptible quota for spot and flex-start); a pool beyond it fails at create. A region without an "
     "entry of its own has the quota's default (the entry without a region that lists it in applicableLocations); -1 "
     "is unlimited; a region no entry covers has none.",
     "https://cloud.google.com/kubernetes-engine/docs/concepts/plan-tpus#ensure-quota; Cloud Quotas API v1 QuotaInfo "
-    "and DimensionsInfo (googleapis google/api/cloudquotas/v1/resources.proto); gcp.cloudquota.get_s_quota_infos")
+    "and DimensionsInfo (googleapis google/api/cloudquotas/v1/resources.proto); gcp.cloudquota.get_s_quota_infos",
+)
 
 
 @dataclass(frozen=True)
@@ -38,11 +50,15 @@ class QuotaId:
 # Taken from what `gcloud`/the Cloud Quotas API report in public projects (the GKE quota table itself could not be
 # read back); the deploy-time check warns, never guesses, when a project does not list an ID.
 TPU_QUOTA_IDS: dict[str, tuple[Optional[QuotaId], Optional[QuotaId]]] = {
-    "v5e": (QuotaId("TPU-LITE-PODSLICE-V5-per-project-region"),
-            QuotaId("PREEMPTIBLE-TPU-LITE-PODSLICE-V5-per-project-region")),
+    "v5e": (
+        QuotaId("TPU-LITE-PODSLICE-V5-per-project-region"),
+        QuotaId("PREEMPTIBLE-TPU-LITE-PODSLICE-V5-per-project-region"),
+    ),
     "v5p": (QuotaId("TPU-V5P-per-project-region"), QuotaId("PREEMPTIBLE-TPU-V5P-per-project-region")),
-    "v6e": (QuotaId("TPUS-PER-TPU-FAMILY-per-project-region", (("tpu_family", "CT6E"),)),
-            QuotaId("PREEMPTIBLE-TPU-V6E-per-project-region")),
+    "v6e": (
+        QuotaId("TPUS-PER-TPU-FAMILY-per-project-region", (("tpu_family", "CT6E"),)),
+        QuotaId("PREEMPTIBLE-TPU-V6E-per-project-region"),
+    ),
     "v4": (None, None),  # no source found for v4's IDs: the deploy-time check warns
     "tpu7x": (None, None),
 }
@@ -138,8 +154,9 @@ def _amount(value: float) -> str:
     return "unlimited" if value == UNLIMITED else f"{value:g}"
 
 
-def quota_shortfalls(needs: Iterable[QuotaNeed],
-                     available: dict[tuple[str, str], float]) -> tuple[list[str], list[str]]:
+def quota_shortfalls(
+    needs: Iterable[QuotaNeed], available: dict[tuple[str, str], float]
+) -> tuple[list[str], list[str]]:
     """(errors, warnings) for needs against what a project has: `available[(quota key, region)]`."""
     totals: dict[tuple[str, str], list[QuotaNeed]] = {}
     for need in needs:
@@ -150,12 +167,16 @@ def quota_shortfalls(needs: Iterable[QuotaNeed],
         who = ", ".join(n.who for n in group)
         unit = group[0].unit
         if key == "unknown" or (key, region) not in available:
-            warnings.append(f"quota {key} in {region}: not found in the project's quotas; check that it allows "
-                            f"{chips} {unit} ({who})")
+            warnings.append(
+                f"quota {key} in {region}: not found in the project's quotas; check that it allows "
+                f"{chips} {unit} ({who})"
+            )
         elif available[(key, region)] < chips:
-            errors.append(f"quota {key} in {region}: the project has {_amount(available[(key, region)])} {unit}, "
-                          f"the stack needs {chips} ({who}); request more in the console (IAM & Admin > Quotas) or "
-                          "shrink the slices and pools")
+            errors.append(
+                f"quota {key} in {region}: the project has {_amount(available[(key, region)])} {unit}, "
+                f"the stack needs {chips} ({who}); request more in the console (IAM & Admin > Quotas) or "
+                "shrink the slices and pools"
+            )
     return errors, warnings
 
 

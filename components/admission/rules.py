@@ -8,7 +8,6 @@ from dataclasses import dataclass
 __all__ = ["Rule", "RULES", "rule", "markdown"]
 
 
-
 @dataclass(frozen=True)
 class Rule:
     id: str
@@ -24,13 +23,8 @@ def rule(id: str, summary: str, source: str) -> Rule:
     return RULES[id]
 
 
-
 def markdown() -> str:
     """The rules as the table of docs/admission.md (a test keeps the page equal to this)."""
     lines = ["| rule | what the service accepts | source |", "| --- | --- | --- |"]
     lines += [f"| `{r.id}` | {r.summary} | {r.source} |" for r in RULES.values()]
     return "\n".join(lines) + "\n"
-
-
-
-

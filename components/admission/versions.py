@@ -10,11 +10,30 @@ from typing import Iterable
 from .. import catalog
 from .rules import rule
 
-__all__ = ["is_zone", "region_of", "check_zone", "check_location", "check_cidr", "GKE_VERSION_PIN",
-    "check_gke_version_pin", "version_key", "is_minor_alias", "RAY_OPERATOR", "FLEX_START", "TPU_GENERATION",
-    "AUTOPILOT_COMPUTE_CLASS", "RAY_OPERATOR_MIN_GKE_VERSION", "FLEX_START_MIN_GKE_VERSION",
-    "AUTOPILOT_COMPUTE_CLASS_MIN_GKE_VERSION", "VersionNeed", "gke_version_needs", "newest", "version_satisfies",
-    "FLEX_START_ZONES", "FLEX_START_UNSUPPORTED"]
+__all__ = [
+    "is_zone",
+    "region_of",
+    "check_zone",
+    "check_location",
+    "check_cidr",
+    "GKE_VERSION_PIN",
+    "check_gke_version_pin",
+    "version_key",
+    "is_minor_alias",
+    "RAY_OPERATOR",
+    "FLEX_START",
+    "TPU_GENERATION",
+    "AUTOPILOT_COMPUTE_CLASS",
+    "RAY_OPERATOR_MIN_GKE_VERSION",
+    "FLEX_START_MIN_GKE_VERSION",
+    "AUTOPILOT_COMPUTE_CLASS_MIN_GKE_VERSION",
+    "VersionNeed",
+    "gke_version_needs",
+    "newest",
+    "version_satisfies",
+    "FLEX_START_ZONES",
+    "FLEX_START_UNSUPPORTED",
+]
 
 
 # --- locations, networks, versions ---------------------------------------------------------------------------------
@@ -53,17 +72,18 @@ def check_cidr(value: str) -> None:
 _GKE_VERSION = re.compile(r"1\.[0-9]{2}(\.[0-9]+(-gke\.[0-9]+)?)?")
 
 GKE_VERSION_PIN = rule(
-    "gke-version-pin", "A minMasterVersion pin is a minor alias (1.34) or an exact GKE version (1.34.1-gke.3084001) "
+    "gke-version-pin",
+    "A minMasterVersion pin is a minor alias (1.34) or an exact GKE version (1.34.1-gke.3084001) "
     "and is never older than any feature the stack uses needs. Unset, the release channel picks the version; the "
     "deploy-time check compares the channel's default with those minimums before the cluster is created.",
     "https://cloud.google.com/kubernetes-engine/docs/concepts/release-channels; pulumi-gcp ClusterArgs."
-    "min_master_version; gcp.container.get_engine_versions")
+    "min_master_version; gcp.container.get_engine_versions",
+)
 
 
 def check_gke_version_pin(value: str) -> None:
     if not _GKE_VERSION.fullmatch(value):
-        raise ValueError("must be a GKE version: a minor such as 1.34, or an exact version such as "
-                         "1.34.1-gke.3084001")
+        raise ValueError("must be a GKE version: a minor such as 1.34, or an exact version such as 1.34.1-gke.3084001")
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -77,18 +97,27 @@ def is_minor_alias(version: str) -> bool:
 # --- GKE features and the versions they need -----------------------------------------------------------------------
 
 RAY_OPERATOR = rule(
-    "gke-ray-operator-version", "The Ray Operator add-on needs GKE 1.30.0-gke.1747000 or later.",
-    "https://cloud.google.com/kubernetes-engine/docs/add-on/ray-on-gke/concepts/overview")
+    "gke-ray-operator-version",
+    "The Ray Operator add-on needs GKE 1.30.0-gke.1747000 or later.",
+    "https://cloud.google.com/kubernetes-engine/docs/add-on/ray-on-gke/concepts/overview",
+)
 FLEX_START = rule(
-    "gke-flex-start-tpu-version", "Flex-start TPU node pools and flex-start ComputeClasses need GKE "
+    "gke-flex-start-tpu-version",
+    "Flex-start TPU node pools and flex-start ComputeClasses need GKE "
     "1.33.0-gke.1712000 or later; not every zone offers flex-start for every generation.",
-    "https://cloud.google.com/kubernetes-engine/docs/concepts/flex-start-vms (About flex-start provisioning mode)")
+    "https://cloud.google.com/kubernetes-engine/docs/concepts/flex-start-vms (About flex-start provisioning mode)",
+)
 TPU_GENERATION = rule(
-    "gke-tpu-generation-version", "Each TPU generation needs a minimum GKE version, Autopilot sometimes a newer one "
-    "(catalogue: Generation.min_gke_version).", "https://cloud.google.com/kubernetes-engine/docs/concepts/plan-tpus")
+    "gke-tpu-generation-version",
+    "Each TPU generation needs a minimum GKE version, Autopilot sometimes a newer one "
+    "(catalogue: Generation.min_gke_version).",
+    "https://cloud.google.com/kubernetes-engine/docs/concepts/plan-tpus",
+)
 AUTOPILOT_COMPUTE_CLASS = rule(
-    "gke-autopilot-compute-class-version", "Autopilot custom ComputeClasses with TPU priorities need GKE "
-    "1.30.3-gke.1451000 or later.", "https://cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes")
+    "gke-autopilot-compute-class-version",
+    "Autopilot custom ComputeClasses with TPU priorities need GKE 1.30.3-gke.1451000 or later.",
+    "https://cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes",
+)
 
 RAY_OPERATOR_MIN_GKE_VERSION = "1.30.0-gke.1747000"
 FLEX_START_MIN_GKE_VERSION = "1.33.0-gke.1712000"
@@ -137,7 +166,3 @@ FLEX_START_ZONES: dict[str, tuple[str, ...]] = {
     "v6e": ("asia-northeast1-b", "us-east5-a", "us-east5-b"),
 }
 FLEX_START_UNSUPPORTED = ("v4",)
-
-
-
-

@@ -5,8 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ComputeClassRange", "AUTOPILOT_CLASSES", "DEFAULT_CLASS", "AUTOPILOT_GPU_COUNTS",
-           "AUTOPILOT_SMALL_H100_MIN_VERSION"]
+__all__ = [
+    "ComputeClassRange",
+    "AUTOPILOT_CLASSES",
+    "DEFAULT_CLASS",
+    "AUTOPILOT_GPU_COUNTS",
+    "AUTOPILOT_SMALL_H100_MIN_VERSION",
+]
 
 
 @dataclass(frozen=True)
@@ -33,9 +38,14 @@ DEFAULT_CLASS = "general-purpose"  # a pod that selects no compute class (GKE Au
 # https://cloud.google.com/kubernetes-engine/docs/how-to/autopilot-gpus, "Request GPUs in your containers": the
 # supported quantities table). Not in the cost calculator's config.ini, which lists no counts.
 AUTOPILOT_GPU_COUNTS = {
-    "nvidia-b200": (8,), "nvidia-h200-141gb": (8,), "nvidia-h100-mega-80gb": (8,),
-    "nvidia-h100-80gb": (1, 2, 4, 8), "nvidia-a100-80gb": (1, 2, 4, 8), "nvidia-tesla-a100": (1, 2, 4, 8, 16),
-    "nvidia-l4": (1, 2, 4, 8), "nvidia-tesla-t4": (1, 2, 4),
+    "nvidia-b200": (8,),
+    "nvidia-h200-141gb": (8,),
+    "nvidia-h100-mega-80gb": (8,),
+    "nvidia-h100-80gb": (1, 2, 4, 8),
+    "nvidia-a100-80gb": (1, 2, 4, 8),
+    "nvidia-tesla-a100": (1, 2, 4, 8, 16),
+    "nvidia-l4": (1, 2, 4, 8),
+    "nvidia-tesla-t4": (1, 2, 4),
 }
 # The same page: "Autopilot supports the smaller machine shapes of 1, 2, and 4 GPUs for NVIDIA H100 (80GB) GPUs on
 # version 1.31.4-gke.1072000 or later."

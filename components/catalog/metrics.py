@@ -40,8 +40,12 @@ NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 GPU_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 
 # The labels that say which cluster a series belongs to, per monitored resource type.
-CLUSTER_LABEL = {"k8s_node": "cluster_name", "k8s_node_pool": "cluster_name", "prometheus_target": "cluster",
-                 "generic_task": "namespace"}  # the slice check writes the cluster's name as generic_task's namespace
+CLUSTER_LABEL = {
+    "k8s_node": "cluster_name",
+    "k8s_node_pool": "cluster_name",
+    "prometheus_target": "cluster",
+    "generic_task": "namespace",
+}  # the slice check writes the cluster's name as generic_task's namespace
 
 
 class ObservabilityError(ValueError):
@@ -91,27 +95,35 @@ class MetricList:
         try:
             return self.metrics[metric_type]
         except KeyError:
-            raise ObservabilityError(f"metric type {metric_type!r} is not in data/metrics.yaml; listed: "
-                                     f"{', '.join(self.metrics)}") from None
+            raise ObservabilityError(
+                f"metric type {metric_type!r} is not in data/metrics.yaml; listed: {', '.join(self.metrics)}"
+            ) from None
 
 
 @functools.lru_cache(maxsize=None)
 def metric_list() -> MetricList:
     """data/metrics.yaml, read once."""
     data = yaml.safe_load(METRICS_FILE.read_text())
-    resources = {name: ResourceType(name, tuple(r["labels"]), dict(r.get("user_labels") or {}))
-                 for name, r in data["resources"].items()}
+    resources = {
+        name: ResourceType(name, tuple(r["labels"]), dict(r.get("user_labels") or {}))
+        for name, r in data["resources"].items()
+    }
     metrics = {}
     for m in data["metrics"]:
-        metrics[m["type"]] = Metric(m["type"], m["source"], m["resource"], m["kind"], m["value_type"], str(m["unit"]),
-                                    tuple(m["labels"]), m.get("launch_stage", ""), m.get("description", ""))
+        metrics[m["type"]] = Metric(
+            m["type"],
+            m["source"],
+            m["resource"],
+            m["kind"],
+            m["value_type"],
+            str(m["unit"]),
+            tuple(m["labels"]),
+            m.get("launch_stage", ""),
+            m.get("description", ""),
+        )
     limits = {name: int(limit["value"]) for name, limit in data["limits"].items()}
     return MetricList(data["sources"], resources, metrics, limits)
 
 
 def limit(name: str) -> int:
     return metric_list().limits[name]
-
-
-
-

@@ -50,18 +50,29 @@ GPU_PEAKS: dict[str, Peak] = {
     # is not HBM; hbm_bytes holds the GPU's memory).
     "nvidia-l4": Peak(121e12, 24 * GB, _NVIDIA + "en-us/data-center/l4/ (NVIDIA L4 Tensor Core GPU data sheet)"),
     # A100 data sheet: "BFLOAT16 Tensor Core 312 TFLOPS | 624 TFLOPS*" (* with sparsity), "GPU Memory 40GB HBM2".
-    "nvidia-tesla-a100": Peak(312e12, 40 * GB, _NVIDIA + "content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
-                              "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf"),
+    "nvidia-tesla-a100": Peak(
+        312e12,
+        40 * GB,
+        _NVIDIA + "content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf",
+    ),
     # Same data sheet, A100 80GB SXM: "GPU Memory 80GB HBM2e", the same Tensor Core figures.
-    "nvidia-a100-80gb": Peak(312e12, 80 * GB, _NVIDIA + "content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
-                             "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf"),
+    "nvidia-a100-80gb": Peak(
+        312e12,
+        80 * GB,
+        _NVIDIA + "content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf",
+    ),
     # H100 data sheet, H100 SXM: "BFLOAT16 Tensor Core 1,979 teraFLOPS*" ("* With sparsity"), "GPU memory 80GB".
-    "nvidia-h100-80gb": Peak(989.5e12, 80 * GB, _NVIDIA + "en-us/data-center/h100/ (NVIDIA H100 Tensor Core GPU data "
-                                                          "sheet, H100 SXM)"),
+    "nvidia-h100-80gb": Peak(
+        989.5e12, 80 * GB, _NVIDIA + "en-us/data-center/h100/ (NVIDIA H100 Tensor Core GPU data sheet, H100 SXM)"
+    ),
     # A3 Mega carries the same H100 SXM 80GB GPU (Compute Engine accelerator-optimized machines: A3 Mega).
-    "nvidia-h100-mega-80gb": Peak(989.5e12, 80 * GB, _NVIDIA + "en-us/data-center/h100/ (H100 SXM); "
-                                                               "https://cloud.google.com/compute/docs/"
-                                                               "accelerator-optimized-machines (A3 Mega)"),
+    "nvidia-h100-mega-80gb": Peak(
+        989.5e12,
+        80 * GB,
+        _NVIDIA + "en-us/data-center/h100/ (H100 SXM); "
+        "https://cloud.google.com/compute/docs/"
+        "accelerator-optimized-machines (A3 Mega)",
+    ),
     # H200 data sheet, H200 SXM: "BFLOAT16 Tensor Core 1,979 TFLOPS" (with sparsity), "GPU Memory 141GB".
     "nvidia-h200-141gb": Peak(989.5e12, 141 * GB, _NVIDIA + "en-us/data-center/h200/ (NVIDIA H200 data sheet)"),
     # HGX B200 data sheet: "FP16/BF16 Tensor Core 36 PFLOPS" for 8 GPUs with sparsity (4.5 per GPU), "Total memory
@@ -85,4 +96,3 @@ def peak(kind: str, name: str) -> Peak:
         return table[name]
     except KeyError:
         raise CatalogError(f"no peak for {kind} {name!r}; known: {', '.join(table)}") from None
-

@@ -57,13 +57,23 @@ class Rate:
         """`$2.70/chip-hour (tpu v6e onDemand, us-east5, 2025-11-01, table)`."""
         where = self.region or "all regions"
         when = self.as_of.isoformat() if self.as_of else "undated"
-        return f"${_plain(self.hourly)}/{self.unit} ({self.kind} {self.name} {self.capacity}, {where}, {when}, " \
-               f"{self.origin})"
+        return (
+            f"${_plain(self.hourly)}/{self.unit} ({self.kind} {self.name} {self.capacity}, {where}, {when}, "
+            f"{self.origin})"
+        )
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "name": self.name, "capacity": self.capacity, "region": self.region,
-                "hourly": _number(self.hourly), "unit": self.unit,
-                "asOf": self.as_of.isoformat() if self.as_of else None, "source": self.source, "from": self.origin}
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "capacity": self.capacity,
+            "region": self.region,
+            "hourly": _number(self.hourly),
+            "unit": self.unit,
+            "asOf": self.as_of.isoformat() if self.as_of else None,
+            "source": self.source,
+            "from": self.origin,
+        }
 
 
 class TableError(ValueError):
@@ -100,13 +110,16 @@ def _snapshot(document: Mapping, where: str) -> tuple[Optional[str], Optional[da
     return str(snap["source"]), as_of
 
 
-def _rate(at: str, kind: Any, name: Any, capacity: Any, region: Any, hourly: Any, source: Any,
-          as_of: Optional[date]) -> Rate:
+def _rate(
+    at: str, kind: Any, name: Any, capacity: Any, region: Any, hourly: Any, source: Any, as_of: Optional[date]
+) -> Rate:
     if kind not in KINDS:
         raise TableError(f"{at}: kind {kind!r}; allowed: {', '.join(KINDS)}")
     if capacity not in TABLE_CAPACITIES:
-        raise TableError(f"{at}: capacity {capacity!r}; the table holds list prices only: "
-                         f"{', '.join(TABLE_CAPACITIES)} (reservations and committed use come from the stack)")
+        raise TableError(
+            f"{at}: capacity {capacity!r}; the table holds list prices only: "
+            f"{', '.join(TABLE_CAPACITIES)} (reservations and committed use come from the stack)"
+        )
     if not isinstance(region, str) or not _REGION.fullmatch(region):
         raise TableError(f"{at}: region {region!r} is not a region such as us-east5")
     if isinstance(hourly, bool) or not isinstance(hourly, (int, float)) or not 0 < hourly < 1_000_000:
@@ -135,21 +148,42 @@ def parse_table(document: Any, where: str = "prices table") -> tuple[Rate, ...]:
     for i, row in enumerate(rows):
         at = f"{where}: rates[{i}]"
         if isinstance(row, Mapping) and "regions" in row:
-            if not _GROUP_FIELDS >= set(row) or not {"kind", "name", "capacity"} <= set(row) \
-                    or not isinstance(row["regions"], Mapping):
-                raise TableError(f"{at}: a row per region has kind, name, capacity, regions (a mapping of region to "
-                                 f"hourly) and an optional note, asOf, source; given {sorted(row)}")
+            if (
+                not _GROUP_FIELDS >= set(row)
+                or not {"kind", "name", "capacity"} <= set(row)
+                or not isinstance(row["regions"], Mapping)
+            ):
+                raise TableError(
+                    f"{at}: a row per region has kind, name, capacity, regions (a mapping of region to "
+                    f"hourly) and an optional note, asOf, source; given {sorted(row)}"
+                )
             source = row.get("source", snap_source)
             as_of = _date(row["asOf"], at) if "asOf" in row else snap_as_of
-            found = [_rate(f"{at}.regions.{region}", row["kind"], row["name"], row["capacity"], region, hourly,
-                           source, as_of) for region, hourly in row["regions"].items()]
+            found = [
+                _rate(
+                    f"{at}.regions.{region}", row["kind"], row["name"], row["capacity"], region, hourly, source, as_of
+                )
+                for region, hourly in row["regions"].items()
+            ]
         elif isinstance(row, Mapping) and _ROW_FIELDS >= set(row) and (_ROW_FIELDS - {"note"}) <= set(row):
-            found = [_rate(at, row["kind"], row["name"], row["capacity"], row["region"], row["hourly"],
-                           row["source"], _date(row["asOf"], at))]
+            found = [
+                _rate(
+                    at,
+                    row["kind"],
+                    row["name"],
+                    row["capacity"],
+                    row["region"],
+                    row["hourly"],
+                    row["source"],
+                    _date(row["asOf"], at),
+                )
+            ]
         else:
-            raise TableError(f"{at}: must have exactly kind, name, capacity, region, hourly, asOf, source (and an "
-                             f"optional note), or kind, name, capacity and regions; given "
-                             f"{sorted(row) if isinstance(row, Mapping) else row!r}")
+            raise TableError(
+                f"{at}: must have exactly kind, name, capacity, region, hourly, asOf, source (and an "
+                f"optional note), or kind, name, capacity and regions; given "
+                f"{sorted(row) if isinstance(row, Mapping) else row!r}"
+            )
         for rate in found:
             key = (rate.kind, rate.name, rate.capacity, rate.region)
             if key in seen:
@@ -176,12 +210,16 @@ def load_table(path: Path = TABLE_PATH) -> tuple[Rate, ...]:
     return parse_table(_load_document(path), str(path.name))
 
 
-def find_rate(kind: str, name: str, capacity: str, region: str, overrides: Iterable[Rate],
-              table: Iterable[Rate]) -> Optional[Rate]:
+def find_rate(
+    kind: str, name: str, capacity: str, region: str, overrides: Iterable[Rate], table: Iterable[Rate]
+) -> Optional[Rate]:
     """The stack's rate for this region, else the stack's rate for every region, else the table's row."""
     overrides = list(overrides)
-    for candidates in ([r for r in overrides if r.region == region], [r for r in overrides if r.region is None],
-                       [r for r in table if r.region == region]):
+    for candidates in (
+        [r for r in overrides if r.region == region],
+        [r for r in overrides if r.region is None],
+        [r for r in table if r.region == region],
+    ):
         found = next((r for r in candidates if r.matches(kind, name, capacity)), None)
         if found is not None:
             return found

@@ -11,10 +11,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["RayFeature", "RAY_FEATURES", "ray_feature", "ray_has", "ray_version_key",
-           "RAY_AUTOSCALER_TPU_GENERATIONS",
-           "autoscaler_tpu_generations", "DRAIN_TIMEOUT_S", "DEFAULT_WORKER_GROUP_START_TIMEOUT_S",
-           "SLICE_RESERVATION_TIMEOUT_S", "markdown"]
+__all__ = [
+    "RayFeature",
+    "RAY_FEATURES",
+    "ray_feature",
+    "ray_has",
+    "ray_version_key",
+    "RAY_AUTOSCALER_TPU_GENERATIONS",
+    "autoscaler_tpu_generations",
+    "DRAIN_TIMEOUT_S",
+    "DEFAULT_WORKER_GROUP_START_TIMEOUT_S",
+    "SLICE_RESERVATION_TIMEOUT_S",
+    "markdown",
+]
 
 
 @dataclass(frozen=True)
@@ -26,39 +35,91 @@ class RayFeature:
 
 
 RAY_FEATURES: tuple[RayFeature, ...] = (
-    RayFeature("label-selector", "2.45.0", "task and actor `label_selector` option",
-               "ray/_private/ray_option_utils.py (absent in 2.44.1)"),
-    RayFeature("bundle-label-selector", "2.47.0", "`bundle_label_selector` of placement groups",
-               "ray/util/placement_group.py (absent in 2.46.0)"),
-    RayFeature("tpu-node-labels", "2.49.0", "TPU hosts labelled ray.io/tpu-slice-name, tpu-worker-id, tpu-topology, "
-               "tpu-pod-type", "ray/_private/accelerators/tpu.py get_current_node_accelerator_labels (absent 2.48.0)"),
+    RayFeature(
+        "label-selector",
+        "2.45.0",
+        "task and actor `label_selector` option",
+        "ray/_private/ray_option_utils.py (absent in 2.44.1)",
+    ),
+    RayFeature(
+        "bundle-label-selector",
+        "2.47.0",
+        "`bundle_label_selector` of placement groups",
+        "ray/util/placement_group.py (absent in 2.46.0)",
+    ),
+    RayFeature(
+        "tpu-node-labels",
+        "2.49.0",
+        "TPU hosts labelled ray.io/tpu-slice-name, tpu-worker-id, tpu-topology, tpu-pod-type",
+        "ray/_private/accelerators/tpu.py get_current_node_accelerator_labels (absent 2.48.0)",
+    ),
     RayFeature("jax-trainer", "2.49.0", "Ray Train JaxTrainer", "ray/train/v2/jax/jax_trainer.py (absent 2.48.0)"),
-    RayFeature("autoscaler-group-labels", "2.50.0", "the KubeRay autoscaler reads a worker group's top-level labels",
-               "ray/autoscaler/_private/kuberay/autoscaling_config.py _get_labels_from_group_spec (absent 2.49.2)"),
-    RayFeature("slice-placement-group", "2.52.0", "ray.util.tpu SlicePlacementGroup (whole slices for one job)",
-               "ray/util/tpu.py (absent 2.51.2)"),
-    RayFeature("jax-multislice", "2.54.0", "JaxTrainer over several slices: slice placement groups and MEGASCALE_*",
-               "ray/train/v2/jax/config.py get_tpu_coordinator_env_vars (absent 2.53.0)"),
-    RayFeature("autoscaler-tpu7x", "2.56.0", "the KubeRay autoscaler maps GKE's tpu7x (Ironwood); 2.55 raises "
-               "KeyError: 'tpu7x' for the whole cluster", "ray/autoscaler/_private/kuberay/utils.py "
-               "gke_tpu_accelerator_to_generation; ray-project/ray#62786"),
-    RayFeature("autoscaler-v5litepod", "2.56.0", "the autoscaler names v5e head resources TPU-v5litepod-N-head, as "
-               "the hosts do (2.55 writes TPU-v5e-N-head, which no host advertises)",
-               "ray/autoscaler/_private/kuberay/utils.py; ray-project/ray#62786"),
-    RayFeature("multislice-megascale-refresh", "2.56.0", "JaxTrainer overwrites stale MEGASCALE_COORDINATOR_ADDRESS, "
-               "MEGASCALE_NUM_SLICES and MEGASCALE_SLICE_ID after a slice is replaced (2.55 keeps them and hangs)",
-               "ray/train/v2/jax/config.py _JAX_MULTISLICE_OVERRIDE_KEYS; ray-project/ray#62893"),
-    RayFeature("slice-reservation-timeout", "2.56.0", "a TPU slice reservation waits "
-               "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S and a timeout is retried (2.55: a hard-coded 100 s, and the "
-               "run fails)", "ray/train/v2/_internal/execution/worker_group/worker_group.py head_reservation_timeout_s"
-               "; 2.55 ray/_private/accelerators/tpu.py reserve_tpu_slice (timeout = 100); ray-project/ray#62893"),
-    RayFeature("drain-on-sigterm", "2.57.0", "`ray start --block` drains its node for RAY_GRACEFUL_SHUTDOWN_DRAIN_"
-               "TIMEOUT_S (30 s) on SIGTERM before it stops", "ray/_private/ray_constants.py, ray/_private/node.py "
-               "_drain_node_before_shutdown; ray-project/ray#64454"),
-    RayFeature("train-preemption-watcher", "2.57.0", "Ray Train logs draining (preempted) nodes",
-               "ray/train/v2/_internal/execution/preemption.py; ray-project/ray#63807"),
-    RayFeature("max-preemption-failures", "2.58.0", "FailureConfig.max_preemption_failures: preemptions counted "
-               "apart from max_failures", "ray/train/v2/api/config.py FailureConfig; ray-project/ray#64360"),
+    RayFeature(
+        "autoscaler-group-labels",
+        "2.50.0",
+        "the KubeRay autoscaler reads a worker group's top-level labels",
+        "ray/autoscaler/_private/kuberay/autoscaling_config.py _get_labels_from_group_spec (absent 2.49.2)",
+    ),
+    RayFeature(
+        "slice-placement-group",
+        "2.52.0",
+        "ray.util.tpu SlicePlacementGroup (whole slices for one job)",
+        "ray/util/tpu.py (absent 2.51.2)",
+    ),
+    RayFeature(
+        "jax-multislice",
+        "2.54.0",
+        "JaxTrainer over several slices: slice placement groups and MEGASCALE_*",
+        "ray/train/v2/jax/config.py get_tpu_coordinator_env_vars (absent 2.53.0)",
+    ),
+    RayFeature(
+        "autoscaler-tpu7x",
+        "2.56.0",
+        "the KubeRay autoscaler maps GKE's tpu7x (Ironwood); 2.55 raises KeyError: 'tpu7x' for the whole cluster",
+        "ray/autoscaler/_private/kuberay/utils.py gke_tpu_accelerator_to_generation; ray-project/ray#62786",
+    ),
+    RayFeature(
+        "autoscaler-v5litepod",
+        "2.56.0",
+        "the autoscaler names v5e head resources TPU-v5litepod-N-head, as "
+        "the hosts do (2.55 writes TPU-v5e-N-head, which no host advertises)",
+        "ray/autoscaler/_private/kuberay/utils.py; ray-project/ray#62786",
+    ),
+    RayFeature(
+        "multislice-megascale-refresh",
+        "2.56.0",
+        "JaxTrainer overwrites stale MEGASCALE_COORDINATOR_ADDRESS, "
+        "MEGASCALE_NUM_SLICES and MEGASCALE_SLICE_ID after a slice is replaced (2.55 keeps them and hangs)",
+        "ray/train/v2/jax/config.py _JAX_MULTISLICE_OVERRIDE_KEYS; ray-project/ray#62893",
+    ),
+    RayFeature(
+        "slice-reservation-timeout",
+        "2.56.0",
+        "a TPU slice reservation waits "
+        "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S and a timeout is retried (2.55: a hard-coded 100 s, and the "
+        "run fails)",
+        "ray/train/v2/_internal/execution/worker_group/worker_group.py head_reservation_timeout_s"
+        "; 2.55 ray/_private/accelerators/tpu.py reserve_tpu_slice (timeout = 100); ray-project/ray#62893",
+    ),
+    RayFeature(
+        "drain-on-sigterm",
+        "2.57.0",
+        "`ray start --block` drains its node for RAY_GRACEFUL_SHUTDOWN_DRAIN_"
+        "TIMEOUT_S (30 s) on SIGTERM before it stops",
+        "ray/_private/ray_constants.py, ray/_private/node.py _drain_node_before_shutdown; ray-project/ray#64454",
+    ),
+    RayFeature(
+        "train-preemption-watcher",
+        "2.57.0",
+        "Ray Train logs draining (preempted) nodes",
+        "ray/train/v2/_internal/execution/preemption.py; ray-project/ray#63807",
+    ),
+    RayFeature(
+        "max-preemption-failures",
+        "2.58.0",
+        "FailureConfig.max_preemption_failures: preemptions counted apart from max_failures",
+        "ray/train/v2/api/config.py FailureConfig; ray-project/ray#64360",
+    ),
 )
 
 _BY_KEY = {feature.key: feature for feature in RAY_FEATURES}
@@ -79,13 +140,25 @@ def ray_has(ray_version: str, key: str) -> bool:
 
 # GKE accelerator label values the KubeRay autoscaler maps to a TPU generation (`gke_tpu_accelerator_to_generation`
 # in ray/autoscaler/_private/kuberay/utils.py of each wheel; unchanged 2.49 -> 2.55 and 2.56 -> 2.60).
-_AUTOSCALER_MAP_2_55 = {"tpu-v4-podslice": "v4", "tpu-v5-lite-device": "v5e", "tpu-v5-lite-podslice": "v5e",
-                        "tpu-v5p-slice": "v5p", "tpu-v6e-slice": "v6e"}
-_AUTOSCALER_MAP_2_56 = {"tpu-v4-podslice": "v4", "tpu-v5-lite-device": "v5litepod",
-                        "tpu-v5-lite-podslice": "v5litepod", "tpu-v5p-slice": "v5p", "tpu-v6e-slice": "v6e",
-                        "tpu7x": "v7x"}
-RAY_AUTOSCALER_TPU_GENERATIONS: dict[str, dict[str, str]] = {"2.55.0": _AUTOSCALER_MAP_2_55,
-                                                              _BY_KEY["autoscaler-tpu7x"].since: _AUTOSCALER_MAP_2_56}
+_AUTOSCALER_MAP_2_55 = {
+    "tpu-v4-podslice": "v4",
+    "tpu-v5-lite-device": "v5e",
+    "tpu-v5-lite-podslice": "v5e",
+    "tpu-v5p-slice": "v5p",
+    "tpu-v6e-slice": "v6e",
+}
+_AUTOSCALER_MAP_2_56 = {
+    "tpu-v4-podslice": "v4",
+    "tpu-v5-lite-device": "v5litepod",
+    "tpu-v5-lite-podslice": "v5litepod",
+    "tpu-v5p-slice": "v5p",
+    "tpu-v6e-slice": "v6e",
+    "tpu7x": "v7x",
+}
+RAY_AUTOSCALER_TPU_GENERATIONS: dict[str, dict[str, str]] = {
+    "2.55.0": _AUTOSCALER_MAP_2_55,
+    _BY_KEY["autoscaler-tpu7x"].since: _AUTOSCALER_MAP_2_56,
+}
 
 
 def autoscaler_tpu_generations(ray_version: str) -> dict[str, str]:

@@ -12,15 +12,32 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-__all__ = ["TPU_RESOURCE", "ACCELERATOR_LABEL", "TOPOLOGY_LABEL", "CatalogError", "MachineType", "Generation",
-    "SliceShape", "GENERATIONS", "generation", "generation_of_machine_type", "parse_topology", "is_valid_topology",
-    "topologies", "describe_topologies", "layouts", "resolve", "parse_gke_version", "ZONES", "slice_shape"]
+__all__ = [
+    "TPU_RESOURCE",
+    "ACCELERATOR_LABEL",
+    "TOPOLOGY_LABEL",
+    "CatalogError",
+    "MachineType",
+    "Generation",
+    "SliceShape",
+    "GENERATIONS",
+    "generation",
+    "generation_of_machine_type",
+    "parse_topology",
+    "is_valid_topology",
+    "topologies",
+    "describe_topologies",
+    "layouts",
+    "resolve",
+    "parse_gke_version",
+    "ZONES",
+    "slice_shape",
+]
 
 
 TPU_RESOURCE = "google.com/tpu"
 ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
 TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
-
 
 
 class CatalogError(ValueError):
@@ -258,8 +275,11 @@ def topologies(generation_name: str) -> tuple[str, ...]:
         candidates = [(1, 1)] + [(a, b) for a in range(2, 17) for b in (a, 2 * a)]
     else:
         steps = range(4, gen.max_chips // 16 + 1, 4)
-        cubes = itertools.product(steps, repeat=3) if gen.any_dimension_order else \
-            itertools.combinations_with_replacement(steps, 3)
+        cubes = (
+            itertools.product(steps, repeat=3)
+            if gen.any_dimension_order
+            else itertools.combinations_with_replacement(steps, 3)
+        )
         candidates = [m.host_topology for m in gen.machine_types] + list(_SUB_CUBES)
         candidates += [d for d in cubes if math.prod(d) <= gen.max_chips]
     valid = {_format(d) for d in candidates if (_valid_2d if gen.dimensions == 2 else _valid_3d)(d, gen)}
@@ -324,11 +344,27 @@ def parse_gke_version(version: str) -> tuple[int, ...]:
 # so a zone outside this list is only a warning.
 ZONES: dict[str, tuple[str, ...]] = {
     "v4": ("us-central2-b",),
-    "v5e": ("us-central1-a", "us-south1-a", "us-west1-c", "us-west4-a", "us-east1-c", "us-east5-b",
-            "europe-west4-b", "asia-southeast1-b"),
+    "v5e": (
+        "us-central1-a",
+        "us-south1-a",
+        "us-west1-c",
+        "us-west4-a",
+        "us-east1-c",
+        "us-east5-b",
+        "europe-west4-b",
+        "asia-southeast1-b",
+    ),
     "v5p": ("us-central1-a", "us-east5-a", "europe-west4-b"),
-    "v6e": ("us-central1-b", "us-east1-d", "us-east5-a", "us-east5-b", "us-south1-a", "europe-west4-a",
-            "asia-northeast1-b", "southamerica-west1-a"),
+    "v6e": (
+        "us-central1-b",
+        "us-east1-d",
+        "us-east5-a",
+        "us-east5-b",
+        "us-south1-a",
+        "europe-west4-a",
+        "asia-northeast1-b",
+        "southamerica-west1-a",
+    ),
     "tpu7x": ("us-central1-c",),
 }
 
@@ -343,6 +379,3 @@ def slice_shape(generation: str, topology: str, machine_type: str | None = None)
     Raises CatalogError, saying what is allowed, for a shape that no generation offers.
     """
     return resolve(generation, topology, machine_type)
-
-
-

@@ -55,12 +55,21 @@ from .series import (
 
 
 def dataset(series: dict, plot: str = "LINE", axis: str = "Y1") -> dict:
-    return {"timeSeriesQuery": {"timeSeriesFilter": series}, "plotType": plot, "targetAxis": axis,
-            "minAlignmentPeriod": series["aggregation"]["alignmentPeriod"]}
+    return {
+        "timeSeriesQuery": {"timeSeriesFilter": series},
+        "plotType": plot,
+        "targetAxis": axis,
+        "minAlignmentPeriod": series["aggregation"]["alignmentPeriod"],
+    }
 
 
-def chart(title: str, datasets: Sequence[dict], y_label: str, thresholds: Sequence[tuple[str, float]] = (),
-          y2_label: Optional[str] = None) -> dict:
+def chart(
+    title: str,
+    datasets: Sequence[dict],
+    y_label: str,
+    thresholds: Sequence[tuple[str, float]] = (),
+    y2_label: Optional[str] = None,
+) -> dict:
     # No chartOptions: its mode COLOR is the proto's default (ChartOptions.Mode COLOR = 0), which the API leaves out of
     # what it returns, so the plan would always differ from the live dashboard (#22.7).
     xy: dict[str, Any] = {"dataSets": list(datasets), "yAxis": {"label": y_label, "scale": "LINEAR"}}
@@ -104,23 +113,47 @@ def tpu_slice_row(env: Environment, target: SliceTarget) -> Row:
             availability.append(dataset(pool_available(env, target), axis="Y2"))
             y2 = "multi-host pool available (1 = whole)"
         charts = [
-            chart(f"Ready hosts per slice (of {hosts})", availability, "ready hosts",
-                  thresholds=[(f"{hosts} hosts: the whole slice", hosts)], y2_label=y2),
-            chart("TPU duty cycle (%)", [dataset(duty_cycle(env, target))], "%",
-                  thresholds=[(f"idle below {env.thresholds.idle_duty_cycle_percent:g}%",
-                               env.thresholds.idle_duty_cycle_percent)]),
-            chart("TensorCore and HBM bandwidth utilization (%)", [
-                dataset(_node_query(env, target, TENSORCORE, "ALIGN_MEAN", 60, "REDUCE_MEAN")),
-                dataset(_node_query(env, target, HBM_BANDWIDTH, "ALIGN_MEAN", 60, "REDUCE_MEAN")),
-            ], "%"),
-            chart(f"HBM used and total (bytes; {shape.chips} chips per slice)", [
-                dataset(_node_query(env, target, HBM_USED, "ALIGN_MEAN", 60, "REDUCE_SUM")),
-                dataset(_node_query(env, target, HBM_TOTAL, "ALIGN_MEAN", 60, "REDUCE_SUM")),
-            ], "bytes"),
+            chart(
+                f"Ready hosts per slice (of {hosts})",
+                availability,
+                "ready hosts",
+                thresholds=[(f"{hosts} hosts: the whole slice", hosts)],
+                y2_label=y2,
+            ),
+            chart(
+                "TPU duty cycle (%)",
+                [dataset(duty_cycle(env, target))],
+                "%",
+                thresholds=[
+                    (f"idle below {env.thresholds.idle_duty_cycle_percent:g}%", env.thresholds.idle_duty_cycle_percent)
+                ],
+            ),
+            chart(
+                "TensorCore and HBM bandwidth utilization (%)",
+                [
+                    dataset(_node_query(env, target, TENSORCORE, "ALIGN_MEAN", 60, "REDUCE_MEAN")),
+                    dataset(_node_query(env, target, HBM_BANDWIDTH, "ALIGN_MEAN", 60, "REDUCE_MEAN")),
+                ],
+                "%",
+            ),
+            chart(
+                f"HBM used and total (bytes; {shape.chips} chips per slice)",
+                [
+                    dataset(_node_query(env, target, HBM_USED, "ALIGN_MEAN", 60, "REDUCE_SUM")),
+                    dataset(_node_query(env, target, HBM_TOTAL, "ALIGN_MEAN", 60, "REDUCE_SUM")),
+                ],
+                "bytes",
+            ),
         ]
         if env.slice_health:
-            charts.append(chart("Slice check: 1 = labels right and whole in Ray's view, by slice and problem",
-                                [dataset(slice_health(env, target))], "healthy", thresholds=[("healthy", 1)]))
+            charts.append(
+                chart(
+                    "Slice check: 1 = labels right and whole in Ray's view, by slice and problem",
+                    [dataset(slice_health(env, target))],
+                    "healthy",
+                    thresholds=[("healthy", 1)],
+                )
+            )
         if shape.multi_host and target.pools:  # Autopilot names its pools: cluster_pools_row charts them all
             charts += multi_host_charts(env, target)
         charts += _interruption_and_ray_charts(env, target)
@@ -133,15 +166,24 @@ def multi_host_charts(env: Environment, target) -> list[dict]:
     """GKE's own series of multi-host TPU node pools: status and availability by reason, and the start-up, recovery
     and between-interruption durations (distributions, emitted up to an hour late: charted, never alerted on)."""
     return [
-        chart("Node pool status, and unavailable by GKE's reason (1 = available)", [
-            dataset(pool_status(env, target), plot="STACKED_BAR"),
-            dataset(pool_available(env, target, by_reason=True), axis="Y2"),
-        ], "fraction of time in status", y2_label="available, by unavailability reason"),
-        chart("Start-up, recovery and time between interruptions (s)", [
-            dataset(pool_durations(env, target, STARTUP_DURATION, "ALIGN_MAX", 300)),
-            dataset(pool_durations(env, target, TIMES_TO_RECOVER, "ALIGN_PERCENTILE_50")),
-            dataset(pool_durations(env, target, TIMES_BETWEEN_INTERRUPTIONS, "ALIGN_PERCENTILE_50")),
-        ], "seconds"),
+        chart(
+            "Node pool status, and unavailable by GKE's reason (1 = available)",
+            [
+                dataset(pool_status(env, target), plot="STACKED_BAR"),
+                dataset(pool_available(env, target, by_reason=True), axis="Y2"),
+            ],
+            "fraction of time in status",
+            y2_label="available, by unavailability reason",
+        ),
+        chart(
+            "Start-up, recovery and time between interruptions (s)",
+            [
+                dataset(pool_durations(env, target, STARTUP_DURATION, "ALIGN_MAX", 300)),
+                dataset(pool_durations(env, target, TIMES_TO_RECOVER, "ALIGN_PERCENTILE_50")),
+                dataset(pool_durations(env, target, TIMES_BETWEEN_INTERRUPTIONS, "ALIGN_PERCENTILE_50")),
+            ],
+            "seconds",
+        ),
     ]
 
 
@@ -149,14 +191,24 @@ def _interruption_and_ray_charts(env: Environment, target) -> list:
     """What a slice's and a GPU pool's rows share: interruptions of named pools, and the Ray workers on them."""
     charts = []
     if target.pools:
-        charts.append(chart("Interruptions per hour, by type and reason",
-                            [dataset(interruptions(env, target, 3600, by_reason=True), plot="STACKED_BAR")],
-                            "interruptions"))
+        charts.append(
+            chart(
+                "Interruptions per hour, by type and reason",
+                [dataset(interruptions(env, target, 3600, by_reason=True), plot="STACKED_BAR")],
+                "interruptions",
+            )
+        )
     if env.ray_metrics and target.worker_groups:
-        charts.append(chart(f"Ray worker pods of {worker_groups_text(target)} (active, pending)", [
-            dataset(ray_nodes(env, RAY_ACTIVE_NODES, target.worker_groups)),
-            dataset(ray_nodes(env, RAY_PENDING_NODES, target.worker_groups)),
-        ], "pods"))
+        charts.append(
+            chart(
+                f"Ray worker pods of {worker_groups_text(target)} (active, pending)",
+                [
+                    dataset(ray_nodes(env, RAY_ACTIVE_NODES, target.worker_groups)),
+                    dataset(ray_nodes(env, RAY_PENDING_NODES, target.worker_groups)),
+                ],
+                "pods",
+            )
+        )
     return charts
 
 
@@ -168,13 +220,22 @@ def gpu_pool_row(env: Environment, target: GpuPoolTarget) -> Row:
     try:
         charts = [
             chart("Ready nodes per pool", [dataset(ready_hosts(env, target))], "ready nodes"),
-            chart("GPU duty cycle (%)", [dataset(duty_cycle(env, target))], "%",
-                  thresholds=[(f"idle below {env.thresholds.idle_duty_cycle_percent:g}%",
-                               env.thresholds.idle_duty_cycle_percent)]),
-            chart("GPU memory used and total (bytes)", [
-                dataset(_node_query(env, target, HBM_USED, "ALIGN_MEAN", 60, "REDUCE_SUM")),
-                dataset(_node_query(env, target, HBM_TOTAL, "ALIGN_MEAN", 60, "REDUCE_SUM")),
-            ], "bytes"),
+            chart(
+                "GPU duty cycle (%)",
+                [dataset(duty_cycle(env, target))],
+                "%",
+                thresholds=[
+                    (f"idle below {env.thresholds.idle_duty_cycle_percent:g}%", env.thresholds.idle_duty_cycle_percent)
+                ],
+            ),
+            chart(
+                "GPU memory used and total (bytes)",
+                [
+                    dataset(_node_query(env, target, HBM_USED, "ALIGN_MEAN", 60, "REDUCE_SUM")),
+                    dataset(_node_query(env, target, HBM_TOTAL, "ALIGN_MEAN", 60, "REDUCE_SUM")),
+                ],
+                "bytes",
+            ),
         ]
         charts += _interruption_and_ray_charts(env, target)
     except ObservabilityError as error:
@@ -184,62 +245,110 @@ def gpu_pool_row(env: Environment, target: GpuPoolTarget) -> Row:
 
 def ray_row(env: Environment) -> Row:
     """The health of the cluster's Ray clusters, from the Ray metrics the Ray Operator add-on collects."""
-    return Row("Ray clusters (Ray metrics from the Ray Operator add-on)", [
-        chart("Ray nodes active, by namespace and worker group", [dataset(ray_nodes(env, RAY_ACTIVE_NODES))],
-              "Ray nodes"),
-        chart("Ray nodes pending and failed", [dataset(ray_nodes(env, RAY_PENDING_NODES)),
-                                               dataset(ray_nodes(env, RAY_FAILED_NODES))], "Ray nodes"),
-        chart("Ray node CPU utilization (%), mean per namespace", [dataset(query(
-            env, RAY_NODE_CPU, "ALIGN_MEAN", 60, "REDUCE_MEAN", (("resource", "namespace"),)))], "%"),
-        chart("Ray node memory used (bytes), per namespace", [dataset(query(
-            env, RAY_NODE_MEMORY, "ALIGN_MEAN", 60, "REDUCE_SUM", (("resource", "namespace"),)))], "bytes"),
-    ])
+    return Row(
+        "Ray clusters (Ray metrics from the Ray Operator add-on)",
+        [
+            chart(
+                "Ray nodes active, by namespace and worker group",
+                [dataset(ray_nodes(env, RAY_ACTIVE_NODES))],
+                "Ray nodes",
+            ),
+            chart(
+                "Ray nodes pending and failed",
+                [dataset(ray_nodes(env, RAY_PENDING_NODES)), dataset(ray_nodes(env, RAY_FAILED_NODES))],
+                "Ray nodes",
+            ),
+            chart(
+                "Ray node CPU utilization (%), mean per namespace",
+                [dataset(query(env, RAY_NODE_CPU, "ALIGN_MEAN", 60, "REDUCE_MEAN", (("resource", "namespace"),)))],
+                "%",
+            ),
+            chart(
+                "Ray node memory used (bytes), per namespace",
+                [dataset(query(env, RAY_NODE_MEMORY, "ALIGN_MEAN", 60, "REDUCE_SUM", (("resource", "namespace"),)))],
+                "bytes",
+            ),
+        ],
+    )
 
 
 def ray_objects_row(env: Environment) -> Row:
     """The stack's Ray objects as the slice check reads their status, and Ray pods that cannot be scheduled."""
     charts = []
     if env.slice_health and env.ray_kinds:
-        charts.append(chart("Ray objects ready (1), by object and the state its status gives",
-                            [dataset(ray_objects_ready(env, env.ray_kinds))], "ready"))
+        charts.append(
+            chart(
+                "Ray objects ready (1), by object and the state its status gives",
+                [dataset(ray_objects_ready(env, env.ray_kinds))],
+                "ready",
+            )
+        )
     if env.ray_namespaces:
-        charts.append(chart("Unschedulable pods per Ray namespace (stockout, quota, flex-start wait)",
-                            [dataset(unschedulable_pods(env), plot="STACKED_BAR")], "pods"))
+        charts.append(
+            chart(
+                "Unschedulable pods per Ray namespace (stockout, quota, flex-start wait)",
+                [dataset(unschedulable_pods(env), plot="STACKED_BAR")],
+                "pods",
+            )
+        )
     return Row("Ray objects and pending pods", charts)
 
 
 def cluster_pools_row(env: Environment) -> Row:
     """Autopilot: GKE names the node pools it creates, so pool-level series are shown for every pool of the cluster."""
-    return Row("Node pools of the cluster (Autopilot names them itself)", [
-        chart("Multi-host TPU node pools available (1 = whole)", [dataset(query(
-            env, MULTI_HOST_AVAILABLE, "ALIGN_FRACTION_TRUE", 60, "REDUCE_MIN", BY_POOL_RESOURCE))], "available"),
-        chart("Interruptions per hour, by pool, type and reason",
-              [dataset(interruptions(env, None, 3600, by_reason=True), plot="STACKED_BAR")], "interruptions"),
-        *multi_host_charts(env, None),
-    ])
+    return Row(
+        "Node pools of the cluster (Autopilot names them itself)",
+        [
+            chart(
+                "Multi-host TPU node pools available (1 = whole)",
+                [dataset(query(env, MULTI_HOST_AVAILABLE, "ALIGN_FRACTION_TRUE", 60, "REDUCE_MIN", BY_POOL_RESOURCE))],
+                "available",
+            ),
+            chart(
+                "Interruptions per hour, by pool, type and reason",
+                [dataset(interruptions(env, None, 3600, by_reason=True), plot="STACKED_BAR")],
+                "interruptions",
+            ),
+            *multi_host_charts(env, None),
+        ],
+    )
 
 
-def header(env: Environment, slices: Sequence[SliceTarget], gpu_pools: Sequence[GpuPoolTarget], page: int,
-           pages: int) -> dict:
+def header(
+    env: Environment, slices: Sequence[SliceTarget], gpu_pools: Sequence[GpuPoolTarget], page: int, pages: int
+) -> dict:
     t = env.thresholds
-    channels = (f"{len(env.notification_channels)} notification channel(s)" if env.notification_channels else
-                "**none**: incidents open in Cloud Monitoring and notify nobody "
-                "(set `ray-tpu-gke:monitoring.notificationChannels`)")
-    ray = ("Ray metrics from the Ray Operator add-on (Managed Service for Prometheus); the Ray node counts come from "
-           "the Ray autoscaler, so only Ray clusters with autoscaling report them" if env.ray_metrics else
-           "Ray metrics are off for this cluster (`rayOperator.monitoring: false`), so no Ray charts")
+    channels = (
+        f"{len(env.notification_channels)} notification channel(s)"
+        if env.notification_channels
+        else "**none**: incidents open in Cloud Monitoring and notify nobody "
+        "(set `ray-tpu-gke:monitoring.notificationChannels`)"
+    )
+    ray = (
+        "Ray metrics from the Ray Operator add-on (Managed Service for Prometheus); the Ray node counts come from "
+        "the Ray autoscaler, so only Ray clusters with autoscaling report them"
+        if env.ray_metrics
+        else "Ray metrics are off for this cluster (`rayOperator.monitoring: false`), so no Ray charts"
+    )
     lines = [
         f"### {env.cluster} ({env.environment}): TPU slices" + (f", page {page} of {pages}" if pages > 1 else ""),
         f"Project `{env.project}`, {'Autopilot' if env.autopilot else 'Standard'} cluster `{env.cluster}`; "
         f"{len(slices)} TPU slice entr{'y' if len(slices) == 1 else 'ies'}"
-        + (f", {len(gpu_pools)} GPU pool(s)" if gpu_pools else "") + ". Charts are per node pool"
-        + ("" if env.autopilot else " (one pool is one slice)") + "; host series are node-level, so an idle slice "
+        + (f", {len(gpu_pools)} GPU pool(s)" if gpu_pools else "")
+        + ". Charts are per node pool"
+        + ("" if env.autopilot else " (one pool is one slice)")
+        + "; host series are node-level, so an idle slice "
         "shows 0%, not a gap.",
         f"Alerts: idle below {t.idle_duty_cycle_percent:g}% duty cycle for {t.idle_minutes} min; not whole or not "
         f"available for {t.unavailable_minutes} min; more than {t.interruptions_per_day} interruptions in 24 h"
-        + (f"; the in-cluster slice check finding a slice wrong for {t.slice_health_minutes} min, a Ray cluster not "
-           "ready, a RayJob failed" if env.slice_health else "")
-        + (f"; Ray pods unschedulable for {t.pending_pods_minutes} min" if env.ray_namespaces else "") + ". "
+        + (
+            f"; the in-cluster slice check finding a slice wrong for {t.slice_health_minutes} min, a Ray cluster not "
+            "ready, a RayJob failed"
+            if env.slice_health
+            else ""
+        )
+        + (f"; Ray pods unschedulable for {t.pending_pods_minutes} min" if env.ray_namespaces else "")
+        + ". "
         f"Notifications: {channels}. What each alert means and what to do: `{RUNBOOK}` in the ray-tpu-gke "
         "repository.",
         ray + ".",
@@ -309,11 +418,25 @@ def _layout(head: dict, rows: Sequence[Row]) -> list[dict]:
         height = lines * CHART_HEIGHT
         # A collapsible group holds the widgets inside the area it spans (Widget.collapsibleGroup); expanded, its
         # default (collapsed: false, which prune leaves out).
-        tiles.append({"xPos": 0, "yPos": y, "width": columns, "height": height,
-                      "widget": {"title": row.title, "collapsibleGroup": {"collapsed": False}}})
+        tiles.append(
+            {
+                "xPos": 0,
+                "yPos": y,
+                "width": columns,
+                "height": height,
+                "widget": {"title": row.title, "collapsibleGroup": {"collapsed": False}},
+            }
+        )
         for i, widget in enumerate(row.charts):
-            tiles.append({"xPos": (i % per_line) * CHART_WIDTH, "yPos": y + (i // per_line) * CHART_HEIGHT,
-                          "width": CHART_WIDTH, "height": CHART_HEIGHT, "widget": widget})
+            tiles.append(
+                {
+                    "xPos": (i % per_line) * CHART_WIDTH,
+                    "yPos": y + (i // per_line) * CHART_HEIGHT,
+                    "width": CHART_WIDTH,
+                    "height": CHART_HEIGHT,
+                    "widget": widget,
+                }
+            )
         y += height
     return tiles
 
@@ -324,18 +447,20 @@ def dashboards(env: Environment, slices: Sequence[SliceTarget], gpu_pools: Seque
     out = []
     for number, rows in enumerate(pages, start=1):
         name = f"{env.cluster} ({env.environment}): TPU slices" + (f" {number}/{len(pages)}" if len(pages) > 1 else "")
-        out.append(prune({
-            "displayName": name,
-            "mosaicLayout": {"columns": limit("dashboard_columns"),
-                             "tiles": _layout(header(env, slices, gpu_pools, number, len(pages)), rows)},
-        }))
+        out.append(
+            prune(
+                {
+                    "displayName": name,
+                    "mosaicLayout": {
+                        "columns": limit("dashboard_columns"),
+                        "tiles": _layout(header(env, slices, gpu_pools, number, len(pages)), rows),
+                    },
+                }
+            )
+        )
     return out
 
 
 def dashboard_json(dashboard: dict) -> str:
     """The dashboard as the `dashboard_json` input: sorted keys, so a plan is byte-for-byte repeatable."""
     return json.dumps(dashboard, sort_keys=True, separators=(",", ":"))
-
-
-
-

@@ -50,19 +50,34 @@ class ClusterFee:
 
     @property
     def credit_rule(self) -> str:
-        where = "an Autopilot cluster" if self.mode == "autopilot" else (
-            "a zonal Standard cluster" if self.zonal else "a regional Standard cluster")
+        where = (
+            "an Autopilot cluster"
+            if self.mode == "autopilot"
+            else ("a zonal Standard cluster" if self.zonal else "a regional Standard cluster")
+        )
         if not self.credit_eligible:
             return f"{where}: the free tier's credit does not apply to it"
-        return (f"{where}: the free tier's ${FREE_TIER_MONTHLY_CREDIT:.2f}/month credit per billing account may "
-                "cover it, if no other cluster of the billing account uses the credit")
+        return (
+            f"{where}: the free tier's ${FREE_TIER_MONTHLY_CREDIT:.2f}/month credit per billing account may "
+            "cover it, if no other cluster of the billing account uses the credit"
+        )
 
     def to_json(self) -> dict:
-        return {"kind": KIND, "name": self.cluster, "mode": self.mode, "location": self.location,
-                "hourly": _number(self.hourly), "monthly": _number(self.monthly),
-                "freeTierCredit": {"eligible": self.credit_eligible, "monthly": _number(FREE_TIER_MONTHLY_CREDIT),
-                                   "rule": self.credit_rule},
-                "source": GKE_PRICING, "asOf": FEE_AS_OF.isoformat()}
+        return {
+            "kind": KIND,
+            "name": self.cluster,
+            "mode": self.mode,
+            "location": self.location,
+            "hourly": _number(self.hourly),
+            "monthly": _number(self.monthly),
+            "freeTierCredit": {
+                "eligible": self.credit_eligible,
+                "monthly": _number(FREE_TIER_MONTHLY_CREDIT),
+                "rule": self.credit_rule,
+            },
+            "source": GKE_PRICING,
+            "asOf": FEE_AS_OF.isoformat(),
+        }
 
 
 def cluster_fee(name: str, mode: str, location: str, zonal: bool) -> ClusterFee:

@@ -81,15 +81,22 @@ def workloads_image(config: StackConfig) -> Optional[str]:
 
 def checker_config(config: StackConfig, pools: Mapping[str, Sequence[str]], ctx: manifests.RenderContext) -> dict:
     """The stack's TPU node pools (Standard) and Ray objects with their TPU worker groups, as
-    workloads.slice_checks.PoolPlan and GroupPlan read them (their to_json shape)."""
+    ray_tpu_gke.workload.slice_checks.PoolPlan and GroupPlan read them (their to_json shape)."""
     out_pools = []
     for tpu_slice in config.tpu_slices:
         shape = tpu_slice.shape
         for pool in pools.get(tpu_slice.name, []):
-            out_pools.append({"name": pool, "slice": tpu_slice.name, "accelerator": shape.accelerator,
-                              "topology": shape.topology, "machine_type": shape.machine_type.name,
-                              "hosts": shape.hosts,
-                              "autoscaled_from_zero": tpu_slice.autoscaled and tpu_slice.min_nodes == 0})
+            out_pools.append(
+                {
+                    "name": pool,
+                    "slice": tpu_slice.name,
+                    "accelerator": shape.accelerator,
+                    "topology": shape.topology,
+                    "machine_type": shape.machine_type.name,
+                    "hosts": shape.hosts,
+                    "autoscaled_from_zero": tpu_slice.autoscaled and tpu_slice.min_nodes == 0,
+                }
+            )
     objects = []
     for obj in config.ray_objects:
         manifest = manifests.ray_manifest(obj, config.targets, ctx)
@@ -103,17 +110,40 @@ def checker_config(config: StackConfig, pools: Mapping[str, Sequence[str]], ctx:
                 continue
             entry: TpuSliceConfig = config.slice(by_name[group["groupName"]].slice)
             shape = entry.shape
-            groups.append({"group": group["groupName"], "spec": {
-                "generation": shape.generation.name, "topology": shape.topology, "hosts": shape.hosts,
-                "chips_per_host": shape.chips_per_host},
-                "selector": dict(group["template"]["spec"].get("nodeSelector") or {}),
-                "replicas": int(group["replicas"]), "min_replicas": int(group["minReplicas"]),
-                "max_replicas": int(group["maxReplicas"]), "autoscaling": autoscaling, "slice": entry.name})
+            groups.append(
+                {
+                    "group": group["groupName"],
+                    "spec": {
+                        "generation": shape.generation.name,
+                        "topology": shape.topology,
+                        "hosts": shape.hosts,
+                        "chips_per_host": shape.chips_per_host,
+                    },
+                    "selector": dict(group["template"]["spec"].get("nodeSelector") or {}),
+                    "replicas": int(group["replicas"]),
+                    "min_replicas": int(group["minReplicas"]),
+                    "max_replicas": int(group["maxReplicas"]),
+                    "autoscaling": autoscaling,
+                    "slice": entry.name,
+                }
+            )
         selector = (spec.get("clusterSelector") or {}).get("ray.io/cluster") if manifest["kind"] == "RayJob" else None
-        objects.append({"kind": manifest["kind"], "namespace": obj.namespace, "name": obj.name,
-                        "clusterSelector": selector, "groups": groups})
-    return {"project": config.project, "cluster": config.cluster.name, "location": config.cluster.location,
-            "pools": out_pools, "objects": objects}
+        objects.append(
+            {
+                "kind": manifest["kind"],
+                "namespace": obj.namespace,
+                "name": obj.name,
+                "clusterSelector": selector,
+                "groups": groups,
+            }
+        )
+    return {
+        "project": config.project,
+        "cluster": config.cluster.name,
+        "location": config.cluster.location,
+        "pools": out_pools,
+        "objects": objects,
+    }
 
 
 def runs(config: StackConfig) -> bool:
@@ -129,14 +159,24 @@ def runs(config: StackConfig) -> bool:
 def health_plan(config: StackConfig, pools: Mapping[str, Sequence[str]], ctx: manifests.RenderContext) -> HealthPlan:
     image = workloads_image(config)
     if image is None:
-        raise HealthError("monitoring.sliceHealth.image",
-                          "required: no Ray object of the stack runs on a TPU slice in the repository's workloads "
-                          f"image (<registry>{WORKLOADS_IMAGE_REPOSITORY}:<ray version>, docs/workloads.md), which "
-                          "the slice check runs in; name that image here, or set monitoring.sliceHealth.enabled: "
-                          "false")
-    return HealthPlan(config.project, config.cluster.name, config.cluster.location, image,
-                      config.monitoring.slice_health.schedule, tuple(config.namespaces), config.standard,
-                      checker_config(config, pools, ctx), ctx.head_pool)
+        raise HealthError(
+            "monitoring.sliceHealth.image",
+            "required: no Ray object of the stack runs on a TPU slice in the repository's workloads "
+            f"image (<registry>{WORKLOADS_IMAGE_REPOSITORY}:<ray version>, docs/workloads.md), which "
+            "the slice check runs in; name that image here, or set monitoring.sliceHealth.enabled: "
+            "false",
+        )
+    return HealthPlan(
+        config.project,
+        config.cluster.name,
+        config.cluster.location,
+        image,
+        config.monitoring.slice_health.schedule,
+        tuple(config.namespaces),
+        config.standard,
+        checker_config(config, pools, ctx),
+        ctx.head_pool,
+    )
 
 
 def _meta(name: str, labels: Mapping[str, str], namespace: Optional[str] = None, **extra) -> dict:
@@ -152,42 +192,65 @@ def namespace(labels: Mapping[str, str]) -> dict:
 
 
 def service_account(plan: HealthPlan, labels: Mapping[str, str]) -> dict:
-    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(
-        SERVICE_ACCOUNT, labels, NAMESPACE, annotations={WORKLOAD_IDENTITY_ANNOTATION: plan.google_account})}
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": _meta(
+            SERVICE_ACCOUNT, labels, NAMESPACE, annotations={WORKLOAD_IDENTITY_ANNOTATION: plan.google_account}
+        ),
+    }
 
 
 def cluster_role(labels: Mapping[str, str]) -> dict:
     """Nodes are cluster-scoped: the one ClusterRole, reading nodes only."""
-    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": _meta(NAME, labels),
-            "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": list(READ_ONLY)}]}
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": _meta(NAME, labels),
+        "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": list(READ_ONLY)}],
+    }
 
 
 def cluster_role_binding(labels: Mapping[str, str]) -> dict:
-    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": _meta(NAME, labels),
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NAME},
-            "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}]}
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": _meta(NAME, labels),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NAME},
+        "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}],
+    }
 
 
 def role(ray_namespace: str, labels: Mapping[str, str]) -> dict:
     """In a Ray namespace: its pods and KubeRay objects (KubeRay CRD plural names, group ray.io), read-only."""
-    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": _meta(NAME, labels,
-                                                                                            ray_namespace),
-            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": list(READ_ONLY)},
-                      {"apiGroups": ["ray.io"], "resources": ["rayclusters", "rayservices", "rayjobs"],
-                       "verbs": list(READ_ONLY)}]}
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": _meta(NAME, labels, ray_namespace),
+        "rules": [
+            {"apiGroups": [""], "resources": ["pods"], "verbs": list(READ_ONLY)},
+            {"apiGroups": ["ray.io"], "resources": ["rayclusters", "rayservices", "rayjobs"], "verbs": list(READ_ONLY)},
+        ],
+    }
 
 
 def role_binding(ray_namespace: str, labels: Mapping[str, str]) -> dict:
-    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": _meta(NAME, labels, ray_namespace),
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NAME},
-            "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}]}
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": _meta(NAME, labels, ray_namespace),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NAME},
+        "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}],
+    }
 
 
 def config_map(plan: HealthPlan, labels: Mapping[str, str]) -> dict:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(NAME, labels, NAMESPACE),
-            "data": {CONFIG_FILE: json.dumps(plan.config, sort_keys=True, indent=1)}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta(NAME, labels, NAMESPACE),
+        "data": {CONFIG_FILE: json.dumps(plan.config, sort_keys=True, indent=1)},
+    }
 
 
 def cron_job(plan: HealthPlan, labels: Mapping[str, str]) -> dict:
@@ -199,8 +262,11 @@ def cron_job(plan: HealthPlan, labels: Mapping[str, str]) -> dict:
         "command": ["python", "-m", "workloads.slice_health", "--config", f"{CONFIG_DIR}/{CONFIG_FILE}"],
         "resources": {"requests": dict(RESOURCES), "limits": dict(RESOURCES)},
         "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}],
-        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                            "capabilities": {"drop": ["ALL"]}},
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
     }
     pod = {
         "serviceAccountName": SERVICE_ACCOUNT,
@@ -215,26 +281,32 @@ def cron_job(plan: HealthPlan, labels: Mapping[str, str]) -> dict:
     # Kubernetes batch/v1 CronJobSpec and JobSpec ("CronJob", "Jobs"): timeZone (GA in 1.27) makes the schedule UTC
     # whatever the control plane's zone; a run that cannot start within startingDeadlineSeconds is skipped, not
     # queued; backoffLimit 0 retries nothing; ttlSecondsAfterFinished removes finished Jobs and their pods.
-    return {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": _meta(NAME, labels, NAMESPACE), "spec": {
-        "schedule": plan.schedule,
-        "timeZone": "Etc/UTC",
-        "concurrencyPolicy": "Forbid",
-        "startingDeadlineSeconds": 120,
-        "successfulJobsHistoryLimit": 1,
-        "failedJobsHistoryLimit": 3,
-        "jobTemplate": {"spec": {
-            "backoffLimit": 0,
-            "activeDeadlineSeconds": RUN_DEADLINE_SECONDS,
-            "ttlSecondsAfterFinished": 3600,
-            "template": {"metadata": {"labels": {"app.kubernetes.io/name": NAME}}, "spec": pod},
-        }},
-    }}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": _meta(NAME, labels, NAMESPACE),
+        "spec": {
+            "schedule": plan.schedule,
+            "timeZone": "Etc/UTC",
+            "concurrencyPolicy": "Forbid",
+            "startingDeadlineSeconds": 120,
+            "successfulJobsHistoryLimit": 1,
+            "failedJobsHistoryLimit": 3,
+            "jobTemplate": {
+                "spec": {
+                    "backoffLimit": 0,
+                    "activeDeadlineSeconds": RUN_DEADLINE_SECONDS,
+                    "ttlSecondsAfterFinished": 3600,
+                    "template": {"metadata": {"labels": {"app.kubernetes.io/name": NAME}}, "spec": pod},
+                }
+            },
+        },
+    }
 
 
 def objects(plan: HealthPlan, labels: Mapping[str, str]) -> list[dict]:
     """Every Kubernetes object of the check, in the order they can be created."""
-    out = [namespace(labels), service_account(plan, labels), cluster_role(labels),
-           cluster_role_binding(labels)]
+    out = [namespace(labels), service_account(plan, labels), cluster_role(labels), cluster_role_binding(labels)]
     for ray_namespace in plan.namespaces:
         out += [role(ray_namespace, labels), role_binding(ray_namespace, labels)]
     return out + [config_map(plan, labels), cron_job(plan, labels)]

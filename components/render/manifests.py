@@ -31,6 +31,7 @@ KINDS = {"rayClusters": "RayCluster", "rayServices": "RayService", "rayJobs": "R
 # (AI-Hypercomputer/xpk src/xpk/core/scheduling.py).
 PLACEMENT_POLICY_LABEL = "cloud.google.com/placement-policy-name"
 
+
 @dataclass(frozen=True)
 class RenderContext:
     """What a Ray object needs to know about the platform it runs on."""
@@ -44,8 +45,13 @@ class RenderContext:
 
 
 def render_context(config: StackConfig, service_account: str) -> RenderContext:
-    return RenderContext(standard=config.standard, service_account=service_account, bucket=config.bucket_name,
-                         labels=dict(config.labels), cluster_name=config.cluster.name)
+    return RenderContext(
+        standard=config.standard,
+        service_account=service_account,
+        bucket=config.bucket_name,
+        labels=dict(config.labels),
+        cluster_name=config.cluster.name,
+    )
 
 
 needs_workload_policy = admission.needs_workload_policy  # a GKE placement rule (admission/nodes.py), read here too
@@ -173,7 +179,9 @@ def _tpu_worker(tpu_slice: TpuSliceConfig, ctx: RenderContext, gcs: bool) -> dic
     return {
         # Whole chips only: a TPU host is never shared, and KubeRay derives Ray's TPU resource from this limit.
         "resources": {"cpu": str(cpu), "memory": f"{memory}Gi", catalog.TPU_RESOURCE: str(shape.chips_per_host)},
-        "env": env, "ports": ports, "hosts": shape.hosts,
+        "env": env,
+        "ports": ports,
+        "hosts": shape.hosts,
         "selector": slice_node_selector(tpu_slice, ctx.standard, ctx.cluster_name),
         "tolerations": [{"key": catalog.TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}],
     }
@@ -185,12 +193,18 @@ def _gpu_worker(pool: GpuPoolConfig, ctx: RenderContext, gcs: bool) -> dict:
     if ctx.standard:
         selector = {catalog.GPU_ACCELERATOR_LABEL: pool.accelerator, POOL_LABEL: pool.name}
     else:  # GKE "Deploy GPU workloads in Autopilot": the type, and the count per node, as node selectors
-        selector = {catalog.GPU_ACCELERATOR_LABEL: pool.accelerator, catalog.GPU_COUNT_LABEL: str(machine.gpus),
-                    **capacity_selector(pool, standard=False)}
+        selector = {
+            catalog.GPU_ACCELERATOR_LABEL: pool.accelerator,
+            catalog.GPU_COUNT_LABEL: str(machine.gpus),
+            **capacity_selector(pool, standard=False),
+        }
     return {
         # All the node's GPUs, requests equal to limits; KubeRay derives Ray's GPU resource from the limit.
         "resources": {"cpu": str(cpu), "memory": f"{memory}Gi", catalog.GPU_RESOURCE: str(machine.gpus)},
-        "env": [], "ports": [], "hosts": 1, "selector": selector,
+        "env": [],
+        "ports": [],
+        "hosts": 1,
+        "selector": selector,
         "tolerations": [{"key": catalog.GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}],
     }
 
@@ -204,8 +218,14 @@ def _cpu_worker(pool: CpuPoolConfig, ctx: RenderContext, gcs: bool) -> dict:
         selector = {"cloud.google.com/gke-spot": "true"} if pool.capacity == "spot" else {}
         if pool.zone:
             selector["topology.kubernetes.io/zone"] = pool.zone
-    return {"resources": {"cpu": str(cpu), "memory": f"{memory}Gi"}, "env": [], "ports": [], "hosts": 1,
-            "selector": selector, "tolerations": []}
+    return {
+        "resources": {"cpu": str(cpu), "memory": f"{memory}Gi"},
+        "env": [],
+        "ports": [],
+        "hosts": 1,
+        "selector": selector,
+        "tolerations": [],
+    }
 
 
 _WORKERS = {"slice": _tpu_worker, "gpu_pool": _gpu_worker, "cpu_pool": _cpu_worker}
@@ -219,7 +239,7 @@ def _worker_group(group, targets: Mapping[str, Mapping], obj: RayObjectConfig, c
     resources = worker["resources"]
     container = {"name": "ray-worker", "image": obj.image}
     env = list(worker["env"])
-    if kind == "slice":  # the group's shape, which the workloads read (workloads/slice.py)
+    if kind == "slice":  # the group's shape, which the workloads read (workload/slice.py)
         env += multislice.slice_env(targets[kind][name], max(1, multislice.slices(obj, group)))
     if mounts and kind in ("slice", "gpu_pool"):
         # One compilation cache policy for TPU and GPU workers alike, so that a second run favours neither side
@@ -275,7 +295,7 @@ def ray_cluster_spec(obj: RayObjectConfig, targets: Mapping[str, Mapping], ctx: 
 # Status fields that say a Ray object is ready, for Pulumi's `pulumi.com/waitFor`.
 _READY = {
     # Creation waits for the first ready state (KubeRay sets it once; the slice check reads the HeadPodReady condition
-    # for what happens later, workloads/slice_checks.py READY_CONDITIONS).
+    # for what happens later, workload/slice_checks.py READY_CONDITIONS).
     "RayCluster": "jsonpath={.status.state}=ready",
     "RayService": "jsonpath={.status.serviceStatus}=Running",
     "RayJob": "jsonpath={.status.jobDeploymentStatus}=Running",
@@ -325,8 +345,7 @@ def ray_manifest(obj: RayObjectConfig, targets: Mapping[str, Mapping], ctx: Rend
     metadata = {
         "name": obj.name,
         "namespace": obj.namespace,
-        "labels": {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "ray-tpu-gke",
-                   **ctx.labels},
+        "labels": {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "ray-tpu-gke", **ctx.labels},
     }
     if obj.wait_for_ready:
         metadata["annotations"] = {"pulumi.com/waitFor": _READY[kind]}

@@ -31,59 +31,21 @@ network egress, and the premium Autopilot adds to accelerator nodes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import date
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import Decimal
 from typing import Iterable, Optional
 
 from ..admission import is_zone
 from ..catalog.prices import (
-    CURRENCY,
-    HOURS_PER_MONTH,
-    UNITS,
     Rate,
     TableError,
     _date,
-    _number,
-    _plain,
     find_rate,
     load_table,
 )
 from ..spec.config import StackConfig
-from ..spec.paths import PROJECT
-from ..spec.problems import ConfigError, Problem
 from . import fees as gke_fees
-
-RATES_KEY = f"{PROJECT}:pricing.rates"
-
-
-@dataclass(frozen=True)
-class MissingRate:
-    kind: str
-    name: str
-    capacity: str
-    region: str
-    needed_by: tuple[str, ...]  # "tpuSlices v6e-64", ...
-
-    @property
-    def message(self) -> str:
-        return (f"no rate for {self.kind} {self.name} {self.capacity} in {self.region} ({', '.join(self.needed_by)}); "
-                f"add {{kind: {self.kind}, name: {self.name}, capacity: {self.capacity}, region: {self.region}, "
-                f"hourly: <USD per {UNITS[self.kind]}>}}")
-
-    def to_json(self) -> dict:
-        return {"kind": self.kind, "name": self.name, "capacity": self.capacity, "region": self.region,
-                "neededBy": list(self.needed_by), "problem": f"{RATES_KEY}: {self.message}"}
-
-
-class PricingError(ConfigError):
-    """Rates that neither the stack nor the price table has; one problem per missing rate, each naming the entry of
-    `ray-tpu-gke:pricing.rates` to add."""
-
-    def __init__(self, missing: list[MissingRate]):
-        self.missing = missing
-        super().__init__([Problem(RATES_KEY, m.message) for m in missing])
-
+from .costs import RATES_KEY, Estimate, Item, MissingRate, PricingError, _money
 
 
 def stack_rates(config: StackConfig) -> tuple[Rate, ...]:
@@ -96,207 +58,6 @@ def stack_rates(config: StackConfig) -> tuple[Rate, ...]:
             as_of = None  # estimate() warns
         out.append(Rate(r.kind, r.name, r.capacity, Decimal(str(r.hourly)), r.region, r.source, as_of, "stack"))
     return tuple(out)
-
-
-
-# --- the estimate --------------------------------------------------------------------------------------------------
-
-
-def _money(value: Decimal, places: int) -> Decimal:
-    return value.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_EVEN)
-
-
-@dataclass(frozen=True)
-class Cost:
-    """An hourly amount and its month (x 730)."""
-
-    hourly: Decimal
-
-    @property
-    def monthly(self) -> Decimal:
-        return self.hourly * HOURS_PER_MONTH
-
-    def __add__(self, other: Cost) -> Cost:
-        return Cost(self.hourly + other.hourly)
-
-    def to_json(self) -> dict:
-        # Exact: a rate (at most a few decimals) times whole units; rounded only to keep binary-float noise out.
-        return {"hourly": _number(_money(self.hourly, 6)), "monthly": _number(_money(self.monthly, 6))}
-
-
-ZERO = Cost(Decimal(0))
-
-
-@dataclass(frozen=True)
-class Item:
-    """One slice entry or node pool: its rate, how many units (chips or nodes) it runs, and what that costs."""
-
-    kind: str  # tpuSlice | gpuPool | cpuPool
-    name: str  # as in the config (the system pool: "system")
-    capacity: str
-    rate: Rate
-    unit: str  # "chip" or "node"
-    quantity: int  # units at the configured size
-    per_slice: int = 0  # TPU: chips per slice
-    slices: int = 0  # TPU: slices at the configured size
-    min_quantity: Optional[int] = None  # None: a fixed size
-    max_quantity: Optional[int] = None
-    stranded_quantity: int = 0
-    stranded_reason: str = ""
-
-    def _cost(self, quantity: int) -> Cost:
-        return Cost(self.rate.hourly * quantity)
-
-    @property
-    def cost(self) -> Cost:
-        return self._cost(self.quantity)
-
-    @property
-    def hourly(self) -> Decimal:
-        return self.cost.hourly
-
-    @property
-    def monthly(self) -> Decimal:
-        return self.cost.monthly
-
-    @property
-    def autoscaled(self) -> bool:
-        return self.min_quantity is not None
-
-    @property
-    def min(self) -> Cost:
-        return self._cost(self.quantity if self.min_quantity is None else self.min_quantity)
-
-    @property
-    def max(self) -> Cost:
-        return self._cost(self.quantity if self.max_quantity is None else self.max_quantity)
-
-    @property
-    def stranded(self) -> Cost:
-        return self._cost(self.stranded_quantity)
-
-    def size(self, quantity: Optional[int] = None) -> str:
-        """`2 slices x 64 chips`, `3 nodes`."""
-        quantity = self.quantity if quantity is None else quantity
-        if self.kind == "tpuSlice":
-            slices = quantity // self.per_slice if self.per_slice else 0
-            return f"{slices} slice{'s' if slices != 1 else ''} x {self.per_slice} chips"
-        return f"{quantity} node{'s' if quantity != 1 else ''}"
-
-    @property
-    def basis(self) -> str:
-        """How the hourly amount is computed: `2 slices x 64 chips x $2.70/chip-hour`."""
-        return f"{self.size()} x ${_plain(self.rate.hourly)}/{self.rate.unit}"
-
-    def to_json(self) -> dict:
-        out = {"kind": self.kind, "name": self.name, "capacity": self.capacity, "quantity": self.quantity,
-               "unit": self.unit, "rate": {"kind": self.rate.kind, "name": self.rate.name,
-                                           "capacity": self.rate.capacity, "region": self.rate.region,
-                                           "hourly": _number(self.rate.hourly), "from": self.rate.origin},
-               **self.cost.to_json()}
-        if self.kind == "tpuSlice":
-            out["slices"], out["chipsPerSlice"] = self.slices, self.per_slice
-            out["perSlice"] = self._cost(self.per_slice).to_json()  # what one slice costs, whatever the basis
-        if self.autoscaled:
-            out["min"] = {"quantity": self.min_quantity, **self.min.to_json()}
-            out["max"] = {"quantity": self.max_quantity, **self.max.to_json()}
-        if self.stranded_quantity:
-            out["stranded"] = {"quantity": self.stranded_quantity, "reason": self.stranded_reason,
-                               **self.stranded.to_json()}
-        return out
-
-
-BASES = {
-    "configured": "what the config runs at: fixed-size pools at their size, autoscaled slices and pools at the "
-                  "replicas their Ray worker groups ask for (within their minimum and maximum), the system pool at "
-                  "minNodes",
-    "min": "every autoscaled slice and pool at its minimum (Autopilot: none)",
-    "max": "every autoscaled slice and pool at its maximum",
-    "fees": "the GKE cluster management fee counts in full on every basis; the free tier's credit is stated, not "
-            "subtracted",
-}
-
-
-@dataclass(frozen=True)
-class Estimate:
-    region: str
-    items: tuple[Item, ...]
-    today: date
-    monthly_budget: Optional[Decimal] = None
-    warnings: tuple[str, ...] = ()
-    currency: str = CURRENCY
-    missing: tuple[MissingRate, ...] = ()  # rates found nowhere: their items are not in the amounts
-    fees: tuple[gke_fees.ClusterFee, ...] = ()
-
-    @property
-    def complete(self) -> bool:
-        return not self.missing
-
-    @property
-    def rates(self) -> tuple[Rate, ...]:
-        """Every rate used, once, in the order the items use them."""
-        seen: dict[tuple, Rate] = {}
-        for item in self.items:
-            r = item.rate
-            seen.setdefault((r.origin, r.kind, r.name, r.capacity, r.region), r)
-        return tuple(seen.values())
-
-    @property
-    def fee(self) -> Cost:
-        return sum((Cost(f.hourly) for f in self.fees), ZERO)
-
-    @property
-    def total(self) -> Cost:
-        return sum((i.cost for i in self.items), self.fee)
-
-    @property
-    def min(self) -> Cost:
-        return sum((i.min for i in self.items), self.fee)
-
-    @property
-    def max(self) -> Cost:
-        return sum((i.max for i in self.items), self.fee)
-
-    @property
-    def stranded(self) -> Cost:
-        return sum((i.stranded for i in self.items), ZERO)
-
-    @property
-    def oldest_as_of(self) -> Optional[date]:
-        dates = [r.as_of for r in self.rates if r.as_of is not None]
-        return min(dates) if dates else None
-
-    @property
-    def age_days(self) -> Optional[int]:
-        """How old the oldest dated rate used is, in days, on `today`."""
-        oldest = self.oldest_as_of
-        return (self.today - oldest).days if oldest else None
-
-    @property
-    def over_budget(self) -> bool:
-        """The maximum basis over the budget (an incomplete estimate is judged by the policy rule: it fails)."""
-        return self.monthly_budget is not None and self.max.monthly > self.monthly_budget
-
-    def item(self, kind: str, name: str) -> Item:
-        return next(i for i in self.items if (i.kind, i.name) == (kind, name))
-
-    def to_json(self) -> dict:
-        """The plan's `cost` object: deterministic (no age: that depends on the day it is read). Where rates are
-        missing, `missing` names them and `total` sums only what is priced (`complete: false`)."""
-        out = {"currency": self.currency, "region": self.region, "hoursPerMonth": HOURS_PER_MONTH,
-               "bases": dict(BASES), "budgetBasis": "max", "complete": self.complete,
-               "rates": [r.to_json() for r in self.rates], "items": [i.to_json() for i in self.items],
-               "fees": [f.to_json() for f in self.fees],
-               "total": {**self.total.to_json(), "min": self.min.to_json(), "max": self.max.to_json()},
-               "stranded": self.stranded.to_json()}
-        if self.missing:
-            out["missing"] = [m.to_json() for m in self.missing]
-        oldest = self.oldest_as_of
-        if oldest:
-            out["oldestAsOf"] = oldest.isoformat()
-        if self.monthly_budget is not None:
-            out["monthlyBudget"] = _number(self.monthly_budget)
-        return out
 
 
 def _groups(config: StackConfig):
@@ -320,8 +81,9 @@ def _slice_item(config: StackConfig, s, rate: Rate) -> Item:
     chips = shape.chips
     users = [(obj, g) for obj, g in _groups(config) if getattr(g, "slice", None) == s.name]
     demand = sum(g.replicas for _, g in users)
-    surge = [f"{obj.namespace}/{obj.name}" for obj, _ in users
-             if getattr(obj, "upgrade_strategy", None) == "NewCluster"]
+    surge = [
+        f"{obj.namespace}/{obj.name}" for obj, _ in users if getattr(obj, "upgrade_strategy", None) == "NewCluster"
+    ]
     if not config.standard:
         low, floor = 0, 0  # Autopilot: a slice exists while Ray pods run on it
     elif s.autoscaled:
@@ -337,16 +99,28 @@ def _slice_item(config: StackConfig, s, rate: Rate) -> Item:
         if not users:
             reason = "no Ray worker group uses it"
         else:
-            reason = (f"the Ray worker groups ask for {demand} of {floor} always-provisioned slices "
-                      f"({', '.join(_who(o, g) for o, g in users)})")
+            reason = (
+                f"the Ray worker groups ask for {demand} of {floor} always-provisioned slices "
+                f"({', '.join(_who(o, g) for o, g in users)})"
+            )
             if surge:
                 reason += f"; the rest is headroom for NewCluster upgrades of {', '.join(surge)}"
     autoscaled = low is not None
     quantity = _runs_at(demand * chips, low, s.count * chips, floor * chips) if autoscaled else s.count * chips
-    return Item("tpuSlice", s.name, s.capacity, rate, "chip", quantity, per_slice=chips,
-                slices=quantity // chips if chips else 0,
-                min_quantity=low if autoscaled else None, max_quantity=s.count * chips if autoscaled else None,
-                stranded_quantity=stranded, stranded_reason=reason)
+    return Item(
+        "tpuSlice",
+        s.name,
+        s.capacity,
+        rate,
+        "chip",
+        quantity,
+        per_slice=chips,
+        slices=quantity // chips if chips else 0,
+        min_quantity=low if autoscaled else None,
+        max_quantity=s.count * chips if autoscaled else None,
+        stranded_quantity=stranded,
+        stranded_reason=reason,
+    )
 
 
 def _pool_item(config: StackConfig, kind: str, pool, rate: Rate, group_key: str) -> Item:
@@ -368,13 +142,27 @@ def _pool_item(config: StackConfig, kind: str, pool, rate: Rate, group_key: str)
     demand = sum(g.replicas for _, g in users)
     stranded, reason = max(floor - demand, 0), ""
     if stranded:
-        reason = "no Ray worker group uses it" if not users else (
-            f"the Ray worker groups ask for {demand} of {floor} always-provisioned nodes "
-            f"({', '.join(_who(o, g) for o, g in users)})")
+        reason = (
+            "no Ray worker group uses it"
+            if not users
+            else (
+                f"the Ray worker groups ask for {demand} of {floor} always-provisioned nodes "
+                f"({', '.join(_who(o, g) for o, g in users)})"
+            )
+        )
     quantity = _runs_at(demand, low, high, floor) if autoscaled else configured
-    return Item(kind, pool.name, getattr(pool, "capacity", "onDemand") or "onDemand", rate, "node", quantity,
-                min_quantity=low if autoscaled else None, max_quantity=high if autoscaled else None,
-                stranded_quantity=stranded, stranded_reason=reason)
+    return Item(
+        kind,
+        pool.name,
+        getattr(pool, "capacity", "onDemand") or "onDemand",
+        rate,
+        "node",
+        quantity,
+        min_quantity=low if autoscaled else None,
+        max_quantity=high if autoscaled else None,
+        stranded_quantity=stranded,
+        stranded_reason=reason,
+    )
 
 
 SYSTEM_POOL = "system"
@@ -398,12 +186,16 @@ _SECTION = {"tpuSlice": "tpuSlices", "gpuPool": "gpuPools", "cpuPool": "cpuPools
 
 def cluster_fees(config: StackConfig) -> tuple[gke_fees.ClusterFee, ...]:
     cluster = config.cluster
-    return (gke_fees.cluster_fee(cluster.name, "standard" if config.standard else "autopilot", cluster.location,
-                                 is_zone(cluster.location)),)
+    return (
+        gke_fees.cluster_fee(
+            cluster.name, "standard" if config.standard else "autopilot", cluster.location, is_zone(cluster.location)
+        ),
+    )
 
 
-def estimate(config: StackConfig, table: Optional[Iterable[Rate]] = None, today: Optional[date] = None,
-             strict: bool = False) -> Estimate:
+def estimate(
+    config: StackConfig, table: Optional[Iterable[Rate]] = None, today: Optional[date] = None, strict: bool = False
+) -> Estimate:
     """The cost of a stack: every item whose rate is known priced, every other one named in `missing`
     (`strict`: `PricingError` naming every missing rate instead)."""
     table = load_table() if table is None else tuple(table)
@@ -422,28 +214,49 @@ def estimate(config: StackConfig, table: Optional[Iterable[Rate]] = None, today:
             items.append(_slice_item(config, source, rate))
         elif system:
             scales = source.min_nodes != source.max_nodes
-            items.append(Item("cpuPool", SYSTEM_POOL, "onDemand", rate, "node", source.min_nodes,
-                              min_quantity=source.min_nodes if scales else None,
-                              max_quantity=source.max_nodes if scales else None))
+            items.append(
+                Item(
+                    "cpuPool",
+                    SYSTEM_POOL,
+                    "onDemand",
+                    rate,
+                    "node",
+                    source.min_nodes,
+                    min_quantity=source.min_nodes if scales else None,
+                    max_quantity=source.max_nodes if scales else None,
+                )
+            )
         else:
-            items.append(_pool_item(config, item_kind, source, rate,
-                                    "gpu_pool" if item_kind == "gpuPool" else "cpu_pool"))
+            items.append(
+                _pool_item(config, item_kind, source, rate, "gpu_pool" if item_kind == "gpuPool" else "cpu_pool")
+            )
     absent = tuple(MissingRate(*key, tuple(who)) for key, who in missing.items())
     if absent and strict:
         raise PricingError(list(absent))
     used = {(i.rate.origin, i.rate.kind, i.rate.name, i.rate.capacity, i.rate.region) for i in items}
-    warnings = [f"{RATES_KEY}[{i}].asOf: {r.as_of!r} is not a date (YYYY-MM-DD); the rate counts as undated"
-                for i, r in enumerate(config.pricing.rates) if r.as_of is not None and overrides[i].as_of is None]
+    warnings = [
+        f"{RATES_KEY}[{i}].asOf: {r.as_of!r} is not a date (YYYY-MM-DD); the rate counts as undated"
+        for i, r in enumerate(config.pricing.rates)
+        if r.as_of is not None and overrides[i].as_of is None
+    ]
     for i, r in enumerate(overrides):
         if r.region not in (None, region):
             continue  # a rate of another region: kept for when the stack moves, not a mistake
         if ("stack", r.kind, r.name, r.capacity, r.region) not in used:
-            warnings.append(f"{RATES_KEY}[{i}]: {r.kind} {r.name} {r.capacity} is priced but nothing of the stack "
-                            "uses it (a misspelt name or capacity?)")
+            warnings.append(
+                f"{RATES_KEY}[{i}]: {r.kind} {r.name} {r.capacity} is priced but nothing of the stack "
+                "uses it (a misspelt name or capacity?)"
+            )
     budget = config.pricing.monthly_budget
-    return Estimate(region=region, items=tuple(items), today=today or date.today(),
-                    monthly_budget=Decimal(str(budget)) if budget is not None else None, warnings=tuple(warnings),
-                    missing=absent, fees=cluster_fees(config))
+    return Estimate(
+        region=region,
+        items=tuple(items),
+        today=today or date.today(),
+        monthly_budget=Decimal(str(budget)) if budget is not None else None,
+        warnings=tuple(warnings),
+        missing=absent,
+        fees=cluster_fees(config),
+    )
 
 
 def format_usd(value: Decimal, places: int = 2, sign: bool = False) -> str:

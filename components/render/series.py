@@ -141,8 +141,10 @@ Values = Union[str, Sequence[str]]
 
 def _quoted(value: str) -> str:
     if not isinstance(value, str) or '"' in value or "\\" in value or not value:
-        raise ObservabilityError(f"{value!r} cannot be matched in a Monitoring filter: a non-empty string without "
-                                 "quotes or backslashes is needed")
+        raise ObservabilityError(
+            f"{value!r} cannot be matched in a Monitoring filter: a non-empty string without "
+            "quotes or backslashes is needed"
+        )
     return f'"{value}"'
 
 
@@ -169,8 +171,14 @@ def _label_key(key: str) -> str:
     return key if key.replace("_", "").isalnum() else f'"{key}"'
 
 
-def series_filter(env: Environment, metric_type: str, *, resource: Optional[Mapping[str, Values]] = None,
-                  metric: Optional[Mapping[str, Values]] = None, user: Optional[Mapping[str, Values]] = None) -> str:
+def series_filter(
+    env: Environment,
+    metric_type: str,
+    *,
+    resource: Optional[Mapping[str, Values]] = None,
+    metric: Optional[Mapping[str, Values]] = None,
+    user: Optional[Mapping[str, Values]] = None,
+) -> str:
     """A Monitoring filter for one metric type of the environment's project and cluster, checked against
     data/metrics.yaml: the resource labels of the metric's resource type, the metric's own labels, the node labels
     listed for the resource (`metadata.user_labels`)."""
@@ -193,8 +201,10 @@ def series_filter(env: Environment, metric_type: str, *, resource: Optional[Mapp
         parts.append(f'metadata.user_labels."{key}"={_match(values)}')
     text = " AND ".join(parts)
     if len(text) > limit("filter_chars"):
-        raise ObservabilityError(f"the filter of {m.type} would be {len(text)} characters, more than the "
-                                 f"{limit('filter_chars')} Cloud Monitoring accepts: too many node pools or values")
+        raise ObservabilityError(
+            f"the filter of {m.type} would be {len(text)} characters, more than the "
+            f"{limit('filter_chars')} Cloud Monitoring accepts: too many node pools or values"
+        )
     return text
 
 
@@ -215,8 +225,15 @@ def group_field(metric_type: str, scope: str, key: str) -> str:
     raise ObservabilityError(f"{m.type} cannot be grouped by {scope} label {key!r}")
 
 
-def query(env: Environment, metric_type: str, aligner: str, period_s: int, reducer: Optional[str] = None,
-          group_by: Iterable[Field] = (), **selection: Mapping[str, Values]) -> dict:
+def query(
+    env: Environment,
+    metric_type: str,
+    aligner: str,
+    period_s: int,
+    reducer: Optional[str] = None,
+    group_by: Iterable[Field] = (),
+    **selection: Mapping[str, Values],
+) -> dict:
     """A timeSeriesFilter: {filter, aggregation}. `selection`: resource=, metric=, user= label matches."""
     if period_s < limit("min_alignment_seconds"):
         raise ObservabilityError(f"alignment period {period_s}s is below {limit('min_alignment_seconds')}s")
@@ -232,12 +249,28 @@ def query(env: Environment, metric_type: str, aligner: str, period_s: int, reduc
 # Which aligners and reducers suit which series (Aggregation.Aligner / Reducer in the Monitoring API: the BOOL ones
 # only for Boolean values, the numeric ones only for numbers).
 BOOL_ALIGNERS = {"ALIGN_COUNT_TRUE", "ALIGN_COUNT_FALSE", "ALIGN_FRACTION_TRUE"}
-NUMERIC_ALIGNERS = {"ALIGN_MIN", "ALIGN_MAX", "ALIGN_MEAN", "ALIGN_SUM", "ALIGN_STDDEV", "ALIGN_INTERPOLATE",
-                    "ALIGN_PERCENT_CHANGE"}
+NUMERIC_ALIGNERS = {
+    "ALIGN_MIN",
+    "ALIGN_MAX",
+    "ALIGN_MEAN",
+    "ALIGN_SUM",
+    "ALIGN_STDDEV",
+    "ALIGN_INTERPOLATE",
+    "ALIGN_PERCENT_CHANGE",
+}
 ANY_GAUGE_ALIGNERS = {"ALIGN_NEXT_OLDER", "ALIGN_COUNT", "ALIGN_NONE"}
 DELTA_ALIGNERS = {"ALIGN_DELTA", "ALIGN_RATE"}
-NUMERIC_REDUCERS = {"REDUCE_MEAN", "REDUCE_MIN", "REDUCE_MAX", "REDUCE_SUM", "REDUCE_STDDEV", "REDUCE_PERCENTILE_99",
-                    "REDUCE_PERCENTILE_95", "REDUCE_PERCENTILE_50", "REDUCE_PERCENTILE_05"}
+NUMERIC_REDUCERS = {
+    "REDUCE_MEAN",
+    "REDUCE_MIN",
+    "REDUCE_MAX",
+    "REDUCE_SUM",
+    "REDUCE_STDDEV",
+    "REDUCE_PERCENTILE_99",
+    "REDUCE_PERCENTILE_95",
+    "REDUCE_PERCENTILE_50",
+    "REDUCE_PERCENTILE_05",
+}
 BOOL_REDUCERS = {"REDUCE_COUNT_TRUE", "REDUCE_COUNT_FALSE", "REDUCE_FRACTION_TRUE"}
 # "valid for GAUGE and DELTA metrics with distribution values" (Aggregation.Aligner ALIGN_PERCENTILE_*).
 DISTRIBUTION_ALIGNERS = {"ALIGN_PERCENTILE_99", "ALIGN_PERCENTILE_95", "ALIGN_PERCENTILE_50", "ALIGN_PERCENTILE_05"}
@@ -297,15 +330,29 @@ BY_POOL: tuple[Field, ...] = (("user", NODEPOOL_LABEL),)
 BY_POOL_RESOURCE: tuple[Field, ...] = (("resource", "node_pool_name"),)
 
 
-def _node_query(env: Environment, target: Target, metric_type: str, aligner: str, period_s: int, reducer: str,
-                metric: Optional[Mapping[str, Values]] = None) -> dict:
+def _node_query(
+    env: Environment,
+    target: Target,
+    metric_type: str,
+    aligner: str,
+    period_s: int,
+    reducer: str,
+    metric: Optional[Mapping[str, Values]] = None,
+) -> dict:
     return query(env, metric_type, aligner, period_s, reducer, BY_POOL, user=node_selection(target), metric=metric)
 
 
 def ready_hosts(env: Environment, target: Target, period_s: int = 60) -> dict:
     """Ready hosts per node pool: the fraction of each node's samples with Ready=True, summed over the pool."""
-    return _node_query(env, target, NODE_CONDITION, "ALIGN_FRACTION_TRUE", period_s, "REDUCE_SUM",
-                       metric={"condition": "Ready", "status": "True"})
+    return _node_query(
+        env,
+        target,
+        NODE_CONDITION,
+        "ALIGN_FRACTION_TRUE",
+        period_s,
+        "REDUCE_SUM",
+        metric={"condition": "Ready", "status": "True"},
+    )
 
 
 def pool_available(env: Environment, target: Optional[Target], period_s: int = 60, by_reason: bool = False) -> dict:
@@ -313,22 +360,43 @@ def pool_available(env: Environment, target: Optional[Target], period_s: int = 6
     unavailability reason: the series of a reason is 0 while GKE gives it); every pool of the cluster without a
     target."""
     group = BY_POOL_RESOURCE + ((("metric", "unavailability_reason"),) if by_reason else ())
-    return query(env, MULTI_HOST_AVAILABLE, "ALIGN_FRACTION_TRUE", period_s, "REDUCE_MIN", group,
-                 resource=pool_selection(target) if target is not None else None)
+    return query(
+        env,
+        MULTI_HOST_AVAILABLE,
+        "ALIGN_FRACTION_TRUE",
+        period_s,
+        "REDUCE_MIN",
+        group,
+        resource=pool_selection(target) if target is not None else None,
+    )
 
 
 def pool_status(env: Environment, target: Optional[Target], period_s: int = 60) -> dict:
     """The fraction of the period each multi-host pool spent in each status GKE reports (RUNNING, RECONCILING, ...)."""
-    return query(env, NODE_POOL_STATUS, "ALIGN_FRACTION_TRUE", period_s, "REDUCE_MAX",
-                 BY_POOL_RESOURCE + (("metric", "status"),),
-                 resource=pool_selection(target) if target is not None else None)
+    return query(
+        env,
+        NODE_POOL_STATUS,
+        "ALIGN_FRACTION_TRUE",
+        period_s,
+        "REDUCE_MAX",
+        BY_POOL_RESOURCE + (("metric", "status"),),
+        resource=pool_selection(target) if target is not None else None,
+    )
 
 
-def pool_durations(env: Environment, target: Optional[Target], metric_type: str, aligner: str,
-                   period_s: int = 3600) -> dict:
+def pool_durations(
+    env: Environment, target: Optional[Target], metric_type: str, aligner: str, period_s: int = 3600
+) -> dict:
     """A multi-host pool duration series (start-up, recovery, time between interruptions), per pool."""
-    return query(env, metric_type, aligner, period_s, "REDUCE_MAX", BY_POOL_RESOURCE,
-                 resource=pool_selection(target) if target is not None else None)
+    return query(
+        env,
+        metric_type,
+        aligner,
+        period_s,
+        "REDUCE_MAX",
+        BY_POOL_RESOURCE,
+        resource=pool_selection(target) if target is not None else None,
+    )
 
 
 SLICE_CHECK_JOB = "slice-health"  # generic_task `job` of the slice check's series (workloads/slice_health.py JOB)
@@ -336,10 +404,16 @@ SLICE_CHECK_JOB = "slice-health"  # generic_task `job` of the slice check's seri
 
 def slice_health(env: Environment, target: Optional[SliceTarget], period_s: int = 60) -> dict:
     """The in-cluster check's verdict per slice and problem (1 healthy), of one slice entry or of all."""
-    return query(env, SLICE_HEALTHY, "ALIGN_FRACTION_TRUE", period_s, "REDUCE_MIN",
-                 (("metric", "entry"), ("metric", "slice"), ("metric", "problem")),
-                 resource={"job": SLICE_CHECK_JOB},
-                 metric={"entry": target.name} if target is not None else None)
+    return query(
+        env,
+        SLICE_HEALTHY,
+        "ALIGN_FRACTION_TRUE",
+        period_s,
+        "REDUCE_MIN",
+        (("metric", "entry"), ("metric", "slice"), ("metric", "problem")),
+        resource={"job": SLICE_CHECK_JOB},
+        metric={"entry": target.name} if target is not None else None,
+    )
 
 
 def slice_check_runs(env: Environment, period_s: int = 300) -> dict:
@@ -349,17 +423,31 @@ def slice_check_runs(env: Environment, period_s: int = 300) -> dict:
 
 def ray_objects_ready(env: Environment, kinds: Sequence[str], period_s: int = 60) -> dict:
     """Per Ray object of these kinds and the state its status gives: 1 ready (a RayJob: not failed)."""
-    return query(env, RAY_OBJECT_READY, "ALIGN_FRACTION_TRUE", period_s, "REDUCE_MIN",
-                 (("metric", "kind"), ("metric", "namespace"), ("metric", "name"), ("metric", "state")),
-                 resource={"job": SLICE_CHECK_JOB}, metric={"kind": list(kinds)})
+    return query(
+        env,
+        RAY_OBJECT_READY,
+        "ALIGN_FRACTION_TRUE",
+        period_s,
+        "REDUCE_MIN",
+        (("metric", "kind"), ("metric", "namespace"), ("metric", "name"), ("metric", "state")),
+        resource={"job": SLICE_CHECK_JOB},
+        metric={"kind": list(kinds)},
+    )
 
 
 def unschedulable_pods(env: Environment, period_s: int = 60) -> dict:
     """Unschedulable pods per namespace of the stack's Ray objects (kube state metrics)."""
     if not env.ray_namespaces:
         raise ObservabilityError("no Ray namespace to watch for unschedulable pods")
-    return query(env, POD_UNSCHEDULABLE, "ALIGN_MAX", period_s, "REDUCE_SUM", (("resource", "namespace"),),
-                 resource={"namespace": list(env.ray_namespaces)})
+    return query(
+        env,
+        POD_UNSCHEDULABLE,
+        "ALIGN_MAX",
+        period_s,
+        "REDUCE_SUM",
+        (("resource", "namespace"),),
+        resource={"namespace": list(env.ray_namespaces)},
+    )
 
 
 def duty_cycle(env: Environment, target: Target, period_s: int = 60) -> dict:
@@ -367,18 +455,24 @@ def duty_cycle(env: Environment, target: Target, period_s: int = 60) -> dict:
     return _node_query(env, target, DUTY_CYCLE, "ALIGN_MEAN", period_s, "REDUCE_MEAN")
 
 
-def interruptions(env: Environment, target: Optional[Target], period_s: int,
-                  by_reason: bool = False) -> dict:
+def interruptions(env: Environment, target: Optional[Target], period_s: int, by_reason: bool = False) -> dict:
     """Interruptions summed over `period_s`, per pool (and type and reason); every pool of the cluster without a
     target, or for an Autopilot target (GKE names those pools)."""
-    group = BY_POOL_RESOURCE + ((("metric", "interruption_type"), ("metric", "interruption_reason")) if by_reason
-                                else ())
+    group = BY_POOL_RESOURCE + (
+        (("metric", "interruption_type"), ("metric", "interruption_reason")) if by_reason else ()
+    )
     selection = pool_selection(target) if target is not None else None
     return query(env, INTERRUPTIONS, "ALIGN_SUM", period_s, "REDUCE_SUM", group, resource=selection)
 
 
 def ray_nodes(env: Environment, metric_type: str, groups: Sequence[str] = ()) -> dict:
     """A Ray autoscaler node count per namespace and node type (worker group), optionally of some groups only."""
-    return query(env, metric_type, "ALIGN_MEAN", 60, "REDUCE_SUM",
-                 (("resource", "namespace"), ("metric", "node_type")),
-                 metric={"node_type": list(groups)} if groups else None)
+    return query(
+        env,
+        metric_type,
+        "ALIGN_MEAN",
+        60,
+        "REDUCE_SUM",
+        (("resource", "namespace"), ("metric", "node_type")),
+        metric={"node_type": list(groups)} if groups else None,
+    )

@@ -31,12 +31,18 @@ def maintenance_policy(maintenance: Optional[MaintenanceConfig]) -> Optional[dic
         policy["recurringWindow"] = {"startTime": w.start_time, "endTime": w.end_time, "recurrence": w.recurrence}
     if maintenance.exclusions:
         policy["maintenanceExclusions"] = [
-            {"exclusionName": e.name, "startTime": e.start_time,
-             **({"endTime": e.end_time} if e.end_time else {}),
-             # GKE API MaintenanceExclusionOptions: scope, and end_time_behavior UNTIL_END_OF_SUPPORT.
-             "exclusionOptions": {"scope": e.scope,
-                                  **({"endTimeBehavior": "UNTIL_END_OF_SUPPORT"} if e.until_end_of_support else {})}}
-            for e in maintenance.exclusions]
+            {
+                "exclusionName": e.name,
+                "startTime": e.start_time,
+                **({"endTime": e.end_time} if e.end_time else {}),
+                # GKE API MaintenanceExclusionOptions: scope, and end_time_behavior UNTIL_END_OF_SUPPORT.
+                "exclusionOptions": {
+                    "scope": e.scope,
+                    **({"endTimeBehavior": "UNTIL_END_OF_SUPPORT"} if e.until_end_of_support else {}),
+                },
+            }
+            for e in maintenance.exclusions
+        ]
     return policy
 
 
@@ -58,8 +64,11 @@ def upgrade_settings(entry: TpuSliceConfig | GpuPoolConfig) -> Optional[dict]:
     - Single-host TPU and GPU pools: FIXED_CAPACITY.
     """
     if entry.upgrade is not None:
-        return {"strategy": "SURGE", "maxSurge": entry.upgrade.max_surge,
-                "maxUnavailable": entry.upgrade.max_unavailable}
+        return {
+            "strategy": "SURGE",
+            "maxSurge": entry.upgrade.max_surge,
+            "maxUnavailable": entry.upgrade.max_unavailable,
+        }
     if entry.capacity == "flexStart":
         return None
     if isinstance(entry, TpuSliceConfig) and entry.shape.multi_host:

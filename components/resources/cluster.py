@@ -20,12 +20,15 @@ OAUTH_SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]  # access is l
 
 
 def node_hardening(service_account: pulumi.Input[str]) -> dict:
-    """Settings every node pool shares: own service account, COS, shielded VM, GKE metadata server only."""
+    """Settings every node pool shares: own service account, COS, shielded VM, GKE metadata server only. Nested
+    settings are plain dicts, which pulumi-gcp takes as well as its `...Args` classes (see slice_pool.py)."""
     return dict(
         service_account=service_account,
         oauth_scopes=OAUTH_SCOPES,
         image_type="COS_CONTAINERD",
         metadata={"disable-legacy-endpoints": "true"},
+        shielded_instance_config={"enable_secure_boot": True, "enable_integrity_monitoring": True},
+        workload_metadata_config={"mode": "GKE_METADATA"},
     )
 
 
@@ -34,20 +37,32 @@ def kubeconfig(name: pulumi.Input[str], endpoint: pulumi.Input[str], ca_certific
 
     def render(args):
         cluster_name, host, ca = args
-        return json.dumps({
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": cluster_name, "cluster": {"server": f"https://{host}",
-                                                            "certificate-authority-data": ca}}],
-            "contexts": [{"name": cluster_name, "context": {"cluster": cluster_name, "user": cluster_name}}],
-            "current-context": cluster_name,
-            "users": [{"name": cluster_name, "user": {"exec": {
-                "apiVersion": "client.authentication.k8s.io/v1beta1",
-                "command": "gke-gcloud-auth-plugin",
-                "installHint": "Install gke-gcloud-auth-plugin: gcloud components install gke-gcloud-auth-plugin",
-                "provideClusterInfo": True,
-            }}}],
-        }, sort_keys=True)
+        return json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {"name": cluster_name, "cluster": {"server": f"https://{host}", "certificate-authority-data": ca}}
+                ],
+                "contexts": [{"name": cluster_name, "context": {"cluster": cluster_name, "user": cluster_name}}],
+                "current-context": cluster_name,
+                "users": [
+                    {
+                        "name": cluster_name,
+                        "user": {
+                            "exec": {
+                                "apiVersion": "client.authentication.k8s.io/v1beta1",
+                                "command": "gke-gcloud-auth-plugin",
+                                "installHint": "Install gke-gcloud-auth-plugin: gcloud components install "
+                                "gke-gcloud-auth-plugin",
+                                "provideClusterInfo": True,
+                            }
+                        },
+                    }
+                ],
+            },
+            sort_keys=True,
+        )
 
     return pulumi.Output.secret(pulumi.Output.all(name, endpoint, ca_certificate).apply(render))
 
@@ -71,8 +86,9 @@ class GkeCluster(pulumi.ComponentResource):
         protect = c.deletion_protection
         # POD: the kube state metrics of pods, kube_pod_status_unschedulable among them, which the pending-pods alert
         # reads (GKE "Collect and view kube state metrics": an explicit list overrides the defaults, so it is named).
-        monitoring = ["SYSTEM_COMPONENTS", "POD"] + (["APISERVER", "SCHEDULER", "CONTROLLER_MANAGER"] if standard
-                                                     else [])
+        monitoring = ["SYSTEM_COMPONENTS", "POD"] + (
+            ["APISERVER", "SCHEDULER", "CONTROLLER_MANAGER"] if standard else []
+        )
         maintenance = upgrades.maintenance_policy(c.maintenance)
 
         self.cluster = gcp.container.Cluster(
@@ -88,22 +104,31 @@ class GkeCluster(pulumi.ComponentResource):
             initial_node_count=1 if standard else None,
             node_config=gcp.container.ClusterNodeConfigArgs(
                 **node_hardening(node_email),
-                shielded_instance_config=gcp.container.ClusterNodeConfigShieldedInstanceConfigArgs(
-                    enable_secure_boot=True, enable_integrity_monitoring=True),
-                workload_metadata_config=gcp.container.ClusterNodeConfigWorkloadMetadataConfigArgs(
-                    mode="GKE_METADATA"),
-            ) if standard else None,
+            )
+            if standard
+            else None,
             cluster_autoscaling=gcp.container.ClusterClusterAutoscalingArgs(
                 auto_provisioning_defaults=gcp.container.ClusterClusterAutoscalingAutoProvisioningDefaultsArgs(
-                    service_account=node_email, oauth_scopes=OAUTH_SCOPES),
-            ) if not standard else None,
+                    service_account=node_email, oauth_scopes=OAUTH_SCOPES
+                ),
+            )
+            if not standard
+            else None,
             deletion_protection=protect,
             # Unset, the release channel picks the version; its default is checked against what the workloads need.
             min_master_version=c.min_master_version,
-            release_channel=gcp.container.ClusterReleaseChannelArgs(channel=preflight.gke_version(
-                project, c.location, c.release_channel, c.min_master_version,
-                admission.VersionNeed(args.get("minimum_version") or admission.RAY_OPERATOR_MIN_GKE_VERSION,
-                                      args.get("minimum_version_reason") or "the Ray Operator add-on"))),
+            release_channel=gcp.container.ClusterReleaseChannelArgs(
+                channel=preflight.gke_version(
+                    project,
+                    c.location,
+                    c.release_channel,
+                    c.min_master_version,
+                    admission.VersionNeed(
+                        args.get("minimum_version") or admission.RAY_OPERATOR_MIN_GKE_VERSION,
+                        args.get("minimum_version_reason") or "the Ray Operator add-on",
+                    ),
+                )
+            ),
             ip_allocation_policy=gcp.container.ClusterIpAllocationPolicyArgs(
                 cluster_secondary_range_name=args["pods_range_name"],
                 services_secondary_range_name=args["services_range_name"],
@@ -116,28 +141,34 @@ class GkeCluster(pulumi.ComponentResource):
             master_authorized_networks_config=gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
                 cidr_blocks=[
                     gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
-                        cidr_block=n.cidr_block, display_name=n.display_name or None)
+                        cidr_block=n.cidr_block, display_name=n.display_name or None
+                    )
                     for n in c.master_authorized_networks
                 ],
             ),
             master_auth=gcp.container.ClusterMasterAuthArgs(
                 client_certificate_config=gcp.container.ClusterMasterAuthClientCertificateConfigArgs(
-                    issue_client_certificate=False),
+                    issue_client_certificate=False
+                ),
             ),
             workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(
-                workload_pool=f"{project}.svc.id.goog"),
+                workload_pool=f"{project}.svc.id.goog"
+            ),
             addons_config=gcp.container.ClusterAddonsConfigArgs(
-                ray_operator_configs=[gcp.container.ClusterAddonsConfigRayOperatorConfigArgs(
-                    enabled=True,
-                    ray_cluster_logging_config=gcp.container.ClusterAddonsConfigRayOperatorConfigRayClusterLoggingConfigArgs(
-                        enabled=c.ray_operator.logging),
-                    ray_cluster_monitoring_config=gcp.container.ClusterAddonsConfigRayOperatorConfigRayClusterMonitoringConfigArgs(
-                        enabled=c.ray_operator.monitoring),
-                )],
+                ray_operator_configs=[
+                    gcp.container.ClusterAddonsConfigRayOperatorConfigArgs(
+                        enabled=True,
+                        ray_cluster_logging_config=gcp.container.ClusterAddonsConfigRayOperatorConfigRayClusterLoggingConfigArgs(
+                            enabled=c.ray_operator.logging
+                        ),
+                        ray_cluster_monitoring_config=gcp.container.ClusterAddonsConfigRayOperatorConfigRayClusterMonitoringConfigArgs(
+                            enabled=c.ray_operator.monitoring
+                        ),
+                    )
+                ],
                 gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(enabled=True),
             ),
-            logging_config=gcp.container.ClusterLoggingConfigArgs(enable_components=["SYSTEM_COMPONENTS",
-                                                                                       "WORKLOADS"]),
+            logging_config=gcp.container.ClusterLoggingConfigArgs(enable_components=["SYSTEM_COMPONENTS", "WORKLOADS"]),
             monitoring_config=gcp.container.ClusterMonitoringConfigArgs(
                 enable_components=monitoring,
                 managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
@@ -150,11 +181,16 @@ class GkeCluster(pulumi.ComponentResource):
             enable_shielded_nodes=True if standard else None,
             enable_legacy_abac=False,
             binary_authorization=gcp.container.ClusterBinaryAuthorizationArgs(
-                evaluation_mode="PROJECT_SINGLETON_POLICY_ENFORCE" if c.binary_authorization else "DISABLED"),
+                evaluation_mode="PROJECT_SINGLETON_POLICY_ENFORCE" if c.binary_authorization else "DISABLED"
+            ),
             authenticator_groups_config=gcp.container.ClusterAuthenticatorGroupsConfigArgs(
-                security_group=c.rbac_security_group) if c.rbac_security_group else None,
+                security_group=c.rbac_security_group
+            )
+            if c.rbac_security_group
+            else None,
             security_posture_config=gcp.container.ClusterSecurityPostureConfigArgs(
-                mode="BASIC", vulnerability_mode="VULNERABILITY_BASIC"),
+                mode="BASIC", vulnerability_mode="VULNERABILITY_BASIC"
+            ),
             cost_management_config=gcp.container.ClusterCostManagementConfigArgs(enabled=True),
             resource_labels=labels,
             maintenance_policy=_maintenance_policy(maintenance),
@@ -178,8 +214,8 @@ class GkeCluster(pulumi.ComponentResource):
                 # Totals for the whole pool: per-zone limits would run in every zone of a regional cluster
                 # (admission.PER_ZONE_LIMITS).
                 autoscaling=gcp.container.NodePoolAutoscalingArgs(
-                    total_min_node_count=pool.min_nodes, total_max_node_count=pool.max_nodes,
-                    location_policy="BALANCED"),
+                    total_min_node_count=pool.min_nodes, total_max_node_count=pool.max_nodes, location_policy="BALANCED"
+                ),
                 management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
                 node_config=gcp.container.NodePoolNodeConfigArgs(
                     **node_hardening(node_email),
@@ -188,16 +224,15 @@ class GkeCluster(pulumi.ComponentResource):
                     disk_type="pd-balanced",
                     labels={manifests.POOL_LABEL: manifests.SYSTEM_POOL},
                     resource_labels=labels,
-                    shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
-                        enable_secure_boot=True, enable_integrity_monitoring=True),
-                    workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
-                        mode="GKE_METADATA"),
                 ),
                 opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount", "nodeCount"]),
             )
 
-        self.provider_kubeconfig = kubeconfig(self.cluster.name, self.cluster.endpoint,
-                                              self.cluster.master_auth.apply(lambda auth: auth.cluster_ca_certificate))
+        self.provider_kubeconfig = kubeconfig(
+            self.cluster.name,
+            self.cluster.endpoint,
+            self.cluster.master_auth.apply(lambda auth: auth.cluster_ca_certificate),
+        )
         self.provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=self.provider_kubeconfig,
@@ -205,8 +240,9 @@ class GkeCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
 
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=self.provider,
-                                          depends_on=[r for r in (self.cluster, self.system_pool) if r])
+        k8s_opts = pulumi.ResourceOptions(
+            parent=self, provider=self.provider, depends_on=[r for r in (self.cluster, self.system_pool) if r]
+        )
         self.namespaces = {}
         for namespace in args.get("namespaces") or []:
             ns = k8s.core.v1.Namespace(
@@ -228,8 +264,9 @@ class GkeCluster(pulumi.ComponentResource):
         self.cluster_name = self.cluster.name
         self.endpoint = self.cluster.endpoint
         self.kubeconfig = self.provider_kubeconfig
-        self.register_outputs({"clusterName": self.cluster_name, "endpoint": self.endpoint,
-                               "kubeconfig": self.kubeconfig})
+        self.register_outputs(
+            {"clusterName": self.cluster_name, "endpoint": self.endpoint, "kubeconfig": self.kubeconfig}
+        )
 
 
 def _maintenance_policy(policy: dict | None) -> "gcp.container.ClusterMaintenancePolicyArgs | None":
@@ -239,11 +276,20 @@ def _maintenance_policy(policy: dict | None) -> "gcp.container.ClusterMaintenanc
     window = policy.get("recurringWindow")
     return gcp.container.ClusterMaintenancePolicyArgs(
         recurring_window=gcp.container.ClusterMaintenancePolicyRecurringWindowArgs(
-            start_time=window["startTime"], end_time=window["endTime"], recurrence=window["recurrence"])
-        if window else None,
-        maintenance_exclusions=[gcp.container.ClusterMaintenancePolicyMaintenanceExclusionArgs(
-            exclusion_name=e["exclusionName"], start_time=e["startTime"], end_time=e.get("endTime"),
-            exclusion_options=gcp.container.ClusterMaintenancePolicyMaintenanceExclusionExclusionOptionsArgs(
-                scope=e["exclusionOptions"]["scope"], end_time_behavior=e["exclusionOptions"].get("endTimeBehavior")))
-            for e in policy.get("maintenanceExclusions", [])] or None,
+            start_time=window["startTime"], end_time=window["endTime"], recurrence=window["recurrence"]
+        )
+        if window
+        else None,
+        maintenance_exclusions=[
+            gcp.container.ClusterMaintenancePolicyMaintenanceExclusionArgs(
+                exclusion_name=e["exclusionName"],
+                start_time=e["startTime"],
+                end_time=e.get("endTime"),
+                exclusion_options=gcp.container.ClusterMaintenancePolicyMaintenanceExclusionExclusionOptionsArgs(
+                    scope=e["exclusionOptions"]["scope"], end_time_behavior=e["exclusionOptions"].get("endTimeBehavior")
+                ),
+            )
+            for e in policy.get("maintenanceExclusions", [])
+        ]
+        or None,
     )

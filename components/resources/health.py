@@ -21,6 +21,7 @@ from ..spec.problems import ConfigError, Problem
 METRIC_WRITER = "roles/monitoring.metricWriter"
 WORKLOAD_IDENTITY_USER = "roles/iam.workloadIdentityUser"
 
+
 class SliceHealth(pulumi.ComponentResource):
     """The stack's slice check: every few minutes, in the cluster, the checks of `python -m plan.verify` (hosts,
     labels, the TPU webhook's environment, Ray's own view), one Cloud Monitoring point per slice and Ray object."""
@@ -28,9 +29,17 @@ class SliceHealth(pulumi.ComponentResource):
     google_service_account: pulumi.Output[str]
     """The email of the Google service account the check writes its metrics as."""
 
-    def __init__(self, name: str, config: StackConfig, pools: Mapping[str, Sequence[str]], ctx: RenderContext,
-                 provider: k8s.Provider, depends_on: Sequence[pulumi.Resource], labels: Mapping[str, str],
-                 opts: pulumi.ResourceOptions | None = None):
+    def __init__(
+        self,
+        name: str,
+        config: StackConfig,
+        pools: Mapping[str, Sequence[str]],
+        ctx: RenderContext,
+        provider: k8s.Provider,
+        depends_on: Sequence[pulumi.Resource],
+        labels: Mapping[str, str],
+        opts: pulumi.ResourceOptions | None = None,
+    ):
         try:
             plan = health.health_plan(config, pools, ctx)  # before anything is registered
         except health.HealthError as error:
@@ -44,8 +53,13 @@ class SliceHealth(pulumi.ComponentResource):
             project=config.project,
             opts=child,
         )
-        gcp.projects.IAMMember(f"{name}-health-metric-writer", project=config.project, role=METRIC_WRITER,
-                               member=account.email.apply(lambda email: f"serviceAccount:{email}"), opts=child)
+        gcp.projects.IAMMember(
+            f"{name}-health-metric-writer",
+            project=config.project,
+            role=METRIC_WRITER,
+            member=account.email.apply(lambda email: f"serviceAccount:{email}"),
+            opts=child,
+        )
         gcp.serviceaccount.IAMMember(
             f"{name}-health-wi",
             service_account_id=account.name,
@@ -57,8 +71,13 @@ class SliceHealth(pulumi.ComponentResource):
         created: list[pulumi.Resource] = []
         for manifest in health.objects(plan, labels):
             # Everything after the Namespace waits for it (the Ray namespaces come with depends_on).
-            created.append(_k8s_object(name, manifest, pulumi.ResourceOptions.merge(
-                k8s_opts, pulumi.ResourceOptions(depends_on=created[:1]))))
+            created.append(
+                _k8s_object(
+                    name,
+                    manifest,
+                    pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=created[:1])),
+                )
+            )
         self.objects = created
         self.google_service_account = account.email
         self.register_outputs({"googleServiceAccount": account.email})
@@ -79,11 +98,13 @@ def _k8s_object(prefix: str, manifest: dict, opts: pulumi.ResourceOptions) -> pu
     if kind == "Role":
         return k8s.rbac.v1.Role(name, metadata=meta, rules=manifest["rules"], opts=opts)
     if kind == "ClusterRoleBinding":
-        return k8s.rbac.v1.ClusterRoleBinding(name, metadata=meta, role_ref=manifest["roleRef"],
-                                              subjects=manifest["subjects"], opts=opts)
+        return k8s.rbac.v1.ClusterRoleBinding(
+            name, metadata=meta, role_ref=manifest["roleRef"], subjects=manifest["subjects"], opts=opts
+        )
     if kind == "RoleBinding":
-        return k8s.rbac.v1.RoleBinding(name, metadata=meta, role_ref=manifest["roleRef"],
-                                       subjects=manifest["subjects"], opts=opts)
+        return k8s.rbac.v1.RoleBinding(
+            name, metadata=meta, role_ref=manifest["roleRef"], subjects=manifest["subjects"], opts=opts
+        )
     if kind == "CronJob":
         return k8s.batch.v1.CronJob(name, metadata=meta, spec=manifest["spec"], opts=opts)
     raise ValueError(f"render/health.py built a {kind}, which SliceHealth does not create")

@@ -19,8 +19,14 @@ class Identity(pulumi.ComponentResource):
     node_email: pulumi.Output[str]
     ray_email: pulumi.Output[str]
 
-    def __init__(self, name: str, project: str, cluster_name: str, namespaces: list[str],
-                 opts: pulumi.ResourceOptions | None = None):
+    def __init__(
+        self,
+        name: str,
+        project: str,
+        cluster_name: str,
+        namespaces: list[str],
+        opts: pulumi.ResourceOptions | None = None,
+    ):
         super().__init__("ray-tpu-gke:index:Identity", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         node = gcp.serviceaccount.Account(

@@ -26,30 +26,45 @@ from ..spec.monitoring_args import validate_monitoring_args
 from ..spec.operations import cron_interval_minutes
 from ..spec.problems import ConfigError, Problem
 from . import metric_waits
+from .outputs import gathered
 
 
-def _validated(args: Any, name: str) -> tuple[series.Environment, MonitoringConfig, list[dict],
-                                               list[alerts.PolicySpec]]:
+def _validated(
+    args: Any, name: str
+) -> tuple[series.Environment, MonitoringConfig, list[dict], list[alerts.PolicySpec]]:
     """The environment and monitoring settings of SliceMonitoringArgs (validated in spec/monitoring_args.py), with its
     dashboards and alert policies, built before anything is registered to prove they can be; ConfigError names every
     bad argument."""
     request = validate_monitoring_args(args, name)
     root = f"SliceMonitoring({name}).args"
     monitoring = request.monitoring
-    slices = [(e.index, _slice_target(e.entry, e.pools, e.worker_groups, request.mode, request.cluster))
-              for e in request.slices]
+    slices = [
+        (e.index, _slice_target(e.entry, e.pools, e.worker_groups, request.mode, request.cluster))
+        for e in request.slices
+    ]
     gpu_pools = [(e.index, _gpu_target(e.entry, e.pools, e.worker_groups)) for e in request.gpu_pools]
     env = series.Environment(
-        project=request.project, cluster=request.cluster, environment=request.environment,
+        project=request.project,
+        cluster=request.cluster,
+        environment=request.environment,
         autopilot=request.mode == "autopilot",
-        thresholds=series.Thresholds(monitoring.idle_duty_cycle_percent, monitoring.idle_minutes,
-                                     monitoring.unavailable_minutes, monitoring.interruptions_per_day,
-                                     monitoring.pending_pods_minutes, monitoring.slice_health.alert_after_minutes,
-                                     cron_interval_minutes(monitoring.slice_health.schedule)),
-        notification_channels=tuple(monitoring.notification_channels), ray_metrics=request.ray_metrics,
-        labels=tuple(sorted(request.labels.items())), slice_health=request.slice_health,
-        ray_namespaces=request.ray_namespaces, ray_kinds=request.ray_kinds,
-        runbook_base_url=monitoring.runbook_base_url)
+        thresholds=series.Thresholds(
+            monitoring.idle_duty_cycle_percent,
+            monitoring.idle_minutes,
+            monitoring.unavailable_minutes,
+            monitoring.interruptions_per_day,
+            monitoring.pending_pods_minutes,
+            monitoring.slice_health.alert_after_minutes,
+            cron_interval_minutes(monitoring.slice_health.schedule),
+        ),
+        notification_channels=tuple(monitoring.notification_channels),
+        ray_metrics=request.ray_metrics,
+        labels=tuple(sorted(request.labels.items())),
+        slice_health=request.slice_health,
+        ray_namespaces=request.ray_namespaces,
+        ray_kinds=request.ray_kinds,
+        runbook_base_url=monitoring.runbook_base_url,
+    )
     slice_targets = [t for _, t in slices]
     gpu_targets = [t for _, t in gpu_pools]
     try:
@@ -66,24 +81,39 @@ def _validated(args: Any, name: str) -> tuple[series.Environment, MonitoringConf
     return env, monitoring, pages, policies
 
 
-def _slice_target(tpu_slice: TpuSliceConfig, pools: tuple[str, ...], groups: tuple[str, ...],
-                  mode: str, cluster: str) -> series.SliceTarget:
+def _slice_target(
+    tpu_slice: TpuSliceConfig, pools: tuple[str, ...], groups: tuple[str, ...], mode: str, cluster: str
+) -> series.SliceTarget:
     # Autopilot: the labels the slice's Ray pods select, the workload policy's name (<cluster>-<slice>) included
     # (manifests.workload_policy_name), so the filters find the nodes GKE provisions for them.
-    labels = () if pools else tuple(sorted(manifests.slice_node_selector(tpu_slice, mode == "standard",
-                                                                         cluster).items()))
+    labels = (
+        () if pools else tuple(sorted(manifests.slice_node_selector(tpu_slice, mode == "standard", cluster).items()))
+    )
     return series.SliceTarget(
-        name=tpu_slice.name, shape=tpu_slice.shape, capacity=tpu_slice.capacity, count=tpu_slice.count,
-        pools=tuple(pools or ()), node_labels=labels, autoscaled=tpu_slice.autoscaled,
-        worker_groups=tuple(dict.fromkeys(groups)))
+        name=tpu_slice.name,
+        shape=tpu_slice.shape,
+        capacity=tpu_slice.capacity,
+        count=tpu_slice.count,
+        pools=tuple(pools or ()),
+        node_labels=labels,
+        autoscaled=tpu_slice.autoscaled,
+        worker_groups=tuple(dict.fromkeys(groups)),
+    )
 
 
 def _gpu_target(pool: Any, pools: tuple[str, ...], groups: tuple[str, ...]) -> series.GpuPoolTarget:
     labels = () if pools else ((metrics.GPU_ACCELERATOR_LABEL, pool.accelerator),)
     return series.GpuPoolTarget(
-        name=pool.name, accelerator=pool.accelerator, machine_type=pool.machine_type, count=pool.count,
-        capacity=pool.capacity, pools=tuple(pools or ()), node_labels=labels, autoscaled=pool.autoscaled,
-        worker_groups=tuple(dict.fromkeys(groups)))
+        name=pool.name,
+        accelerator=pool.accelerator,
+        machine_type=pool.machine_type,
+        count=pool.count,
+        capacity=pool.capacity,
+        pools=tuple(pools or ()),
+        node_labels=labels,
+        autoscaled=pool.autoscaled,
+        worker_groups=tuple(dict.fromkeys(groups)),
+    )
 
 
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
@@ -124,50 +154,50 @@ class SliceMonitoring(pulumi.ComponentResource):
         self.policy_resources: list[gcp.monitoring.AlertPolicy] = []
         if monitoring.enabled:
             if not env.notification_channels:
-                message = (f"{name}: no notification channels (ray-tpu-gke:monitoring.notificationChannels): the alert "
-                           "policies open incidents in Cloud Monitoring but notify nobody")
+                message = (
+                    f"{name}: no notification channels (ray-tpu-gke:monitoring.notificationChannels): the alert "
+                    "policies open incidents in Cloud Monitoring but notify nobody"
+                )
                 (pulumi.log.warn if env.production else pulumi.log.info)(message, self)
             for number, dashboard in enumerate(pages, start=1):
-                self.dashboard_resources.append(gcp.monitoring.Dashboard(
-                    f"{name}-slices" + (f"-{number}" if number > 1 else ""),
-                    project=env.project,
-                    dashboard_json=dashboards.dashboard_json(dashboard),
-                    opts=child,
-                ))
+                self.dashboard_resources.append(
+                    gcp.monitoring.Dashboard(
+                        f"{name}-slices" + (f"-{number}" if number > 1 else ""),
+                        project=env.project,
+                        dashboard_json=dashboards.dashboard_json(dashboard),
+                        opts=child,
+                    )
+                )
             watched = [metric_waits.watched_metrics(spec.policy) for spec in policies]  # once per policy
-            waits = _metric_waits(name, env.project, watched, opts, child)
+            waits = _metric_waits(name, env.project, watched, child)
             for spec, metric_types in zip(policies, watched):
                 after = [w for kind, w in waits.items() if kind in metric_types]
-                self.policy_resources.append(gcp.monitoring.AlertPolicy(
-                    f"{name}-{spec.key}",
-                    project=env.project,
-                    notification_channels=list(env.notification_channels),
-                    **policy_kwargs(spec.policy),
-                    # `child` (parent only) and the waits: built directly, not by merging (a copy per policy).
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=after),
-                ))
-        self.dashboards = pulumi.Output.all(*[d.id for d in self.dashboard_resources])
-        self.alert_policies = pulumi.Output.all(*[p.id for p in self.policy_resources])
+                self.policy_resources.append(
+                    gcp.monitoring.AlertPolicy(
+                        f"{name}-{spec.key}",
+                        project=env.project,
+                        notification_channels=list(env.notification_channels),
+                        **policy_kwargs(spec.policy),
+                        # `child` (parent only) and the waits: built directly, not by merging (a copy per policy).
+                        opts=pulumi.ResourceOptions(parent=self, depends_on=after),
+                    )
+                )
+        self.dashboards = gathered([d.id for d in self.dashboard_resources])
+        self.alert_policies = gathered([p.id for p in self.policy_resources])
         self.register_outputs({"dashboards": self.dashboards, "alertPolicies": self.alert_policies})
 
 
-def _metric_waits(name: str, project: str, watched_per_policy: list[set[str]], opts: pulumi.ResourceOptions | None,
-                  child: pulumi.ResourceOptions) -> dict[str, pulumi.Resource]:
+def _metric_waits(
+    name: str, project: str, watched_per_policy: list[set[str]], child: pulumi.ResourceOptions
+) -> dict[str, pulumi.Resource]:
     """Per metric type that a policy may not be created before, the wait it depends on: the slice check's custom
-    metrics after their descriptors, GKE's kube state metrics after what the component itself depends on (the
-    cluster that collects them: RayTpuPlatform passes it, a library user passes `depends_on`)."""
+    metrics after their descriptors."""
     watched = set().union(*watched_per_policy)
     waits: dict[str, pulumi.Resource] = {}
     custom = watched & set(metric_waits.DESCRIPTORS)
     if custom:
-        known = metric_waits.wait(f"{name}-custom-metrics-known", metric_waits.descriptors(name, project, child),
-                                  child)
+        known = metric_waits.wait(f"{name}-custom-metrics-known", metric_waits.descriptors(name, project, child), child)
         waits.update(dict.fromkeys(custom, known))
-    kube_state = watched & metric_waits.KUBE_STATE
-    if kube_state:
-        depends_on = opts.depends_on if opts is not None and opts.depends_on is not None else []
-        after = list(depends_on) if isinstance(depends_on, (list, tuple)) else [depends_on]
-        waits.update(dict.fromkeys(kube_state, metric_waits.wait(f"{name}-kube-state-metrics-known", after, child)))
     return waits
 
 
@@ -193,10 +223,19 @@ def platform_args(config: StackConfig, labels: dict[str, str]) -> SliceMonitorin
             gpu_entry["pools"] = [pool.name]  # worker_pool.WorkerPool names its node pool after the entry
         gpu_pools.append(gpu_entry)
     # Validated: the stack's slices and pools were checked with the whole stack (spec/config.py), not again here.
-    return Validated({
-        "project": config.project, "cluster": config.cluster.name, "environment": config.environment,
-        "mode": config.cluster.mode, "slices": slices, "gpu_pools": gpu_pools, "monitoring": config.monitoring,
-        "ray_metrics": config.cluster.ray_operator.monitoring, "labels": labels,
-        "ray_namespaces": config.namespaces, "ray_kinds": sorted({manifests.kind_of(o) for o in config.ray_objects}),
-        "slice_health": health.runs(config),
-    })
+    return Validated(
+        {
+            "project": config.project,
+            "cluster": config.cluster.name,
+            "environment": config.environment,
+            "mode": config.cluster.mode,
+            "slices": slices,
+            "gpu_pools": gpu_pools,
+            "monitoring": config.monitoring,
+            "ray_metrics": config.cluster.ray_operator.monitoring,
+            "labels": labels,
+            "ray_namespaces": config.namespaces,
+            "ray_kinds": sorted({manifests.kind_of(o) for o in config.ray_objects}),
+            "slice_health": health.runs(config),
+        }
+    )

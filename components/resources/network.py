@@ -19,8 +19,9 @@ class Network(pulumi.ComponentResource):
     pods_range_name: str
     services_range_name: str
 
-    def __init__(self, name: str, project: str, region: str, net: NetworkConfig,
-                 opts: pulumi.ResourceOptions | None = None):
+    def __init__(
+        self, name: str, project: str, region: str, net: NetworkConfig, opts: pulumi.ResourceOptions | None = None
+    ):
         super().__init__("ray-tpu-gke:index:Network", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         if net.existing:
@@ -70,9 +71,7 @@ class Network(pulumi.ComponentResource):
                 log_config=gcp.compute.FirewallLogConfigArgs(metadata="INCLUDE_ALL_METADATA"),
                 opts=child,
             )
-            router = gcp.compute.Router(
-                name, name=name, project=project, region=region, network=vpc.id, opts=child
-            )
+            router = gcp.compute.Router(name, name=name, project=project, region=region, network=vpc.id, opts=child)
             gcp.compute.RouterNat(
                 name,
                 name=name,

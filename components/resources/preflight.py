@@ -25,8 +25,14 @@ def version_prefix(pin: str | None) -> str | None:
     return f"{pin}." if admission.is_minor_alias(pin) else pin
 
 
-def channel_version(location: str, channel: str, pin: str | None, defaults: Optional[Mapping[str, str]],
-                    channel_latest: Optional[Mapping[str, str]], valid: Optional[Sequence[str]]) -> Optional[str]:
+def channel_version(
+    location: str,
+    channel: str,
+    pin: str | None,
+    defaults: Optional[Mapping[str, str]],
+    channel_latest: Optional[Mapping[str, str]],
+    valid: Optional[Sequence[str]],
+) -> Optional[str]:
     """The version GKE creates for a cluster in `channel` with `pin`, from one `get_engine_versions` answer asked
     with `version_prefix(pin)`; `PreflightError` where the channel cannot create it.
 
@@ -48,39 +54,54 @@ def channel_version(location: str, channel: str, pin: str | None, defaults: Opti
             raise PreflightError(
                 f"minMasterVersion {pin}: GKE's {channel} channel in {location} offers no {pin} version (its default "
                 f"is {default or 'unknown'}); pin a minor the channel offers, leave minMasterVersion unset or choose "
-                "another release channel")
+                "another release channel"
+            )
         return offered
     if valid is not None and pin not in valid:
-        raise PreflightError(f"GKE no longer offers {pin} in {location}; pin a minor such as "
-                             f"{'.'.join(pin.split('.')[:2])} or leave minMasterVersion unset")
+        raise PreflightError(
+            f"GKE no longer offers {pin} in {location}; pin a minor such as "
+            f"{'.'.join(pin.split('.')[:2])} or leave minMasterVersion unset"
+        )
     if offered != pin:
-        raise PreflightError(f"minMasterVersion {pin} is not a version of GKE's {channel} channel in {location} (its "
-                             f"default is {default or 'unknown'}); pin a version of that channel, a minor such as "
-                             f"{'.'.join(pin.split('.')[:2])}, or choose the channel that offers it")
+        raise PreflightError(
+            f"minMasterVersion {pin} is not a version of GKE's {channel} channel in {location} (its "
+            f"default is {default or 'unknown'}); pin a version of that channel, a minor such as "
+            f"{'.'.join(pin.split('.')[:2])}, or choose the channel that offers it"
+        )
     return pin
 
 
-def gke_version(project: str, location: str, channel: str, pin: str | None,
-                need: admission.VersionNeed) -> pulumi.Output[str]:
+def gke_version(
+    project: str, location: str, channel: str, pin: str | None, need: admission.VersionNeed
+) -> pulumi.Output[str]:
     """The release channel's name, once the version GKE would create in it is at least what the stack needs: the
     channel's default when nothing is pinned, the newest patch of a minor alias the channel offers, or an exact pin
     of the channel."""
-    versions = gcp.container.get_engine_versions_output(project=project, location=location,
-                                                        version_prefix=version_prefix(pin))
+    versions = gcp.container.get_engine_versions_output(
+        project=project, location=location, version_prefix=version_prefix(pin)
+    )
 
     def check(args) -> str:
         defaults, channel_latest, valid = args
         created = channel_version(location, channel, pin, defaults, channel_latest, valid)
-        what = (f"GKE's {channel} channel in {location} creates" if pin is None
-                else f"minMasterVersion {pin} resolves in GKE's {channel} channel in {location} to")
+        what = (
+            f"GKE's {channel} channel in {location} creates"
+            if pin is None
+            else f"minMasterVersion {pin} resolves in GKE's {channel} channel in {location} to"
+        )
         if created and not admission.version_satisfies(created, need.version):
             minor = ".".join(need.version.split(".")[:2])
-            raise PreflightError(f"{what} {created}, older than {need.version} that {need.reason} needs; pin "
-                                 f"cluster.minMasterVersion to {minor} (or later) or choose a faster channel")
+            raise PreflightError(
+                f"{what} {created}, older than {need.version} that {need.reason} needs; pin "
+                f"cluster.minMasterVersion to {minor} (or later) or choose a faster channel"
+            )
         return channel
 
-    return pulumi.Output.all(versions.release_channel_default_version, versions.release_channel_latest_version,
-                             versions.valid_master_versions).apply(check)
+    return pulumi.Output.all(
+        versions.release_channel_default_version,
+        versions.release_channel_latest_version,
+        versions.valid_master_versions,
+    ).apply(check)
 
 
 def accelerator_quota(project: str, needs: list[admission.QuotaNeed], gate: pulumi.Input[str]) -> pulumi.Output[str]:

@@ -36,11 +36,14 @@ def _validate(kind: str, model: type[RayObjectConfig], args, name: str):
     warning = service_account_warning(kind, name, args, valid.obj)
     if warning:
         pulumi.log.warn(warning)
-    ctx = manifests.RenderContext(standard=valid.mode == "standard",
-                                  service_account=args.get("service_account", "default"), bucket=args.get("bucket"),
-                                  labels=dict(args.get("labels") or {}),
-                                  head_pool=args.get("head_pool") or manifests.SYSTEM_POOL,
-                                  cluster_name=valid.cluster_name)
+    ctx = manifests.RenderContext(
+        standard=valid.mode == "standard",
+        service_account=args.get("service_account", "default"),
+        bucket=args.get("bucket"),
+        labels=dict(args.get("labels") or {}),
+        head_pool=args.get("head_pool") or manifests.SYSTEM_POOL,
+        cluster_name=valid.cluster_name,
+    )
     return valid.obj, valid.targets, ctx
 
 
@@ -52,8 +55,14 @@ class RayWorkload(pulumi.ComponentResource):
     head_service: pulumi.Output[str]
     """The Ray head's Kubernetes service, `<namespace>/<name>-head-svc` (dashboard 8265, client 10001)."""
 
-    def __init__(self, name: str, manifest: dict, provider: k8s.Provider, depends_on: list[pulumi.Resource],
-                 opts: pulumi.ResourceOptions | None = None):
+    def __init__(
+        self,
+        name: str,
+        manifest: dict,
+        provider: k8s.Provider,
+        depends_on: list[pulumi.Resource],
+        opts: pulumi.ResourceOptions | None = None,
+    ):
         super().__init__(f"ray-tpu-gke:index:{manifest['kind']}", name, None, opts)
         problems = [f"{manifest['kind']} {name}: {p}" for p in manifests.label_problems(manifest)]
         if problems:
@@ -75,8 +84,9 @@ class RayCluster(RayWorkload):
 
     def __init__(self, name: str, args: RayClusterArgs, opts: pulumi.ResourceOptions | None = None):
         obj, targets, ctx = _validate("RayCluster", RayClusterConfig, args, name)
-        super().__init__(name, manifests.ray_manifest(obj, targets, ctx), args["kubernetes_provider"],
-                         _depends_on(opts), opts)
+        super().__init__(
+            name, manifests.ray_manifest(obj, targets, ctx), args["kubernetes_provider"], _depends_on(opts), opts
+        )
 
 
 class RayService(RayWorkload):
@@ -84,8 +94,9 @@ class RayService(RayWorkload):
 
     def __init__(self, name: str, args: RayServiceArgs, opts: pulumi.ResourceOptions | None = None):
         obj, targets, ctx = _validate("RayService", RayServiceConfig, args, name)
-        super().__init__(name, manifests.ray_manifest(obj, targets, ctx), args["kubernetes_provider"],
-                         _depends_on(opts), opts)
+        super().__init__(
+            name, manifests.ray_manifest(obj, targets, ctx), args["kubernetes_provider"], _depends_on(opts), opts
+        )
 
 
 class RayJob(RayWorkload):
@@ -93,8 +104,9 @@ class RayJob(RayWorkload):
 
     def __init__(self, name: str, args: RayJobArgs, opts: pulumi.ResourceOptions | None = None):
         obj, targets, ctx = _validate("RayJob", RayJobConfig, args, name)
-        super().__init__(name, manifests.ray_manifest(obj, targets, ctx), args["kubernetes_provider"],
-                         _depends_on(opts), opts)
+        super().__init__(
+            name, manifests.ray_manifest(obj, targets, ctx), args["kubernetes_provider"], _depends_on(opts), opts
+        )
 
 
 def _depends_on(opts: pulumi.ResourceOptions | None) -> list:

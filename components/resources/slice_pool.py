@@ -1,6 +1,5 @@
 """TPU slices as node pools: one pool per slice, sized from the catalogue, placed so the slice's ICI is intact."""
 
-
 import pulumi
 import pulumi_gcp as gcp
 
@@ -11,6 +10,7 @@ from ..spec.component_args import validate_pool_args
 from ..spec.models import TpuSliceConfig
 from .cluster import node_hardening
 from .identity import NODE_ROLES
+from .outputs import as_output, gathered, known
 
 # A TPU host runs one Ray worker pod plus system pods; a small per-node pod range saves the pods' IP space.
 TPU_MAX_PODS_PER_NODE = 16
@@ -21,35 +21,34 @@ def pool_name(tpu_slice: TpuSliceConfig, index: int) -> str:
     return f"{tpu_slice.name}-{index}"
 
 
-def reservation_affinity(tpu_slice: TpuSliceConfig):
+# The nested inputs below are plain dicts in the SDK's snake_case, which pulumi-gcp takes as well as its `...Args`
+# classes (each input is typed `Union[...Args, ...ArgsDict]`) and sends the same: a class is turned into this dict
+# before it is sent (pulumi rpc.serialize_property, `input_type_to_dict`), at a few dozen calls per class.
+def reservation_affinity(tpu_slice: TpuSliceConfig) -> dict | None:
     if tpu_slice.capacity == "reservation":
-        return gcp.container.NodePoolNodeConfigReservationAffinityArgs(
-            consume_reservation_type="SPECIFIC_RESERVATION",
-            key="compute.googleapis.com/reservation-name",
-            values=[tpu_slice.reservation],
-        )
+        return {
+            "consume_reservation_type": "SPECIFIC_RESERVATION",
+            "key": "compute.googleapis.com/reservation-name",
+            "values": [tpu_slice.reservation],
+        }
     if tpu_slice.capacity in ("spot", "flexStart"):
-        return gcp.container.NodePoolNodeConfigReservationAffinityArgs(consume_reservation_type="NO_RESERVATION")
+        return {"consume_reservation_type": "NO_RESERVATION"}
     return None
 
 
-def autoscaling(tpu_slice: TpuSliceConfig, shape: catalog.SliceShape):
+def autoscaling(tpu_slice: TpuSliceConfig, shape: catalog.SliceShape) -> dict | None:
     """Per-zone bounds, never total limits: a multi-host pool goes from 0 to all its hosts at once."""
     if not tpu_slice.autoscaled:
         return None
-    return gcp.container.NodePoolAutoscalingArgs(
-        min_node_count=tpu_slice.min_nodes,
-        max_node_count=shape.hosts,
-        location_policy="ANY",
-    )
+    return {"min_node_count": tpu_slice.min_nodes, "max_node_count": shape.hosts, "location_policy": "ANY"}
 
 
-def placement(shape: catalog.SliceShape, workload_policy: gcp.compute.ResourcePolicy | None):
+def placement(shape: catalog.SliceShape, workload_policy: gcp.compute.ResourcePolicy | None) -> dict | None:
     if not shape.multi_host:
         return None
     if workload_policy is not None:
-        return gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", policy_name=workload_policy.name)
-    return gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", tpu_topology=shape.topology)
+        return {"type": "COMPACT", "policy_name": workload_policy.name}
+    return {"type": "COMPACT", "tpu_topology": shape.topology}
 
 
 def node_service_account(name: str, args, parent: pulumi.Resource) -> pulumi.Input[str]:
@@ -58,7 +57,7 @@ def node_service_account(name: str, args, parent: pulumi.Resource) -> pulumi.Inp
     if args.get("node_service_account"):
         return args["node_service_account"]
     child = pulumi.ResourceOptions(parent=parent)
-    cluster = pulumi.Output.from_input(args["cluster"]).apply(lambda c: c.rsplit("/", 1)[-1])  # a name or an id
+    cluster = as_output(args["cluster"]).apply(lambda c: c.rsplit("/", 1)[-1])  # a name or an id
     account = gcp.serviceaccount.Account(
         f"{name}-nodes",
         account_id=cluster.apply(lambda c: admission.service_account_id(f"{c}-{name}", "nodes")),
@@ -67,8 +66,13 @@ def node_service_account(name: str, args, parent: pulumi.Resource) -> pulumi.Inp
         opts=child,
     )
     for role in NODE_ROLES:
-        gcp.projects.IAMMember(f"{name}-nodes-{role.split('/')[-1]}", project=args["project"], role=role,
-                               member=account.email.apply(lambda email: f"serviceAccount:{email}"), opts=child)
+        gcp.projects.IAMMember(
+            f"{name}-nodes-{role.split('/')[-1]}",
+            project=args["project"],
+            role=role,
+            member=account.email.apply(lambda email: f"serviceAccount:{email}"),
+            opts=child,
+        )
     return account.email
 
 
@@ -95,12 +99,12 @@ class TpuSlicePools(pulumi.ComponentResource):
         if manifests.needs_workload_policy(shape):
             workload_policy = gcp.compute.ResourcePolicy(
                 f"{name}-workload",
-                name=pulumi.Output.from_input(args["cluster"]).apply(
-                    lambda cluster: manifests.workload_policy_name(cluster.rsplit("/", 1)[-1], tpu_slice)),
+                name=as_output(args["cluster"]).apply(
+                    lambda cluster: manifests.workload_policy_name(cluster.rsplit("/", 1)[-1], tpu_slice)
+                ),
                 project=args["project"],
                 region=region,
-                workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(
-                    type="HIGH_THROUGHPUT", accelerator_topology=shape.topology),
+                workload_policy={"type": "HIGH_THROUGHPUT", "accelerator_topology": shape.topology},
                 opts=child,
             )
         flex = tpu_slice.capacity == "flexStart"
@@ -116,54 +120,63 @@ class TpuSlicePools(pulumi.ComponentResource):
             # GKE reads the slice's topology back from the policy; the program never sends it (the policy replaces
             # it), so without this every later `pulumi up` would replace the slice (placementPolicy is ForceNew).
             ignore.append("placementPolicy.tpuTopology")
-        hardening = node_hardening(node_service_account(name, args, self))
+        node_config = {
+            **node_hardening(node_service_account(name, args, self)),
+            "machine_type": shape.machine_type.name,
+            "labels": node_labels,
+            "resource_labels": args.get("labels") or {},
+            "taints": [
+                {"key": manifests.TPU_TAINT["key"], "value": manifests.TPU_TAINT["value"], "effect": "NO_SCHEDULE"}
+            ],
+        }
+        if tpu_slice.capacity == "spot":
+            node_config["spot"] = True
+        if flex:
+            node_config["flex_start"] = True
+        affinity = reservation_affinity(tpu_slice)
+        if affinity is not None:
+            node_config["reservation_affinity"] = affinity
         # The nodes' account (given or created here), for the program's other pools; not a provider output.
-        self.node_service_account = pulumi.Output.from_input(hardening["service_account"])
+        self.node_service_account = as_output(node_config["service_account"])
         self.pools = []
         for index in range(tpu_slice.count):
-            self.pools.append(gcp.container.NodePool(
-                pool_name(tpu_slice, index),
-                name=pool_name(tpu_slice, index),
-                project=args["project"],
-                cluster=args["cluster"],
-                location=location,
-                node_locations=[zone],
-                node_count=None if tpu_slice.autoscaled else shape.hosts,
-                # Only read at creation; ignored afterwards so a new minimum never replaces the slice.
-                initial_node_count=tpu_slice.min_nodes if tpu_slice.autoscaled else None,
-                autoscaling=autoscaling(tpu_slice, shape),
-                max_pods_per_node=TPU_MAX_PODS_PER_NODE,
-                placement_policy=placement(shape, workload_policy),
-                # Flex-start VMs are not repaired in place; they are returned and requested again.
-                management=gcp.container.NodePoolManagementArgs(auto_repair=not flex, auto_upgrade=True),
-                upgrade_settings=_upgrade_settings(tpu_slice),
-                node_config=gcp.container.NodePoolNodeConfigArgs(
-                    **hardening,
-                    machine_type=shape.machine_type.name,
-                    spot=True if tpu_slice.capacity == "spot" else None,
-                    flex_start=True if flex else None,
-                    reservation_affinity=reservation_affinity(tpu_slice),
-                    labels=node_labels,
-                    resource_labels=args.get("labels") or {},
-                    taints=[gcp.container.NodePoolNodeConfigTaintArgs(
-                        key=manifests.TPU_TAINT["key"], value=manifests.TPU_TAINT["value"],
-                        effect="NO_SCHEDULE")],
-                    shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
-                        enable_secure_boot=True, enable_integrity_monitoring=True),
-                    workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
-                        mode="GKE_METADATA"),
-                ),
-                opts=pulumi.ResourceOptions(parent=self, protect=protect, ignore_changes=ignore),
-            ))
-        self.pool_names = pulumi.Output.all(*[p.name for p in self.pools])
-        self.node_selector = pulumi.Output.from_input(manifests.slice_node_selector(tpu_slice, standard=True))
-        self.register_outputs({"poolNames": self.pool_names, "nodeSelector": self.node_selector})
+            self.pools.append(
+                gcp.container.NodePool(
+                    pool_name(tpu_slice, index),
+                    name=pool_name(tpu_slice, index),
+                    project=args["project"],
+                    cluster=args["cluster"],
+                    location=location,
+                    node_locations=[zone],
+                    node_count=None if tpu_slice.autoscaled else shape.hosts,
+                    # Only read at creation; ignored afterwards so a new minimum never replaces the slice.
+                    initial_node_count=tpu_slice.min_nodes if tpu_slice.autoscaled else None,
+                    autoscaling=autoscaling(tpu_slice, shape),
+                    max_pods_per_node=TPU_MAX_PODS_PER_NODE,
+                    placement_policy=placement(shape, workload_policy),
+                    # Flex-start VMs are not repaired in place; they are returned and requested again.
+                    management={"auto_repair": not flex, "auto_upgrade": True},
+                    upgrade_settings=_upgrade_settings(tpu_slice),
+                    node_config=node_config,
+                    opts=pulumi.ResourceOptions(parent=self, protect=protect, ignore_changes=ignore),
+                )
+            )
+        self.pool_names = gathered([p.name for p in self.pools])
+        selector = manifests.slice_node_selector(tpu_slice, standard=True)
+        self.node_selector = known(selector)
+        # The values the program chose, registered as they are: no output to await for each.
+        self.register_outputs(
+            {"poolNames": [pool_name(tpu_slice, i) for i in range(tpu_slice.count)], "nodeSelector": selector}
+        )
 
 
-def _upgrade_settings(entry) -> "gcp.container.NodePoolUpgradeSettingsArgs | None":
+def _upgrade_settings(entry) -> dict | None:
     """The pool's upgradeSettings as render/upgrades.py chooses them (None: GKE's own)."""
     settings = upgrades.upgrade_settings(entry)
     if settings is None:
         return None
-    return gcp.container.NodePoolUpgradeSettingsArgs(strategy=settings["strategy"], max_surge=settings["maxSurge"],
-                                                     max_unavailable=settings["maxUnavailable"])
+    return {
+        "strategy": settings["strategy"],
+        "max_surge": settings["maxSurge"],
+        "max_unavailable": settings["maxUnavailable"],
+    }

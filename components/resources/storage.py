@@ -11,9 +11,18 @@ from ..spec.models import StorageConfig
 class Storage(pulumi.ComponentResource):
     bucket: pulumi.Output[str]
 
-    def __init__(self, name: str, project: str, region: str, bucket_name: str, storage: StorageConfig,
-                 ray_email: pulumi.Input[str], labels: dict[str, str], protect: bool,
-                 opts: pulumi.ResourceOptions | None = None):
+    def __init__(
+        self,
+        name: str,
+        project: str,
+        region: str,
+        bucket_name: str,
+        storage: StorageConfig,
+        ray_email: pulumi.Input[str],
+        labels: dict[str, str],
+        protect: bool,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
         super().__init__("ray-tpu-gke:index:Storage", name, None, opts)
         bucket = gcp.storage.Bucket(
             name,
@@ -24,7 +33,8 @@ class Storage(pulumi.ComponentResource):
             public_access_prevention="enforced",
             versioning=gcp.storage.BucketVersioningArgs(enabled=storage.versioning),
             logging=gcp.storage.BucketLoggingArgs(log_bucket=storage.access_log_bucket)
-            if storage.access_log_bucket else None,
+            if storage.access_log_bucket
+            else None,
             force_destroy=storage.force_destroy,
             labels=labels,
             opts=pulumi.ResourceOptions(parent=self, protect=protect),

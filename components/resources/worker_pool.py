@@ -14,29 +14,34 @@ from ..spec.args import WorkerPoolArgs
 from ..spec.component_args import validate_worker_pool_args
 from ..spec.models import GpuPoolConfig
 from .cluster import node_hardening
+from .outputs import known
 from .slice_pool import _upgrade_settings, node_service_account
 
 
-def _autoscaling(pool, total: bool):
+def _autoscaling(pool, total: bool) -> dict | None:
     if not pool.autoscaled:
         return None
     # Spot and flex-start capacity goes where it is (ANY); on-demand pools balance their zones.
     policy = "ANY" if getattr(pool, "capacity", "onDemand") in ("spot", "flexStart") else "BALANCED"
     if total:  # a pool across the cluster's zones: limits for the whole pool (admission.PER_ZONE_LIMITS)
-        return gcp.container.NodePoolAutoscalingArgs(total_min_node_count=pool.min_nodes,
-                                                     total_max_node_count=pool.max_nodes, location_policy=policy)
-    return gcp.container.NodePoolAutoscalingArgs(min_node_count=pool.min_nodes, max_node_count=pool.max_nodes,
-                                                 location_policy=policy)
+        return {
+            "total_min_node_count": pool.min_nodes,
+            "total_max_node_count": pool.max_nodes,
+            "location_policy": policy,
+        }
+    return {"min_node_count": pool.min_nodes, "max_node_count": pool.max_nodes, "location_policy": policy}
 
 
-def _reservation_affinity(pool):
+def _reservation_affinity(pool) -> dict | None:
     capacity = getattr(pool, "capacity", "onDemand")
     if capacity == "reservation":
-        return gcp.container.NodePoolNodeConfigReservationAffinityArgs(
-            consume_reservation_type="SPECIFIC_RESERVATION", key="compute.googleapis.com/reservation-name",
-            values=[pool.reservation])
+        return {
+            "consume_reservation_type": "SPECIFIC_RESERVATION",
+            "key": "compute.googleapis.com/reservation-name",
+            "values": [pool.reservation],
+        }
     if capacity in ("spot", "flexStart"):
-        return gcp.container.NodePoolNodeConfigReservationAffinityArgs(consume_reservation_type="NO_RESERVATION")
+        return {"consume_reservation_type": "NO_RESERVATION"}
     return None
 
 
@@ -58,28 +63,31 @@ class WorkerPool(pulumi.ComponentResource):
         zone = pool.zone or (location if admission.is_zone(location) else None)
         flex = gpu and pool.capacity == "flexStart"
         labels = {manifests.POOL_LABEL: pool.name}
-        node_config = dict(
+        # Plain dicts for the nested inputs, as in slice_pool.py.
+        node_config = {
             **node_hardening(node_service_account(name, args, self)),
-            machine_type=pool.machine_type,
-            spot=True if pool.capacity == "spot" else None,
-            reservation_affinity=_reservation_affinity(pool),
-            labels=labels,
-            resource_labels=args.get("labels") or {},
-            shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
-                enable_secure_boot=True, enable_integrity_monitoring=True),
-            workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
-        )
+            "machine_type": pool.machine_type,
+            "labels": labels,
+            "resource_labels": args.get("labels") or {},
+        }
+        if pool.capacity == "spot":
+            node_config["spot"] = True
+        affinity = _reservation_affinity(pool)
+        if affinity is not None:
+            node_config["reservation_affinity"] = affinity
         if gpu:
-            node_config.update(
-                flex_start=True if flex else None,
-                guest_accelerators=[gcp.container.NodePoolNodeConfigGuestAcceleratorArgs(
-                    type=pool.accelerator, count=pool.machine.gpus,
-                    gpu_driver_installation_config=gcp.container
-                    .NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(gpu_driver_version="DEFAULT"),
-                )],
-                taints=[gcp.container.NodePoolNodeConfigTaintArgs(
-                    key=manifests.GPU_TAINT["key"], value=manifests.GPU_TAINT["value"], effect="NO_SCHEDULE")],
-            )
+            if flex:
+                node_config["flex_start"] = True
+            node_config["guest_accelerators"] = [
+                {
+                    "type": pool.accelerator,
+                    "count": pool.machine.gpus,
+                    "gpu_driver_installation_config": {"gpu_driver_version": "DEFAULT"},
+                }
+            ]
+            node_config["taints"] = [
+                {"key": manifests.GPU_TAINT["key"], "value": manifests.GPU_TAINT["value"], "effect": "NO_SCHEDULE"}
+            ]
         ignore = ["initialNodeCount"] + (["nodeCount"] if pool.autoscaled else [])
         self.pool = gcp.container.NodePool(
             pool.name,
@@ -91,14 +99,15 @@ class WorkerPool(pulumi.ComponentResource):
             node_count=None if pool.autoscaled else pool.count,
             initial_node_count=pool.min_nodes if pool.autoscaled else None,
             autoscaling=_autoscaling(pool, total=zone is None),
-            management=gcp.container.NodePoolManagementArgs(auto_repair=not flex, auto_upgrade=True),
+            management={"auto_repair": not flex, "auto_upgrade": True},
             upgrade_settings=_upgrade_settings(pool) if isinstance(pool, GpuPoolConfig) else None,
-            node_config=gcp.container.NodePoolNodeConfigArgs(**node_config),
+            node_config=node_config,
             # Protected by default, as TPU pools are: a deleted pool takes its Ray workers' nodes with it.
-            opts=pulumi.ResourceOptions(parent=self, protect=bool(args.get("deletion_protection", True)),
-                                        ignore_changes=ignore),
+            opts=pulumi.ResourceOptions(
+                parent=self, protect=bool(args.get("deletion_protection", True)), ignore_changes=ignore
+            ),
         )
         self.pool_name = self.pool.name
         selector = dict(labels, **({manifests.catalog.GPU_ACCELERATOR_LABEL: pool.accelerator} if gpu else {}))
-        self.node_selector = pulumi.Output.from_input(selector)
-        self.register_outputs({"poolName": self.pool_name, "nodeSelector": self.node_selector})
+        self.node_selector = known(selector)
+        self.register_outputs({"poolName": self.pool_name, "nodeSelector": selector})

@@ -21,14 +21,21 @@ from ..render import manifests
 from ..spec.models import TpuSliceConfig, validate_as
 
 
-def ironwood_workload_policy(cluster_name: str, tpu_slice: TpuSliceConfig | dict, project: str, region: str,
-                             opts: Optional[pulumi.ResourceOptions] = None) -> gcp.compute.ResourcePolicy:
+def ironwood_workload_policy(
+    cluster_name: str,
+    tpu_slice: TpuSliceConfig | dict,
+    project: str,
+    region: str,
+    opts: Optional[pulumi.ResourceOptions] = None,
+) -> gcp.compute.ResourcePolicy:
     """The HIGH_THROUGHPUT workload policy of one multi-host Ironwood slice entry (TpuSliceArgs or a validated
     entry), named `<cluster>-<slice>` in the cluster's region; the slice's Ray pods select it by that name."""
     entry = tpu_slice if isinstance(tpu_slice, TpuSliceConfig) else validate_as(TpuSliceConfig, tpu_slice, "args")
     if not manifests.needs_workload_policy(entry.shape):
-        raise ValueError(f"slice {entry.name!r} ({entry.generation} {entry.topology}) is not a multi-host Ironwood "
-                         "slice: only those are placed by a workload policy")
+        raise ValueError(
+            f"slice {entry.name!r} ({entry.generation} {entry.topology}) is not a multi-host Ironwood "
+            "slice: only those are placed by a workload policy"
+        )
     return gcp.compute.ResourcePolicy(
         f"{entry.name}-workload",
         name=manifests.workload_policy_name(cluster_name, entry),
@@ -36,6 +43,7 @@ def ironwood_workload_policy(cluster_name: str, tpu_slice: TpuSliceConfig | dict
         region=region,
         # GKE "About Ironwood (TPU7x) in GKE": a HIGH_THROUGHPUT workload policy with the slice's topology.
         workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(
-            type="HIGH_THROUGHPUT", accelerator_topology=entry.shape.topology),
+            type="HIGH_THROUGHPUT", accelerator_topology=entry.shape.topology
+        ),
         opts=opts,
     )

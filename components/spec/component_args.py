@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from .. import admission
 from . import args as typed
-from . import cross_section
+from . import cross_section, ray_cross_section
 from .models import ClusterConfig, CpuPoolConfig, GpuPoolConfig, TpuSliceConfig, validate_as
 from .paths import ClusterContext, EntryPaths, Paths
 from .problems import ConfigError, Problem, location_arg, show, validation_problems
@@ -38,8 +38,11 @@ def component_args(args: Any, root: str, args_type: type) -> list[Problem]:
     mapping at all)."""
     if not isinstance(args, dict):
         raise ConfigError([Problem(root, f"must be {args_type.__name__}, a mapping (given {show(args)})")])
-    return [Problem(f"{root}.{key}", "required argument is missing") for key in required_args(args_type)
-            if args.get(key) is None]
+    return [
+        Problem(f"{root}.{key}", "required argument is missing")
+        for key in required_args(args_type)
+        if args.get(key) is None
+    ]
 
 
 def validate_cluster_args(args: Any, name: str) -> ClusterConfig:
@@ -60,8 +63,9 @@ def validate_cluster_args(args: Any, name: str) -> ClusterConfig:
         except (TypeError, ValueError) as error:
             problems.append(Problem(f"{root}.namespaces[{i}]", f"{show(namespace)} is invalid: {error}"))
     if cluster is not None:
-        problems += cross_section.check_cluster(cluster, ClusterContext(cluster.mode, cluster.location),
-                                                Paths("args", root))
+        problems += cross_section.check_cluster(
+            cluster, ClusterContext(cluster.mode, cluster.location), Paths("args", root)
+        )
     if problems:
         raise ConfigError(problems)
     return cluster
@@ -82,8 +86,9 @@ def validate_pool_args(args: Any, name: str) -> tuple[TpuSliceConfig, list[str]]
         except ValidationError as exc:
             problems += validation_problems(exc, f"{root}.slice", TpuSliceConfig, "args")
         raw = args["slice"] if isinstance(args["slice"], dict) else tpu_slice.model_dump()
-        problems += cross_section.check_slices(ClusterContext("standard", location), [raw], [tpu_slice], paths,
-                                               warnings)
+        problems += cross_section.check_slices(
+            ClusterContext("standard", location), [raw], [tpu_slice], paths, warnings
+        )
     if problems:
         raise ConfigError(problems)
     return tpu_slice, warnings
@@ -117,8 +122,11 @@ def validate_worker_pool_args(args: Any, name: str) -> tuple[GpuPoolConfig | Cpu
     return pool, warnings
 
 
-_TARGET_MODELS = (("tpu_slices", "slice", TpuSliceConfig), ("gpu_pools", "gpu_pool", GpuPoolConfig),
-                  ("cpu_pools", "cpu_pool", CpuPoolConfig))
+_TARGET_MODELS = (
+    ("tpu_slices", "slice", TpuSliceConfig),
+    ("gpu_pools", "gpu_pool", GpuPoolConfig),
+    ("cpu_pools", "cpu_pool", CpuPoolConfig),
+)
 
 
 @dataclass(frozen=True)
@@ -158,19 +166,33 @@ def validate_ray_args(kind: str, model: type[RayObjectConfig], args: Any, name: 
         section = {"RayCluster": "ray_clusters", "RayService": "ray_services", "RayJob": "ray_jobs"}[kind]
         lists[section] = [obj]
         raw = {k: list(v) for k, v in lists.items()}
-        problems += [Problem(p.path.replace(f"{root}.{section}[0]", f"{root}.spec"), p.message)
-                     for p in cross_section.check_ray_objects(ClusterContext(mode), raw, lists, paths, [])]
+        problems += [
+            Problem(p.path.replace(f"{root}.{section}[0]", f"{root}.spec"), p.message)
+            for p in ray_cross_section.check_ray_objects(ClusterContext(mode), raw, lists, paths, [])
+        ]
     if problems:
         raise ConfigError(problems)
     targets = {key: {e.name: e for e in lists[section] if e is not None} for section, key, _ in _TARGET_MODELS}
     cluster_name = args.get("cluster_name") or ""
     if mode == "autopilot" and not cluster_name:
-        ironwood = sorted({g.slice for g in obj.worker_groups if g.slice in targets["slice"]
-                           and admission.needs_workload_policy(targets["slice"][g.slice].shape)})
+        ironwood = sorted(
+            {
+                g.slice
+                for g in obj.worker_groups
+                if g.slice in targets["slice"] and admission.needs_workload_policy(targets["slice"][g.slice].shape)
+            }
+        )
         if ironwood:
-            raise ConfigError([Problem(f"{root}.cluster_name", "required in Autopilot mode for the multi-host Ironwood "
-                                       f"slices {', '.join(ironwood)}: their pods select the workload policy "
-                                       "<cluster>-<slice> (ironwood_workload_policy creates it)")])
+            raise ConfigError(
+                [
+                    Problem(
+                        f"{root}.cluster_name",
+                        "required in Autopilot mode for the multi-host Ironwood "
+                        f"slices {', '.join(ironwood)}: their pods select the workload policy "
+                        "<cluster>-<slice> (ironwood_workload_policy creates it)",
+                    )
+                ]
+            )
     return RayArgs(obj, targets, mode, cluster_name)
 
 
@@ -178,7 +200,9 @@ def service_account_warning(kind: str, name: str, args: dict, obj: RayObjectConf
     """A Ray object whose pods act as no Google service account: what the component warns."""
     if args.get("service_account"):
         return None
-    return (f"{kind}({name}): its pods run as the Kubernetes service account `default` of namespace {obj.namespace}, "
-            "with no Workload Identity: they act as no Google service account; set `service_account` to one "
-            "annotated iam.gke.io/gcp-service-account and bound by roles/iam.workloadIdentityUser (RayTpuPlatform's "
-            "namespaces have one, `ray`)")
+    return (
+        f"{kind}({name}): its pods run as the Kubernetes service account `default` of namespace {obj.namespace}, "
+        "with no Workload Identity: they act as no Google service account; set `service_account` to one "
+        "annotated iam.gke.io/gcp-service-account and bound by roles/iam.workloadIdentityUser (RayTpuPlatform's "
+        "namespaces have one, `ray`)"
+    )

@@ -33,11 +33,18 @@ from .problems import ConfigError, Problem, did_you_mean, show, validation_probl
 from .provider import GCP_PROVIDER_KEYS, GCP_PROVIDER_SETTINGS
 from .ray_models import RayClusterConfig, RayJobConfig, RayObjectConfig, RayServiceConfig
 
-_MODELS = {"cluster": ClusterConfig, "storage": StorageConfig, "pricing": PricingConfig,
-           "monitoring": MonitoringConfig, "tpu_slices": TpuSliceConfig, "gpu_pools": GpuPoolConfig,
-           "cpu_pools": CpuPoolConfig,
-           "ray_clusters": RayClusterConfig, "ray_services": RayServiceConfig, "ray_jobs": RayJobConfig}
-
+_MODELS = {
+    "cluster": ClusterConfig,
+    "storage": StorageConfig,
+    "pricing": PricingConfig,
+    "monitoring": MonitoringConfig,
+    "tpu_slices": TpuSliceConfig,
+    "gpu_pools": GpuPoolConfig,
+    "cpu_pools": CpuPoolConfig,
+    "ray_clusters": RayClusterConfig,
+    "ray_services": RayServiceConfig,
+    "ray_jobs": RayJobConfig,
+}
 
 
 @dataclass(frozen=True)
@@ -81,8 +88,11 @@ class StackConfig:
     @functools.cached_property
     def targets(self) -> dict[str, dict]:
         """What worker groups may run on, by kind ("slice", "gpu_pool", "cpu_pool") and name."""
-        return {"slice": self.slices_by_name, "gpu_pool": {p.name: p for p in self.gpu_pools},
-                "cpu_pool": {p.name: p for p in self.cpu_pools}}
+        return {
+            "slice": self.slices_by_name,
+            "gpu_pool": {p.name: p for p in self.gpu_pools},
+            "cpu_pool": {p.name: p for p in self.cpu_pools},
+        }
 
     def slice(self, name: str) -> TpuSliceConfig:
         return self.slices_by_name[name]
@@ -107,27 +117,52 @@ class StackConfig:
         autopilot = not self.standard
         needs = [admission.VersionNeed(admission.RAY_OPERATOR_MIN_GKE_VERSION, "the Ray Operator add-on")]
         needs += [n for s in self.tpu_slices for n in admission.gke_version_needs(s.generation, s.capacity, autopilot)]
-        needs += [n for p in self.gpu_pools
-                  for n in admission.gpu_version_needs(p.accelerator, p.capacity, autopilot, p.machine.gpus)]
+        needs += [
+            n
+            for p in self.gpu_pools
+            for n in admission.gpu_version_needs(p.accelerator, p.capacity, autopilot, p.machine.gpus)
+        ]
         return admission.newest(needs)
 
     def quota_needs(self) -> list[admission.QuotaNeed]:
         """The accelerator quota each slice entry and GPU pool draws on at its largest, per region."""
-        needs = [admission.tpu_quota_need(s.generation, s.capacity, s.shape.chips * s.count, self.region,
-                                          f"{s.name}: {s.count} x {s.shape.chips} chips") for s in self.tpu_slices]
-        needs += [admission.gpu_quota_need(p.accelerator, p.capacity, p.machine.gpus * p.max_nodes, self.region,
-                                           f"{p.name}: {p.max_nodes} x {p.machine.gpus} GPUs") for p in self.gpu_pools]
+        needs = [
+            admission.tpu_quota_need(
+                s.generation,
+                s.capacity,
+                s.shape.chips * s.count,
+                self.region,
+                f"{s.name}: {s.count} x {s.shape.chips} chips",
+            )
+            for s in self.tpu_slices
+        ]
+        needs += [
+            admission.gpu_quota_need(
+                p.accelerator,
+                p.capacity,
+                p.machine.gpus * p.max_nodes,
+                self.region,
+                f"{p.name}: {p.max_nodes} x {p.machine.gpus} GPUs",
+            )
+            for p in self.gpu_pools
+        ]
         return [need for need in needs if need is not None]
 
     def to_args(self) -> dict[str, Any]:
         """The platform arguments (snake_case) this configuration was read from."""
         dump = lambda m: m.model_dump(exclude_defaults=True)  # noqa: E731
         return {
-            "project": self.project, "region": self.region, "environment": self.environment,
-            "team": self.labels.get("team", ""), "cost_center": self.labels.get("cost-center", ""),
-            "cluster": dump(self.cluster), "storage": dump(self.storage), "pricing": dump(self.pricing),
+            "project": self.project,
+            "region": self.region,
+            "environment": self.environment,
+            "team": self.labels.get("team", ""),
+            "cost_center": self.labels.get("cost-center", ""),
+            "cluster": dump(self.cluster),
+            "storage": dump(self.storage),
+            "pricing": dump(self.pricing),
             "monitoring": dump(self.monitoring),
-            "tpu_slices": [dump(s) for s in self.tpu_slices], "gpu_pools": [dump(p) for p in self.gpu_pools],
+            "tpu_slices": [dump(s) for s in self.tpu_slices],
+            "gpu_pools": [dump(p) for p in self.gpu_pools],
             "cpu_pools": [dump(p) for p in self.cpu_pools],
             **{kind: [dump(o) for o in getattr(self, kind)] for kind in RAY_KINDS},
         }
@@ -163,8 +198,13 @@ def parse_stack_config(values: dict[str, Any], stack: str) -> StackConfig:
             meant = did_you_mean(full_key, [f"{PROJECT}:{k}" for k in PROJECT_KEYS])
             problems.append(Problem(full_key, f"unknown key{meant} (given {show(value)}); allowed: {allowed}"))
         elif namespace not in CONFIG_NAMESPACES or not re.fullmatch(r"[a-z][A-Za-z0-9]*", name):
-            problems.append(Problem(full_key, f"unknown key (given {show(value)}); keys are "
-                                              f"<namespace>:<name> with namespace {', '.join(CONFIG_NAMESPACES)}"))
+            problems.append(
+                Problem(
+                    full_key,
+                    f"unknown key (given {show(value)}); keys are "
+                    f"<namespace>:<name> with namespace {', '.join(CONFIG_NAMESPACES)}",
+                )
+            )
         elif namespace == "gcp" and name not in GCP_PROVIDER_KEYS:
             problems.append(Problem(full_key, _not_a_provider_setting(name, value)))
     sections = {section: values[key] for section, key in SECTIONS.items() if key in values}
@@ -174,10 +214,14 @@ def parse_stack_config(values: dict[str, Any], stack: str) -> StackConfig:
 def _not_a_provider_setting(name: str, value: Any) -> str:
     """A `gcp:` key the provider does not read: a project key in the wrong namespace, or a mistake."""
     if name in PROJECT_KEYS:
-        return (f"unknown key: no setting of the gcp provider (given {show(value)}), so it would be ignored; "
-                f"allowed: {PROJECT}:{name}, this project's key")
-    return (f"unknown key: no setting of the gcp provider (given {show(value)}); allowed: "
-            f"{', '.join(GCP_PROVIDER_SETTINGS)} or <service>CustomEndpoint (pulumi-gcp 10.2.0)")
+        return (
+            f"unknown key: no setting of the gcp provider (given {show(value)}), so it would be ignored; "
+            f"allowed: {PROJECT}:{name}, this project's key"
+        )
+    return (
+        f"unknown key: no setting of the gcp provider (given {show(value)}); allowed: "
+        f"{', '.join(GCP_PROVIDER_SETTINGS)} or <service>CustomEndpoint (pulumi-gcp 10.2.0)"
+    )
 
 
 def validate_platform_args(args: Any, name: str = "platform") -> StackConfig:
@@ -185,9 +229,15 @@ def validate_platform_args(args: Any, name: str = "platform") -> StackConfig:
     paths = Paths("args", f"RayTpuPlatform({name}).args")
     if not isinstance(args, dict):
         raise ConfigError([Problem(paths.root, f"must be RayTpuPlatformArgs, a mapping (given {show(args)})")])
-    problems = [Problem(f"{paths.root}.{key}", f"unknown argument{did_you_mean(key, list(SECTIONS))} (given "
-                                                f"{show(value)}); allowed: {', '.join(SECTIONS)}")
-                for key, value in args.items() if key not in SECTIONS]
+    problems = [
+        Problem(
+            f"{paths.root}.{key}",
+            f"unknown argument{did_you_mean(key, list(SECTIONS))} (given "
+            f"{show(value)}); allowed: {', '.join(SECTIONS)}",
+        )
+        for key, value in args.items()
+        if key not in SECTIONS
+    ]
     sections = {k: v for k, v in args.items() if k in SECTIONS and v is not None}
     return _validate(sections, paths, args.get("environment") or "platform", problems)
 
@@ -237,8 +287,10 @@ def _validate(sections: dict[str, Any], paths: Paths, stack: str, problems: list
         raw_lists[section] = raw
         lists[section] = [parse(_MODELS[section], item, paths(section, i)) for i, item in enumerate(raw or [])]
     # What the rules across sections see: each entry as validated, or what of it validated.
-    seen = {section: [checked(item, parsed) for item, parsed in zip(raw_lists[section] or [], lists[section])]
-            for section in lists}
+    seen = {
+        section: [checked(item, parsed) for item, parsed in zip(raw_lists[section] or [], lists[section])]
+        for section in lists
+    }
     cluster_seen = checked(cluster_raw, cluster) if cluster_raw is not None else None
 
     labels = {}
@@ -260,39 +312,53 @@ def _validate(sections: dict[str, Any], paths: Paths, stack: str, problems: list
         region = None
     elif context.location is not None:
         if region is not None and region != context.region:
-            problems.append(Problem(paths("cluster", "location"), f"{show(context.location)} is outside "
-                                                                   f"{paths('region')} {show(region)}"))
+            problems.append(
+                Problem(
+                    paths("cluster", "location"),
+                    f"{show(context.location)} is outside {paths('region')} {show(region)}",
+                )
+            )
         region = region or context.region
 
     warnings: list[str] = []
-    from . import cross_section, platform_rules
+    from . import cross_section, platform_rules, ray_cross_section
 
     across = cross_section.check_cluster(cluster_seen, context, paths)
-    across += platform_rules.check_storage(checked(sections.get("storage", {}), storage), project, cluster_seen,
-                                           context, paths, warnings)
+    across += platform_rules.check_storage(
+        checked(sections.get("storage", {}), storage), project, cluster_seen, context, paths, warnings
+    )
     across += platform_rules.check_pricing(checked(sections.get("pricing", {}), pricing), paths)
     across += cross_section.check_slices(context, raw_lists["tpu_slices"], seen["tpu_slices"], paths, warnings)
     across += cross_section.check_worker_pools(context, seen, paths, warnings)
     across += platform_rules.check_node_pool_count(context, seen, paths, warnings)
-    across += cross_section.check_ray_objects(context, raw_lists, seen, paths, warnings)
-    across += cross_section.check_heads(cluster_seen, seen, paths)
+    across += ray_cross_section.check_ray_objects(context, raw_lists, seen, paths, warnings)
+    across += ray_cross_section.check_heads(cluster_seen, seen, paths)
     problems += [p for p in across if not _overlaps(p.path, dropped)]
     if problems:
         raise ConfigError(list(dict.fromkeys(problems)))
     return StackConfig(
-        stack=stack, project=project, region=region, environment=environment, labels=labels, cluster=cluster,
-        storage=storage, tpu_slices=tuple(lists["tpu_slices"]), gpu_pools=tuple(lists["gpu_pools"]),
+        stack=stack,
+        project=project,
+        region=region,
+        environment=environment,
+        labels=labels,
+        cluster=cluster,
+        storage=storage,
+        tpu_slices=tuple(lists["tpu_slices"]),
+        gpu_pools=tuple(lists["gpu_pools"]),
         cpu_pools=tuple(lists["cpu_pools"]),
-        ray_clusters=tuple(lists["ray_clusters"]), ray_services=tuple(lists["ray_services"]),
-        ray_jobs=tuple(lists["ray_jobs"]), warnings=tuple(warnings), pricing=pricing, monitoring=monitoring,
+        ray_clusters=tuple(lists["ray_clusters"]),
+        ray_services=tuple(lists["ray_services"]),
+        ray_jobs=tuple(lists["ray_jobs"]),
+        warnings=tuple(warnings),
+        pricing=pricing,
+        monitoring=monitoring,
     )
-
-
-
 
 
 def _overlaps(path: str, dropped: list[str]) -> bool:
     """Whether a rule's problem is about a key already reported (the key, a key under it, or one it holds)."""
+
     def under(inner: str, outer: str) -> bool:
         return inner == outer or inner.startswith(outer + ".") or inner.startswith(outer + "[")
 

@@ -30,6 +30,8 @@ def mismatch(image: str, target_kind: str) -> Optional[str]:
     have, need = variant(image), NEEDS.get(target_kind)
     if have is None or need is None or have == need:
         return None
-    return (f"{image} is the {have.upper()} variant of the repository's workloads image, but the group runs on a "
-            f"{'TPU slice' if need == 'tpu' else 'GPU pool'}; allowed: the {need.upper()} variant "
-            f"({image.replace(f'workloads-{have}', f'workloads-{need}')}) in a Ray object of its own")
+    return (
+        f"{image} is the {have.upper()} variant of the repository's workloads image, but the group runs on a "
+        f"{'TPU slice' if need == 'tpu' else 'GPU pool'}; allowed: the {need.upper()} variant "
+        f"({image.replace(f'workloads-{have}', f'workloads-{need}')}) in a Ray object of its own"
+    )

@@ -12,76 +12,28 @@ import re
 from typing import Annotated, Any, Literal, Optional
 
 from pydantic import (
-    AfterValidator,
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
-    PrivateAttr,
     StrictBool,
     StrictInt,
     field_validator,
     model_validator,
 )
-from pydantic.alias_generators import to_camel
 
 from .. import admission, catalog
+from .model_types import (
+    Cidr,
+    GkeVersion,
+    Location,
+    Model,
+    Name,
+    NonNegativeInt,
+    SliceName,
+    Zone,
+    checked,
+)
+from .model_types import validate_as as validate_as  # with the models, for the front ends
 from .operations import MaintenanceConfig, SliceHealthConfig, UpgradeConfig
-
-DEFAULT_RAY_VERSION = "2.55.0"
-# The Ray project's own image of this Ray version, as KubeRay's TPU samples use; TPU access comes from the GKE TPU
-# device plugin, and JAX/libtpu from a derived image (workloads/) or the job's runtime env.
-DEFAULT_RAY_IMAGE = "rayproject/ray:2.55.0-py311"
-
-# Kubernetes counts (replicas, numOfHosts) are int32 in the API (apimachinery: `int32` fields of the KubeRay CRDs).
-INT32_MAX = 2**31 - 1
-NonNegativeInt = Annotated[StrictInt, Field(ge=0, le=INT32_MAX)]
-PositiveInt = Annotated[StrictInt, Field(ge=1, le=INT32_MAX)]
-
-
-def _checked(check):
-    """A string type validated by `check(value)`, which raises ValueError naming what is allowed."""
-
-    def run(value: str) -> str:
-        check(value)
-        return value
-
-    return Annotated[str, AfterValidator(run)]
-
-
-Name = _checked(lambda v: admission.check_dns_label(v, 40))  # GKE cluster and node pool names allow 40
-SliceName = _checked(lambda v: admission.check_dns_label(v, 30))  # leaves room for the pool index in pool names
-Namespace = _checked(admission.check_namespace)
-Image = _checked(admission.check_image)
-Cidr = _checked(admission.check_cidr)
-Zone = _checked(admission.check_zone)
-Location = _checked(admission.check_location)
-GkeVersion = _checked(admission.check_gke_version_pin)
-RayVersion = _checked(admission.check_ray_version)
-Quantity = _checked(admission.check_quantity)
-LabelValue = _checked(admission.check_gcp_label_value)
-
-
-class Model(BaseModel):
-    # validate_by_alias (camelCase) is the stack file's spelling; `validate_as(..., "args")` switches to field names.
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, validate_by_alias=True,
-                              validate_by_name=False, frozen=True)
-    # Keys left out because they failed validation (`validate_partial`): locations as pydantic reports them.
-    _dropped: frozenset = PrivateAttr(default=frozenset())
-
-    def intact(self, *names: str) -> bool:
-        """Whether none of these fields (or anything under them) was left out by `validate_partial`."""
-        spelt = {n for name in names for n in (name, to_camel(name))}
-        return not any(loc and loc[0] in spelt for loc in self._dropped)
-
-
-def validate_as(model: type[Model], value: Any, style: str) -> Model:
-    """Validate with the one spelling of a front end: "stack" (camelCase keys) or "args" (snake_case)."""
-    if isinstance(value, model):
-        return value
-    stack = style == "stack"
-    return model.model_validate(value, by_alias=stack, by_name=not stack)
-
 
 # --- cluster -------------------------------------------------------------------------------------------------------
 
@@ -211,8 +163,8 @@ class ClusterConfig(Model):
 # --- storage -------------------------------------------------------------------------------------------------------
 
 
-BucketName = _checked(admission.check_bucket_name)  # admission.BUCKET_NAME
-BucketLocation = _checked(admission.check_bucket_location)  # admission.BUCKET_LOCATION
+BucketName = checked(admission.check_bucket_name)  # admission.BUCKET_NAME
+BucketLocation = checked(admission.check_bucket_location)  # admission.BUCKET_LOCATION
 
 
 class StorageConfig(Model):
@@ -350,8 +302,11 @@ class _WorkerPool(Model):
 
     @property
     def min_nodes(self) -> int:
-        return self.autoscaling.min_nodes if self.autoscaled and self.autoscaling is not None else \
-            (0 if self.autoscaled else self.count)
+        return (
+            self.autoscaling.min_nodes
+            if self.autoscaled and self.autoscaling is not None
+            else (0 if self.autoscaled else self.count)
+        )
 
     @property
     def max_nodes(self) -> int:
@@ -429,8 +384,10 @@ class RateConfig(Model):
             raise ValueError(f"is a zone; a rate applies to a region: allowed: {admission.region_of(value.lower())}")
         if value.lower() in admission.GOOGLE_CLOUD_REGIONS:
             raise ValueError(f"regions are lower case; allowed: {value.lower()}")
-        raise ValueError("is not a Google Cloud region; allowed: a region such as us-central1 (admission "
-                         "GOOGLE_CLOUD_REGIONS)")
+        raise ValueError(
+            "is not a Google Cloud region; allowed: a region such as us-central1 (admission GOOGLE_CLOUD_REGIONS)"
+        )
+
     source: str = "stack config"
     """Where the rate comes from (e.g. a contract)."""
     as_of: Optional[str] = None
@@ -480,8 +437,10 @@ class MonitoringConfig(Model):
         parts = urlsplit(value)
         # RFC 3986 reserves < > " and spaces; a link Cloud Monitoring renders in Markdown must be whole.
         if parts.scheme != "https" or not parts.netloc or parts.query or parts.fragment or re.search(r'[\s<>"]', value):
-            raise ValueError(f"{value!r} is not an https URL without query or fragment (the base under which the "
-                             "repository's files are served: https://<your-git-host>/<org>/ray-tpu-gke/blob/main)")
+            raise ValueError(
+                f"{value!r} is not an https URL without query or fragment (the base under which the "
+                "repository's files are served: https://<your-git-host>/<org>/ray-tpu-gke/blob/main)"
+            )
         return value.rstrip("/")
 
     @field_validator("notification_channels")
@@ -489,6 +448,7 @@ class MonitoringConfig(Model):
     def _channels(cls, value: list[str]) -> list[str]:
         for channel in value:
             if not re.fullmatch(r"projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/notificationChannels/[0-9]+", channel):
-                raise ValueError(f"{channel!r} is not a notification channel ID: "
-                                 "projects/<project>/notificationChannels/<number>")
+                raise ValueError(
+                    f"{channel!r} is not a notification channel ID: projects/<project>/notificationChannels/<number>"
+                )
         return value

@@ -57,17 +57,23 @@ def validate_monitoring_args(args: Any, name: str) -> MonitoringRequest:
     root = f"SliceMonitoring({name}).args"
     if not isinstance(args, dict):
         raise ConfigError([Problem(root, f"must be SliceMonitoringArgs, a mapping (given {show(args)})")])
-    problems = [Problem(f"{root}.{key}", f"unknown argument (given {show(value)}); allowed: "
-                                         f"{', '.join(SliceMonitoringArgs.__annotations__)}")
-                for key, value in args.items() if key not in SliceMonitoringArgs.__annotations__]
+    problems = [
+        Problem(
+            f"{root}.{key}",
+            f"unknown argument (given {show(value)}); allowed: {', '.join(SliceMonitoringArgs.__annotations__)}",
+        )
+        for key, value in args.items()
+        if key not in SliceMonitoringArgs.__annotations__
+    ]
     project, cluster = args.get("project"), args.get("cluster")
     if not (isinstance(project, str) and PROJECT_ID.fullmatch(project)):
         problems.append(Problem(f"{root}.project", f"required: the Google Cloud project ID (given {show(project)})"))
     try:
         admission.check_dns_label(cluster, 40)
     except (TypeError, ValueError) as error:
-        problems.append(Problem(f"{root}.cluster", f"required: the cluster's name as a string (given {show(cluster)}): "
-                                                   f"{error}"))
+        problems.append(
+            Problem(f"{root}.cluster", f"required: the cluster's name as a string (given {show(cluster)}): {error}")
+        )
     environment = args.get("environment", cluster if isinstance(cluster, str) else "")
     try:
         admission.check_gcp_label_value(environment)
@@ -105,8 +111,9 @@ def validate_monitoring_args(args: Any, name: str) -> MonitoringRequest:
         except (TypeError, ValueError) as error:
             problems.append(Problem(f"{root}.ray_namespaces[{i}]", f"{show(namespace)} is invalid: {error}"))
     if not (isinstance(kinds, list) and set(kinds) <= {"RayCluster", "RayService", "RayJob"}):
-        problems.append(Problem(f"{root}.ray_kinds", f"must be a list of RayCluster, RayService, RayJob (given "
-                                                     f"{show(kinds)})"))
+        problems.append(
+            Problem(f"{root}.ray_kinds", f"must be a list of RayCluster, RayService, RayJob (given {show(kinds)})")
+        )
     pools: dict[str, str] = {}  # node pool name -> the entry that names it, across slices and GPU pools
     checked = isinstance(args, Validated)
     slices = _targets(args, "slices", root, mode, problems, pools, checked)
@@ -114,13 +121,24 @@ def validate_monitoring_args(args: Any, name: str) -> MonitoringRequest:
     if problems:
         raise ConfigError(problems)
     return MonitoringRequest(
-        project=project, cluster=cluster, environment=environment, mode=mode, monitoring=monitoring,
-        ray_metrics=ray_metrics, slice_health=slice_health is True, labels=dict(labels),
-        ray_namespaces=tuple(sorted(set(namespaces))), ray_kinds=tuple(sorted(set(kinds))),
-        slices=tuple(slices), gpu_pools=tuple(gpu_pools))
+        project=project,
+        cluster=cluster,
+        environment=environment,
+        mode=mode,
+        monitoring=monitoring,
+        ray_metrics=ray_metrics,
+        slice_health=slice_health is True,
+        labels=dict(labels),
+        ray_namespaces=tuple(sorted(set(namespaces))),
+        ray_kinds=tuple(sorted(set(kinds))),
+        slices=tuple(slices),
+        gpu_pools=tuple(gpu_pools),
+    )
 
-def _targets(args: dict, section: str, root: str, mode: str, problems: list[Problem],
-             seen_pools: dict[str, str], checked: bool) -> list[MonitoredEntry]:
+
+def _targets(
+    args: dict, section: str, root: str, mode: str, problems: list[Problem], seen_pools: dict[str, str], checked: bool
+) -> list[MonitoredEntry]:
     """The validated slice or GPU pool entries of one section, with their index; problems appended."""
     raw = args.get(section) or []
     if not isinstance(raw, list):
@@ -135,8 +153,10 @@ def _targets(args: dict, section: str, root: str, mode: str, problems: list[Prob
             problems.append(Problem(path, f"must be a mapping with `{key}` (given {show(item)})"))
             continue
         unknown = [k for k in item if k not in ("pool" if gpu else "slice", "pools", "worker_groups")]
-        problems += [Problem(f"{path}.{k}", f"unknown argument (given {show(item[k])}); allowed: {key}, pools, "
-                                            "worker_groups") for k in unknown]
+        problems += [
+            Problem(f"{path}.{k}", f"unknown argument (given {show(item[k])}); allowed: {key}, pools, worker_groups")
+            for k in unknown
+        ]
         entry = None
         if item.get(key) is None:
             problems.append(Problem(f"{path}.{key}", "required argument is missing"))
@@ -149,17 +169,26 @@ def _targets(args: dict, section: str, root: str, mode: str, problems: list[Prob
                 entry = _checked_entry(entry, item[key], path, key, mode, problems)
         if entry is not None:
             if entry.name in seen_names:
-                problems.append(Problem(f"{path}.{key}.name", f"{show(entry.name)} is also "
-                                                              f"{root}.{section}[{seen_names[entry.name]}]"))
+                problems.append(
+                    Problem(
+                        f"{path}.{key}.name", f"{show(entry.name)} is also {root}.{section}[{seen_names[entry.name]}]"
+                    )
+                )
             seen_names.setdefault(entry.name, index)
         pools = item.get("pools")
         if mode == "autopilot" and pools:
-            problems.append(Problem(f"{path}.pools", f"Autopilot names its node pools itself: leave pools out "
-                                                     f"(given {show(pools)})"))
+            problems.append(
+                Problem(
+                    f"{path}.pools", f"Autopilot names its node pools itself: leave pools out (given {show(pools)})"
+                )
+            )
         elif mode == "standard":
             if not isinstance(pools, list) or not pools:
-                problems.append(Problem(f"{path}.pools", f"required in Standard mode: the entry's node pool names "
-                                                         f"(given {show(pools)})"))
+                problems.append(
+                    Problem(
+                        f"{path}.pools", f"required in Standard mode: the entry's node pool names (given {show(pools)})"
+                    )
+                )
                 pools = None
             else:
                 for i, pool in enumerate(pools):
@@ -170,16 +199,22 @@ def _targets(args: dict, section: str, root: str, mode: str, problems: list[Prob
                         pools = None
                         break
                     if pool in seen_pools:
-                        problems.append(Problem(f"{path}.pools[{i}]", f"{show(pool)} is also a pool of "
-                                                                      f"{root}.{seen_pools[pool]}"))
+                        problems.append(
+                            Problem(f"{path}.pools[{i}]", f"{show(pool)} is also a pool of {root}.{seen_pools[pool]}")
+                        )
                     seen_pools.setdefault(pool, f"{section}[{index}]")
                 if pools is not None and entry is not None and not gpu and len(pools) != entry.count:
-                    problems.append(Problem(f"{path}.pools", f"{len(pools)} pool(s) for a count of {entry.count}: "
-                                                             "one node pool per slice"))
+                    problems.append(
+                        Problem(
+                            f"{path}.pools",
+                            f"{len(pools)} pool(s) for a count of {entry.count}: one node pool per slice",
+                        )
+                    )
         groups = item.get("worker_groups") or []
         if not (isinstance(groups, list) and all(isinstance(g, str) and g for g in groups)):
-            problems.append(Problem(f"{path}.worker_groups", f"must be a list of worker group names (given "
-                                                             f"{show(groups)})"))
+            problems.append(
+                Problem(f"{path}.worker_groups", f"must be a list of worker group names (given {show(groups)})")
+            )
             groups = []
         if entry is None or (mode == "standard" and pools is None):
             continue
@@ -188,8 +223,12 @@ def _targets(args: dict, section: str, root: str, mode: str, problems: list[Prob
         names = {t.entry.name for t in out}
         for index, target in _slices_seen(args):
             if target in names:
-                problems.append(Problem(f"{root}.gpu_pools", f"GPU pool {show(target)} has the name of "
-                                                              f"{root}.slices[{index}]: names must differ"))
+                problems.append(
+                    Problem(
+                        f"{root}.gpu_pools",
+                        f"GPU pool {show(target)} has the name of {root}.slices[{index}]: names must differ",
+                    )
+                )
     return out
 
 
@@ -197,9 +236,13 @@ def _checked_entry(entry: Any, raw: Any, path: str, key: str, mode: str, problem
     """The entry when the rules across its fields hold (a topology of its generation, a reservation with capacity
     reservation, ...: the same checks as a stack file's), else None with the problems appended."""
     if isinstance(entry, TpuSliceConfig):
-        found = cross_section.check_slices(ClusterContext(mode, None), [raw if isinstance(raw, dict) else
-                                                                 entry.model_dump()], [entry],
-                                    EntryPaths("args", path, renames=(("tpu_slices", "slice"),)), [])
+        found = cross_section.check_slices(
+            ClusterContext(mode, None),
+            [raw if isinstance(raw, dict) else entry.model_dump()],
+            [entry],
+            EntryPaths("args", path, renames=(("tpu_slices", "slice"),)),
+            [],
+        )
         problems += found
         return None if found else entry
     if entry is not None:  # a GPU pool: its machine type must carry its accelerator
@@ -219,5 +262,3 @@ def _slices_seen(args: dict) -> list[tuple[int, str]]:
         if isinstance(name, str):
             out.append((index, name))
     return out
-
-

@@ -16,15 +16,15 @@ from typing import Iterator, Mapping, Optional
 
 from .. import admission, catalog
 from ..catalog import ray_versions
+from ..workload.slice import COUNT_ENV, ENV
 from .models import TpuSliceConfig
 from .paths import ClusterContext, Paths
 from .problems import Problem
 from .ray_models import RayJobConfig, RayObjectConfig, RayServiceConfig, WorkerGroupConfig
 
 # The environment every Ray pod of a TPU worker group gets (and the head, where the object has one TPU group): the
-# names workloads/slice.py reads (ENV, COUNT_ENV), so a job learns its shape from the platform.
-SLICE_ENV = {"generation": "SLICE_GENERATION", "topology": "SLICE_TOPOLOGY", "hosts": "SLICE_HOSTS",
-             "chips_per_host": "SLICE_CHIPS_PER_HOST", "count": "SLICE_COUNT"}
+# names the workloads read (ray_tpu_gke.workload.slice), so a job learns its shape from the platform.
+SLICE_ENV = {**ENV, "count": COUNT_ENV}
 # Read by Ray Train in the driver and handed to its controller (Ray 2.55 ray/train/v2/_internal/constants.py
 # WORKER_GROUP_START_TIMEOUT_S_ENV_VAR, in ENV_VARS_TO_PROPAGATE), so it goes on the head, where the driver runs.
 START_TIMEOUT_ENV = "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"
@@ -64,8 +64,13 @@ def annotation(obj: RayObjectConfig, entries: Mapping[str, TpuSliceConfig]) -> O
 
 def slice_env(tpu_slice: TpuSliceConfig, slices: int) -> list[dict]:
     shape = tpu_slice.shape
-    values = {"generation": tpu_slice.generation, "topology": shape.topology, "hosts": shape.hosts,
-              "chips_per_host": shape.chips_per_host, "count": slices}
+    values = {
+        "generation": tpu_slice.generation,
+        "topology": shape.topology,
+        "hosts": shape.hosts,
+        "chips_per_host": shape.chips_per_host,
+        "count": slices,
+    }
     return [{"name": SLICE_ENV[key], "value": str(value)} for key, value in values.items()]
 
 
@@ -136,17 +141,24 @@ def _shaped(entry: TpuSliceConfig) -> bool:
 
 def _uses(lists: dict) -> Iterator[_Use]:
     """Every worker group on a valid slice entry, of objects whose fields these rules read were all valid."""
-    entries = {s.name: (index, s) for index, s in enumerate(lists["tpu_slices"])
-              if s is not None and _whole(s, "name", "generation", "topology", "count", "capacity", "autoscaling")
-              and _shaped(s)}
+    entries = {
+        s.name: (index, s)
+        for index, s in enumerate(lists["tpu_slices"])
+        if s is not None
+        and _whole(s, "name", "generation", "topology", "count", "capacity", "autoscaling")
+        and _shaped(s)
+    }
     for kind in ("ray_clusters", "ray_services", "ray_jobs"):
         for i, obj in enumerate(lists[kind]):
-            if obj is None or not _whole(obj, "worker_groups", "autoscaling", "ray_version",
-                                         "worker_group_start_timeout_seconds"):
+            if obj is None or not _whole(
+                obj, "worker_groups", "autoscaling", "ray_version", "worker_group_start_timeout_seconds"
+            ):
                 continue
             for j, group in enumerate(obj.worker_groups):
-                if group.slice in entries and sum(x is not None for x in (group.slice, group.gpu_pool,
-                                                                          group.cpu_pool)) == 1:
+                if (
+                    group.slice in entries
+                    and sum(x is not None for x in (group.slice, group.gpu_pool, group.cpu_pool)) == 1
+                ):
                     yield _Use(kind, i, j, obj, group, entries[group.slice][1], entries[group.slice][0])
 
 
@@ -166,13 +178,19 @@ def check(context: ClusterContext, lists: dict, paths: Paths, warnings: list[str
         gpath = paths(use.kind, use.i, "worker_groups", use.j)
         _grace(use, gpath, paths, warnings)
         _reservation_timeout(use, context, paths, warnings)
-        if use.kind != "ray_services" and use.entry.generation == "v5e" and use.obj.autoscaling.enabled and \
-                not ray_versions.ray_has(use.obj.ray_version, "autoscaler-v5litepod"):
-            warnings.append(f"{paths(use.kind, use.i, 'autoscaling', 'enabled')}: Ray {use.obj.ray_version}'s "
-                            f"autoscaler scales v5e group {use.group.name} by TPU-v5e-N-head, which v5e hosts do not "
-                            "advertise (they have TPU-v5litepod-N-head), so a job that reserves whole slices never "
-                            f"scales it up; fixed in Ray {ray_versions.ray_feature('autoscaler-v5litepod').since} "
-                            f"({admission.RAY_AUTOSCALER_TPU.id})")
+        if (
+            use.kind != "ray_services"
+            and use.entry.generation == "v5e"
+            and use.obj.autoscaling.enabled
+            and not ray_versions.ray_has(use.obj.ray_version, "autoscaler-v5litepod")
+        ):
+            warnings.append(
+                f"{paths(use.kind, use.i, 'autoscaling', 'enabled')}: Ray {use.obj.ray_version}'s "
+                f"autoscaler scales v5e group {use.group.name} by TPU-v5e-N-head, which v5e hosts do not "
+                "advertise (they have TPU-v5litepod-N-head), so a job that reserves whole slices never "
+                f"scales it up; fixed in Ray {ray_versions.ray_feature('autoscaler-v5litepod').since} "
+                f"({admission.RAY_AUTOSCALER_TPU.id})"
+            )
         if is_multislice(use.obj, use.group):
             problems += _multislice(use, by_entry[use.entry.name], context, gpath, paths, warnings)
     return problems
@@ -180,32 +198,44 @@ def check(context: ClusterContext, lists: dict, paths: Paths, warnings: list[str
 
 def _grace(use: _Use, gpath: str, paths: Paths, warnings: list[str]) -> None:
     grace = grace_period(use.obj, use.group)
-    if grace is not None and grace <= ray_versions.DRAIN_TIMEOUT_S and \
-            ray_versions.ray_has(use.obj.ray_version, "drain-on-sigterm"):
-        warnings.append(f"{gpath}.{paths.key('termination_grace_period_seconds')}: {grace} s is not longer than Ray "
-                        f"{use.obj.ray_version}'s {ray_versions.DRAIN_TIMEOUT_S} s drain on SIGTERM, so Kubernetes "
-                        f"kills the pod before it has drained; allowed: {DEFAULT_TPU_GRACE_PERIOD_S} or more "
-                        f"({admission.RAY_DRAIN_GRACE.id})")
+    if (
+        grace is not None
+        and grace <= ray_versions.DRAIN_TIMEOUT_S
+        and ray_versions.ray_has(use.obj.ray_version, "drain-on-sigterm")
+    ):
+        warnings.append(
+            f"{gpath}.{paths.key('termination_grace_period_seconds')}: {grace} s is not longer than Ray "
+            f"{use.obj.ray_version}'s {ray_versions.DRAIN_TIMEOUT_S} s drain on SIGTERM, so Kubernetes "
+            f"kills the pod before it has drained; allowed: {DEFAULT_TPU_GRACE_PERIOD_S} or more "
+            f"({admission.RAY_DRAIN_GRACE.id})"
+        )
 
 
 def _reservation_timeout(use: _Use, context: ClusterContext, paths: Paths, warnings: list[str]) -> None:
     """Ray < 2.56: a TPU trainer waits a hard-coded 100 s for each slice and fails the run after it."""
     shape = use.entry.shape
     cold = use.entry.autoscaled or context.mode == "autopilot"  # its nodes are created when the job asks
-    if use.kind == "ray_services" or not shape.multi_host or not cold or \
-            ray_versions.ray_has(use.obj.ray_version, "slice-reservation-timeout"):
+    if (
+        use.kind == "ray_services"
+        or not shape.multi_host
+        or not cold
+        or ray_versions.ray_has(use.obj.ray_version, "slice-reservation-timeout")
+    ):
         return
     fixed = ray_versions.ray_feature("slice-reservation-timeout").since
-    warnings.append(f"{paths(use.kind, use.i, 'ray_version')}: {use.obj.ray_version}: a JaxTrainer on group "
-                    f"{use.group.name} waits at most {ray_versions.SLICE_RESERVATION_TIMEOUT_S} s for each "
-                    f"{shape.hosts}-host slice of {use.entry.name}, which starts from cold here, and a timeout fails "
-                    f"the run whatever {START_TIMEOUT_ENV} says; fixed in Ray {fixed} (the wait follows "
-                    f"{START_TIMEOUT_ENV} and is retried), or keep the slices up (autoscaling off) "
-                    f"({admission.RAY_TRAIN_START_TIMEOUT.id})")
+    warnings.append(
+        f"{paths(use.kind, use.i, 'ray_version')}: {use.obj.ray_version}: a JaxTrainer on group "
+        f"{use.group.name} waits at most {ray_versions.SLICE_RESERVATION_TIMEOUT_S} s for each "
+        f"{shape.hosts}-host slice of {use.entry.name}, which starts from cold here, and a timeout fails "
+        f"the run whatever {START_TIMEOUT_ENV} says; fixed in Ray {fixed} (the wait follows "
+        f"{START_TIMEOUT_ENV} and is retried), or keep the slices up (autoscaling off) "
+        f"({admission.RAY_TRAIN_START_TIMEOUT.id})"
+    )
 
 
-def _multislice(use: _Use, sharing: list[_Use], context: ClusterContext, gpath: str, paths: Paths,
-                warnings: list[str]) -> list[Problem]:
+def _multislice(
+    use: _Use, sharing: list[_Use], context: ClusterContext, gpath: str, paths: Paths, warnings: list[str]
+) -> list[Problem]:
     problems = []
     n, entry, obj = slices(use.obj, use.group), use.entry, use.obj
     who = f"{obj.namespace}/{obj.name} group {use.group.name}"
@@ -217,18 +247,26 @@ def _multislice(use: _Use, sharing: list[_Use], context: ClusterContext, gpath: 
     reported = context.mode == "standard" and use.group.replicas + held > entry.count
     if n + held > entry.count and not reported:
         besides = "; ".join(f"{u.obj.namespace}/{u.obj.name} group {u.group.name}: {_at_once(u)}" for u in others)
-        problems.append(Problem(paths("tpu_slices", use.entry_index, "count"),
-                                f"{entry.count} slice(s) of {entry.name}, but multislice {who} needs {n} at once"
-                                + (f" beside {held} held by others ({besides})" if others else "")
-                                + f"; allowed: at least {n + held} ({admission.RAY_MULTISLICE.id})"))
+        problems.append(
+            Problem(
+                paths("tpu_slices", use.entry_index, "count"),
+                f"{entry.count} slice(s) of {entry.name}, but multislice {who} needs {n} at once"
+                + (f" beside {held} held by others ({besides})" if others else "")
+                + f"; allowed: at least {n + held} ({admission.RAY_MULTISLICE.id})",
+            )
+        )
     if not ray_versions.ray_has(obj.ray_version, "multislice-megascale-refresh"):
         feature = ray_versions.ray_feature("multislice-megascale-refresh")
-        warnings.append(f"{paths(use.kind, use.i, 'ray_version')}: {obj.ray_version}: a multislice JaxTrainer on "
-                        f"{who} keeps stale MEGASCALE_* values after a slice is replaced and can hang; fixed in Ray "
-                        f"{feature.since} (ray-project/ray#62893)")
+        warnings.append(
+            f"{paths(use.kind, use.i, 'ray_version')}: {obj.ray_version}: a multislice JaxTrainer on "
+            f"{who} keeps stale MEGASCALE_* values after a slice is replaced and can hang; fixed in Ray "
+            f"{feature.since} (ray-project/ray#62893)"
+        )
     if entry.capacity == "spot":
-        warnings.append(f"{gpath}.{paths.key('replicas')}: multislice {who} runs on {n} spot slices of {entry.name}: "
-                        "one preemption of any host stops all of them until a whole slice is back")
+        warnings.append(
+            f"{gpath}.{paths.key('replicas')}: multislice {who} runs on {n} spot slices of {entry.name}: "
+            "one preemption of any host stops all of them until a whole slice is back"
+        )
     return problems
 
 
@@ -248,11 +286,19 @@ def cross_slice_blockers(resources: list[tuple[str, str, dict]]) -> list[str]:
     until a NetworkPolicy selects it (kubernetes.io "Network Policies")."""
     found = []
     for type_, name, inputs in resources:
-        if type_ == "gcp:compute/firewall:Firewall" and inputs.get("direction", "INGRESS") == "INGRESS" and \
-                inputs.get("denies") and inputs.get("priority", 1000) <= GKE_POD_ALLOW_PRIORITY:
-            found.append(f"firewall {name}: denies ingress at priority {inputs.get('priority', 1000)}, which wins "
-                         f"over GKE's pod-to-pod allow rule (priority {GKE_POD_ALLOW_PRIORITY})")
+        if (
+            type_ == "gcp:compute/firewall:Firewall"
+            and inputs.get("direction", "INGRESS") == "INGRESS"
+            and inputs.get("denies")
+            and inputs.get("priority", 1000) <= GKE_POD_ALLOW_PRIORITY
+        ):
+            found.append(
+                f"firewall {name}: denies ingress at priority {inputs.get('priority', 1000)}, which wins "
+                f"over GKE's pod-to-pod allow rule (priority {GKE_POD_ALLOW_PRIORITY})"
+            )
         if type_.endswith("NetworkPolicy") and "Ingress" in (inputs.get("spec", {}).get("policyTypes") or ["Ingress"]):
-            found.append(f"NetworkPolicy {name}: isolates the pods it selects; Ray pods need all TCP from the pods of "
-                         "their own Ray cluster (podSelector ray.io/cluster=<name>, no ports list)")
+            found.append(
+                f"NetworkPolicy {name}: isolates the pods it selects; Ray pods need all TCP from the pods of "
+                "their own Ray cluster (podSelector ray.io/cluster=<name>, no ports list)"
+            )
     return found

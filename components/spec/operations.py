@@ -15,13 +15,15 @@ from .. import admission
 
 
 class _Model(BaseModel):
-    # The same spelling rules as models.Model (camelCase in stack files, snake_case in arguments, unknown keys refused);
-    # kept apart so that models.py can hold these sections without an import cycle.
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, validate_by_alias=True,
-                              validate_by_name=False, frozen=True)
+    # The same spelling rules as model_types.Model (camelCase in stack files, snake_case in arguments, unknown keys
+    # refused); kept apart so that models.py can hold these sections without an import cycle.
+    model_config = ConfigDict(
+        extra="forbid", alias_generator=to_camel, validate_by_alias=True, validate_by_name=False, frozen=True
+    )
 
 
 # --- monitoring.sliceHealth ---------------------------------------------------------------------------------------
+
 
 def check_cron(value: str) -> None:
     """A CronJob schedule Kubernetes accepts (admission.CRON_SCHEDULE: robfig/cron v3's parser)."""
@@ -64,12 +66,15 @@ class SliceHealthConfig(_Model):
         # Each run writes one point per slice: an alert that fires sooner than two runs apart would fire on one run.
         interval = cron_interval_minutes(self.schedule)
         if interval is not None and self.alert_after_minutes < 2 * interval:
-            raise ValueError(f"alertAfterMinutes {self.alert_after_minutes} is shorter than two runs of the schedule "
-                             f"{self.schedule!r} ({2 * interval} minutes)")
+            raise ValueError(
+                f"alertAfterMinutes {self.alert_after_minutes} is shorter than two runs of the schedule "
+                f"{self.schedule!r} ({2 * interval} minutes)"
+            )
         return self
 
 
 # --- cluster.maintenance -----------------------------------------------------------------------------------------
+
 
 def _utc(value: str) -> datetime.datetime:
     # pulumi-gcp 10.2 ClusterMaintenancePolicy: "GKE may accept other formats, but will return values in UTC, causing a
@@ -108,8 +113,10 @@ class MaintenanceWindow(_Model):
         start, end = _utc(self.start_time), _utc(self.end_time)
         length = end - start
         if length < MIN_WINDOW or length > datetime.timedelta(days=1):
-            raise ValueError(f"the window lasts {length}; GKE needs at least 4 hours (and this project takes at most "
-                             "24, one day of a recurrence)")
+            raise ValueError(
+                f"the window lasts {length}; GKE needs at least 4 hours (and this project takes at most "
+                "24, one day of a recurrence)"
+            )
         rule = dict(part.split("=", 1) for part in self.recurrence.split(";") if "=" in part)
         frequency = rule.get("FREQ")
         if frequency == "DAILY" and set(rule) == {"FREQ"}:
@@ -120,8 +127,10 @@ class MaintenanceWindow(_Model):
                 raise ValueError(f"BYDAY {rule['BYDAY']!r}: days are {', '.join(WEEKDAYS)}, each once")
             days = fewest_days_in_32(byday)
         else:
-            raise ValueError(f"recurrence {self.recurrence!r}: allowed FREQ=DAILY or FREQ=WEEKLY;BYDAY=<days> "
-                             "(GKE does not take SECONDLY, MINUTELY or HOURLY)")
+            raise ValueError(
+                f"recurrence {self.recurrence!r}: allowed FREQ=DAILY or FREQ=WEEKLY;BYDAY=<days> "
+                "(GKE does not take SECONDLY, MINUTELY or HOURLY)"
+            )
         if length * days < MIN_AVAILABLE_PER_32_DAYS:
             raise ValueError(f"{length} on {days} days gives {length * days} in 32 days; GKE needs at least 48 hours")
         return self
@@ -149,8 +158,10 @@ class MaintenanceExclusion(_Model):
         if (self.end_time is None) == (not self.until_end_of_support):
             raise ValueError("give exactly one of endTime and untilEndOfSupport: true")
         if self.until_end_of_support and self.scope == "NO_UPGRADES":
-            raise ValueError("untilEndOfSupport needs scope NO_MINOR_UPGRADES or NO_MINOR_OR_NODE_UPGRADES; "
-                             "NO_UPGRADES lasts at most 30 days")
+            raise ValueError(
+                "untilEndOfSupport needs scope NO_MINOR_UPGRADES or NO_MINOR_OR_NODE_UPGRADES; "
+                "NO_UPGRADES lasts at most 30 days"
+            )
         if self.end_time is not None:
             end = _utc(self.end_time)
             if end <= start:
@@ -173,8 +184,10 @@ class MaintenanceConfig(_Model):
         # pulumi-gcp 10.2 ClusterMaintenancePolicy: "one of recurring_window, recurring_maintenance_window and
         # daily_maintenance_window is required if a maintenance_policy block is supplied".
         if self.exclusions and self.window is None:
-            raise ValueError("exclusions need a window: GKE's maintenance policy holds exactly one window beside "
-                             "its exclusions; add window: {startTime, endTime, recurrence}")
+            raise ValueError(
+                "exclusions need a window: GKE's maintenance policy holds exactly one window beside "
+                "its exclusions; add window: {startTime, endTime, recurrence}"
+            )
         return self
 
     @field_validator("exclusions")
@@ -188,6 +201,7 @@ class MaintenanceConfig(_Model):
 
 
 # --- tpuSlices[].upgrade, gpuPools[].upgrade ----------------------------------------------------------------------
+
 
 class UpgradeConfig(_Model):
     """How GKE upgrades a node pool's nodes (GKE API NodePool.UpgradeSettings, strategy SURGE): maxSurge extra nodes
@@ -239,8 +253,10 @@ def check_ray_version_of_image(ray_version: str, image: str) -> None:
     pods run the image's Ray (KubeRay RayClusterSpec.rayVersion: "the version of Ray you are using")."""
     tagged = image_ray_version(image)
     if tagged is not None and tagged != ray_version:
-        raise ValueError(f"{ray_version} contradicts the image {image}, which is Ray {tagged}: set rayVersion to "
-                         f"{tagged} or use the image of Ray {ray_version}")
+        raise ValueError(
+            f"{ray_version} contradicts the image {image}, which is Ray {tagged}: set rayVersion to "
+            f"{tagged} or use the image of Ray {ray_version}"
+        )
 
 
 def lacks_jax(image: str) -> bool:

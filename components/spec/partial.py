@@ -13,8 +13,20 @@ from .models import Model, validate_as
 # Keys whose default would change what other rules conclude (a capacity's reservation rules, a Ray version's
 # autoscaler and multislice rules, a machine's GPUs, the cluster's mode): an entry that failed on one of them is not
 # checked across sections at all, rather than judged on a value the user did not give.
-PIVOTAL = frozenset({"capacity", "ray_version", "rayVersion", "autoscaling", "mode", "machine_type", "machineType",
-                     "accelerator", "generation", "topology"})
+PIVOTAL = frozenset(
+    {
+        "capacity",
+        "ray_version",
+        "rayVersion",
+        "autoscaling",
+        "mode",
+        "machine_type",
+        "machineType",
+        "accelerator",
+        "generation",
+        "topology",
+    }
+)
 
 
 def validate_partial(model: type[Model], value: Any, style: str, error: ValidationError) -> Optional[Model]:

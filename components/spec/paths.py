@@ -17,18 +17,25 @@ PROJECT = "ray-tpu-gke"
 CONFIG_NAMESPACES = (PROJECT, "gcp", "kubernetes", "pulumi")
 
 
-
 # --- key paths in the spelling of each front end -------------------------------------------------------------------
 
 # Sections of the platform: Python argument name -> stack file key.
 SECTIONS = {
-    "project": "gcp:project", "region": "gcp:region",
-    "environment": f"{PROJECT}:environment", "team": f"{PROJECT}:team", "cost_center": f"{PROJECT}:costCenter",
-    "cluster": f"{PROJECT}:cluster", "storage": f"{PROJECT}:storage", "tpu_slices": f"{PROJECT}:tpuSlices",
-    "gpu_pools": f"{PROJECT}:gpuPools", "cpu_pools": f"{PROJECT}:cpuPools",
-    "ray_clusters": f"{PROJECT}:rayClusters", "ray_services": f"{PROJECT}:rayServices",
+    "project": "gcp:project",
+    "region": "gcp:region",
+    "environment": f"{PROJECT}:environment",
+    "team": f"{PROJECT}:team",
+    "cost_center": f"{PROJECT}:costCenter",
+    "cluster": f"{PROJECT}:cluster",
+    "storage": f"{PROJECT}:storage",
+    "tpu_slices": f"{PROJECT}:tpuSlices",
+    "gpu_pools": f"{PROJECT}:gpuPools",
+    "cpu_pools": f"{PROJECT}:cpuPools",
+    "ray_clusters": f"{PROJECT}:rayClusters",
+    "ray_services": f"{PROJECT}:rayServices",
     "ray_jobs": f"{PROJECT}:rayJobs",
-    "pricing": f"{PROJECT}:pricing", "monitoring": f"{PROJECT}:monitoring",
+    "pricing": f"{PROJECT}:pricing",
+    "monitoring": f"{PROJECT}:monitoring",
 }
 RAY_KINDS = ("ray_clusters", "ray_services", "ray_jobs")
 
@@ -71,8 +78,6 @@ class EntryPaths(Paths):
 # --- the validated platform ----------------------------------------------------------------------------------------
 
 
-
-
 @dataclass(frozen=True)
 class ClusterContext:
     """What the rules of other sections need to know of the cluster, each part known where it alone is valid, so a
@@ -102,8 +107,13 @@ def _cluster_context(raw: Any, cluster: Optional[ClusterConfig], style: str) -> 
         key = to_camel(name) if style == "stack" else name
         value = raw.get(key, fields[name].default)
         try:
-            return ClusterConfig.__pydantic_validator__.validate_assignment(
-                ClusterConfig.model_construct(), name, value).__dict__[name] if value is not None else None
+            return (
+                ClusterConfig.__pydantic_validator__.validate_assignment(
+                    ClusterConfig.model_construct(), name, value
+                ).__dict__[name]
+                if value is not None
+                else None
+            )
         except (ValidationError, TypeError):
             return None
 
@@ -111,5 +121,3 @@ def _cluster_context(raw: Any, cluster: Optional[ClusterConfig], style: str) -> 
 
 
 # --- the arguments of a component used on its own ------------------------------------------------------------------
-
-

@@ -21,21 +21,37 @@ def network(cluster: Optional[ClusterConfig], paths: Paths) -> list[Problem]:
     net, problems = cluster.network, []
     named = ("subnetwork", "pods_range_name", "services_range_name")
     if net.existing:
-        problems += [Problem(paths("cluster", "network", key), f"required with {paths.key('network')} (an existing "
-                                                              "network): the name GKE uses of it")
-                     for key in named if getattr(net, key) is None]
+        problems += [
+            Problem(
+                paths("cluster", "network", key),
+                f"required with {paths.key('network')} (an existing network): the name GKE uses of it",
+            )
+            for key in named
+            if getattr(net, key) is None
+        ]
         return problems
-    problems += [Problem(paths("cluster", "network", key), f"{show(getattr(net, key))} is only allowed with "
-                                                          f"{paths.key('network')} (an existing network)")
-                 for key in named if getattr(net, key) is not None]
-    ranges = [(key, ipaddress.ip_network(getattr(net, key), strict=False))
-              for key in ("subnet_cidr", "pods_cidr", "services_cidr")]
+    problems += [
+        Problem(
+            paths("cluster", "network", key),
+            f"{show(getattr(net, key))} is only allowed with {paths.key('network')} (an existing network)",
+        )
+        for key in named
+        if getattr(net, key) is not None
+    ]
+    ranges = [
+        (key, ipaddress.ip_network(getattr(net, key), strict=False))
+        for key in ("subnet_cidr", "pods_cidr", "services_cidr")
+    ]
     for i, (key, cidr) in enumerate(ranges):
         for other, other_cidr in ranges[:i]:
             if cidr.overlaps(other_cidr):
-                problems.append(Problem(paths("cluster", "network", key),
-                                        f"{show(str(cidr))} overlaps {paths.key(other)} {other_cidr}; allowed: a range "
-                                        "that overlaps no other range of the network"))
+                problems.append(
+                    Problem(
+                        paths("cluster", "network", key),
+                        f"{show(str(cidr))} overlaps {paths.key(other)} {other_cidr}; allowed: a range "
+                        "that overlaps no other range of the network",
+                    )
+                )
     return problems
 
 
@@ -51,35 +67,57 @@ def service_accounts(cluster: Optional[ClusterConfig], paths: Paths) -> list[Pro
         except ValueError as error:
             problems.append(Problem(paths("cluster", "name"), f"{show(cluster.name)} {error}"))
         if account in ids:
-            problems.append(Problem(paths("cluster", "name"), f"{show(cluster.name)} gives the {purpose} and "
-                                                              f"{ids[account]} service accounts one ID {account}"))
+            problems.append(
+                Problem(
+                    paths("cluster", "name"),
+                    f"{show(cluster.name)} gives the {purpose} and {ids[account]} service accounts one ID {account}",
+                )
+            )
         ids[account] = purpose
     return problems
 
 
-def check_storage(storage: Optional[StorageConfig], project: Any, cluster: Optional[ClusterConfig],
-                  context: ClusterContext, paths: Paths, warnings: list[str]) -> list[Problem]:
+def check_storage(
+    storage: Optional[StorageConfig],
+    project: Any,
+    cluster: Optional[ClusterConfig],
+    context: ClusterContext,
+    paths: Paths,
+    warnings: list[str],
+) -> list[Problem]:
     """The bucket a stack gets: its name (given, or derived from the project and cluster) and its location (given,
     or the cluster's region) are ones Cloud Storage accepts (admission.BUCKET_NAME, admission.BUCKET_LOCATION)."""
     if storage is None or not storage.enabled:
         return []
     problems = []
-    if storage.bucket_name is None and storage.intact("bucket_name") and isinstance(project, str) \
-            and cluster is not None and cluster.intact("name"):
+    if (
+        storage.bucket_name is None
+        and storage.intact("bucket_name")
+        and isinstance(project, str)
+        and cluster is not None
+        and cluster.intact("name")
+    ):
         derived = f"{project}-{cluster.name}-ray"[:63].rstrip("-.")
         try:
             admission.check_bucket_name(derived)
         except ValueError as error:
-            problems.append(Problem(paths("storage", "bucket_name"), f"unset, so the bucket is {show(derived)} (from "
-                                                                     f"{paths('project')} and the cluster name), "
-                                                                     f"which {error}; set a name"))
+            problems.append(
+                Problem(
+                    paths("storage", "bucket_name"),
+                    f"unset, so the bucket is {show(derived)} (from "
+                    f"{paths('project')} and the cluster name), "
+                    f"which {error}; set a name",
+                )
+            )
     if storage.location is None and storage.intact("location") and context.region:
         try:
             admission.check_bucket_location(context.region)
         except ValueError:
-            warnings.append(f"{paths('storage', 'location')}: unset, so the bucket is created in the cluster's region "
-                            f"{context.region}, which no source lists as a Cloud Storage location; set a location "
-                            "such as US or us-central1")
+            warnings.append(
+                f"{paths('storage', 'location')}: unset, so the bucket is created in the cluster's region "
+                f"{context.region}, which no source lists as a Cloud Storage location; set a location "
+                "such as US or us-central1"
+            )
     return problems
 
 
@@ -92,9 +130,14 @@ def check_pricing(pricing: Optional[PricingConfig], paths: Paths) -> list[Proble
         key = (rate.kind, rate.name, rate.capacity, rate.region)
         if key in seen:
             where = rate.region or "every region"
-            problems.append(Problem(paths("pricing", "rates", i), f"a second {rate.kind} rate for {rate.name} "
-                                                                 f"{rate.capacity} in {where} (rates[{seen[key]}] "
-                                                                 "is the first); allowed: one rate per item"))
+            problems.append(
+                Problem(
+                    paths("pricing", "rates", i),
+                    f"a second {rate.kind} rate for {rate.name} "
+                    f"{rate.capacity} in {where} (rates[{seen[key]}] "
+                    "is the first); allowed: one rate per item",
+                )
+            )
         seen.setdefault(key, i)
     return problems
 
@@ -110,8 +153,10 @@ def check_node_pool_count(context: ClusterContext, lists: dict, paths: Paths, wa
     total = 1 + slices + gpus + cpus
     if total > admission.NODE_POOLS_WARNING:
         section = "tpu_slices" if slices else ("gpu_pools" if gpus else "cpu_pools")
-        warnings.append(f"{paths(section)}: {total} node pools in one cluster (system 1, {paths.key('tpu_slices')} "
-                        f"{slices}, {paths.key('gpu_pools')} {gpus}, {paths.key('cpu_pools')} {cpus}): past "
-                        f"{admission.NODE_POOLS_WARNING}, GKE's autoscaling may take longer (GKE node "
-                        "auto-provisioning, Limitations); consider fewer, larger slices")
+        warnings.append(
+            f"{paths(section)}: {total} node pools in one cluster (system 1, {paths.key('tpu_slices')} "
+            f"{slices}, {paths.key('gpu_pools')} {gpus}, {paths.key('cpu_pools')} {cpus}): past "
+            f"{admission.NODE_POOLS_WARNING}, GKE's autoscaling may take longer (GKE node "
+            "auto-provisioning, Limitations); consider fewer, larger slices"
+        )
     return []

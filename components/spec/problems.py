@@ -36,9 +36,6 @@ def show(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-
-
-
 def location_arg(args: dict, root: str, problems: list[Problem]) -> Optional[str]:
     """The `location` argument where it is a zone or a region (else None, with the problem noted)."""
     location = args.get("location")
@@ -69,9 +66,11 @@ def validation_problems(exc: ValidationError, base: str, model: type[BaseModel],
             message = f"unknown key{did_you_mean(loc[-1], allowed)} (given {given}); allowed: {', '.join(allowed)}"
         elif kind == "string_type" and type(error.get("input")) in (int, float):
             # YAML reads an unquoted 1.30 as the number 1.3: say so, rather than report the number as the value.
-            message = (f"YAML read the number {given}, not text: quote the value as you meant it"
-                       + (" (an unquoted 1.30 is the number 1.3: write \"1.30\")" if isinstance(error["input"], float)
-                          else f" (\"{given}\")"))
+            message = f"YAML read the number {given}, not text: quote the value as you meant it" + (
+                ' (an unquoted 1.30 is the number 1.3: write "1.30")'
+                if isinstance(error["input"], float)
+                else f' ("{given}")'
+            )
         else:
             reason = error["msg"].removeprefix("Value error, ")
             message = f"{given} is invalid: {reason[0].lower()}{reason[1:]}"
@@ -83,8 +82,10 @@ def did_you_mean(key: Any, allowed: list[str]) -> str:
     """' (did you mean X?)' with the closest allowed key to a misspelt one, or '' when none is close."""
     import difflib
 
-    close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6) or [
-        a for a in allowed if a.lower() == str(key).lower()][:1]
+    close = (
+        difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
+        or [a for a in allowed if a.lower() == str(key).lower()][:1]
+    )
     return f" (did you mean {close[0]}?)" if close else ""
 
 
@@ -112,6 +113,3 @@ def _unwrap(annotation: Any) -> Any:
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
         return _unwrap(args[0]) if len(args) == 1 else annotation
     return annotation
-
-
-

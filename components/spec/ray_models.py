@@ -7,9 +7,7 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import Field, StrictBool, StrictInt, ValidationInfo, field_validator
 
-from .models import (
-    DEFAULT_RAY_IMAGE,
-    DEFAULT_RAY_VERSION,
+from .model_types import (
     Image,
     Model,
     Name,
@@ -20,6 +18,11 @@ from .models import (
     RayVersion,
 )
 from .operations import check_ray_version_of_image
+
+DEFAULT_RAY_VERSION = "2.55.0"
+# The Ray project's own image of this Ray version, as KubeRay's TPU samples use; TPU access comes from the GKE TPU
+# device plugin, and JAX/libtpu from a derived image (workloads/) or the job's runtime env.
+DEFAULT_RAY_IMAGE = "rayproject/ray:2.55.0-py311"
 
 # --- Ray objects ---------------------------------------------------------------------------------------------------
 

@@ -29,24 +29,38 @@ def _autoscaling(config: dict, path: str) -> tuple[list[Problem], Optional[int]]
     for key, least in AUTOSCALING_INTS.items():
         value = config.get(key)
         if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value >= least):
-            problems.append(Problem(f"{path}.{key}", f"{show(value)} is invalid; allowed: a whole number of {least} "
-                                                     "or more (Ray Serve AutoscalingConfig)"))
+            problems.append(
+                Problem(
+                    f"{path}.{key}",
+                    f"{show(value)} is invalid; allowed: a whole number of {least} "
+                    "or more (Ray Serve AutoscalingConfig)",
+                )
+            )
     for key, allowed in AUTOSCALING_FLOATS.items():
         value = config.get(key)
         if value is not None and not (_number(value) and (value > 0 if allowed == "above 0" else value >= 0)):
-            problems.append(Problem(f"{path}.{key}", f"{show(value)} is invalid; allowed: a number {allowed} "
-                                                     "(Ray Serve AutoscalingConfig)"))
+            problems.append(
+                Problem(
+                    f"{path}.{key}",
+                    f"{show(value)} is invalid; allowed: a number {allowed} (Ray Serve AutoscalingConfig)",
+                )
+            )
     if problems:
         return problems, None
     least = config.get("min_replicas", SERVE_DEFAULT_MIN_REPLICAS)
     most = config.get("max_replicas", SERVE_DEFAULT_MAX_REPLICAS)
     initial = config.get("initial_replicas")
     if least > most:
-        problems.append(Problem(f"{path}.min_replicas", f"{least} is above max_replicas {most}; allowed: at most "
-                                                        f"{most} (Ray Serve refuses the config)"))
+        problems.append(
+            Problem(
+                f"{path}.min_replicas",
+                f"{least} is above max_replicas {most}; allowed: at most {most} (Ray Serve refuses the config)",
+            )
+        )
     if initial is not None and not least <= initial <= most:
-        problems.append(Problem(f"{path}.initial_replicas", f"{initial} is outside min_replicas {least} to "
-                                                            f"max_replicas {most}"))
+        problems.append(
+            Problem(f"{path}.initial_replicas", f"{initial} is outside min_replicas {least} to max_replicas {most}")
+        )
     return problems, most
 
 
@@ -60,16 +74,26 @@ def _replica_ask(deployment: dict, path: str) -> tuple[list[Problem], str, float
     gpu = options.get("num_gpus", 0) or 0
     problems = []
     if not _number(tpu) or tpu < 0:
-        problems.append(Problem(f"{path}.ray_actor_options.resources.TPU", f"{show(tpu)} is invalid; allowed: one of "
-                                f"{', '.join(map(str, TPU_CHIPS_PER_REPLICA))}"))
+        problems.append(
+            Problem(
+                f"{path}.ray_actor_options.resources.TPU",
+                f"{show(tpu)} is invalid; allowed: one of {', '.join(map(str, TPU_CHIPS_PER_REPLICA))}",
+            )
+        )
         tpu = 0
     elif tpu and tpu not in TPU_CHIPS_PER_REPLICA:
-        problems.append(Problem(f"{path}.ray_actor_options.resources.TPU", f"{show(tpu)} is not a number of chips Ray "
-                                "gives one process; allowed: one of "
-                                f"{', '.join(map(str, TPU_CHIPS_PER_REPLICA))}"))
+        problems.append(
+            Problem(
+                f"{path}.ray_actor_options.resources.TPU",
+                f"{show(tpu)} is not a number of chips Ray "
+                "gives one process; allowed: one of "
+                f"{', '.join(map(str, TPU_CHIPS_PER_REPLICA))}",
+            )
+        )
     if not _number(gpu) or gpu < 0:
-        problems.append(Problem(f"{path}.ray_actor_options.num_gpus", f"{show(gpu)} is invalid; allowed: a number of "
-                                "0 or more"))
+        problems.append(
+            Problem(f"{path}.ray_actor_options.num_gpus", f"{show(gpu)} is invalid; allowed: a number of 0 or more")
+        )
         gpu = 0
     if tpu and gpu:
         problems.append(Problem(f"{path}.ray_actor_options", "asks for TPU chips and GPUs at once; no node has both"))
@@ -85,12 +109,23 @@ def _capacity(obj: RayServiceConfig, kind: str, per_replica: float, known: dict)
         if kind == "tpu" and target_kind == "slice" and name in known["slice"]:
             shape = known["slice"][name].shape
             per_host = shape.chips_per_host
-            out.append((f"group {group.name} (slice {name}: {per_host} chips per host, {shape.hosts} host(s) x "
-                        f"maxReplicas {group.max})", per_host, int(per_host // per_replica) * shape.hosts * group.max))
+            out.append(
+                (
+                    f"group {group.name} (slice {name}: {per_host} chips per host, {shape.hosts} host(s) x "
+                    f"maxReplicas {group.max})",
+                    per_host,
+                    int(per_host // per_replica) * shape.hosts * group.max,
+                )
+            )
         elif kind == "gpu" and target_kind == "gpu_pool" and name in known["gpu_pool"]:
             per_node = known["gpu_pool"][name].machine.gpus
-            out.append((f"group {group.name} (pool {name}: {per_node} GPUs per node x maxReplicas {group.max})",
-                        per_node, int(per_node // per_replica) * group.max))
+            out.append(
+                (
+                    f"group {group.name} (pool {name}: {per_node} GPUs per node x maxReplicas {group.max})",
+                    per_node,
+                    int(per_node // per_replica) * group.max,
+                )
+            )
     return out
 
 
@@ -114,8 +149,13 @@ def check_service(obj: RayServiceConfig, path: str, known: dict) -> list[Problem
             most = replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else None
             if isinstance(autoscaling, dict):
                 if most is not None:
-                    problems.append(Problem(f"{dpath}.num_replicas", f"{replicas} with an autoscaling_config; allowed: "
-                                            "unset or \"auto\" (Ray Serve DeploymentSchema refuses both)"))
+                    problems.append(
+                        Problem(
+                            f"{dpath}.num_replicas",
+                            f"{replicas} with an autoscaling_config; allowed: "
+                            'unset or "auto" (Ray Serve DeploymentSchema refuses both)',
+                        )
+                    )
                 found, most = _autoscaling(autoscaling, f"{dpath}.autoscaling_config")
                 problems += found
             if kind == "cpu" or found:
@@ -123,15 +163,25 @@ def check_service(obj: RayServiceConfig, path: str, known: dict) -> list[Problem
             groups = _capacity(obj, kind, per_replica, known)
             unit = "TPU chips" if kind == "tpu" else "GPUs"
             if not groups:
-                problems.append(Problem(dpath, f"asks for {per_replica:g} {unit} per replica, but no worker group of "
-                                               f"{obj.name} runs on a {'TPU slice' if kind == 'tpu' else 'GPU pool'}"))
+                problems.append(
+                    Problem(
+                        dpath,
+                        f"asks for {per_replica:g} {unit} per replica, but no worker group of "
+                        f"{obj.name} runs on a {'TPU slice' if kind == 'tpu' else 'GPU pool'}",
+                    )
+                )
                 continue
             largest = max(per_host for _, per_host, _ in groups)
             if per_replica > largest:
                 key = "resources.TPU" if kind == "tpu" else "num_gpus"
-                problems.append(Problem(f"{dpath}.ray_actor_options.{key}", f"{per_replica:g} {unit} per replica, more "
-                                        f"than a host or node has ({'; '.join(g for g, _, _ in groups)}); allowed: at "
-                                        f"most {largest}"))
+                problems.append(
+                    Problem(
+                        f"{dpath}.ray_actor_options.{key}",
+                        f"{per_replica:g} {unit} per replica, more "
+                        f"than a host or node has ({'; '.join(g for g, _, _ in groups)}); allowed: at "
+                        f"most {largest}",
+                    )
+                )
                 continue
             if most is not None:
                 name = deployment.get("name", f"deployment {d}")
@@ -142,13 +192,22 @@ def check_service(obj: RayServiceConfig, path: str, known: dict) -> list[Problem
         if wanted and sum(most / max(room, 1e-9) for (_, most, _), room in zip(wanted, rooms)) > 1 + 1e-9:
             groups = "; ".join(g for g, _, _ in _capacity(obj, kind, wanted[0][2], known))
             held = ", ".join(f"{room} of {size:g}" for (_, _, size), room in zip(wanted, rooms))
-            problems.append(Problem(f"{path}.applications", f"{sum(m for _, m, _ in wanted)} replicas at most "
-                                    f"({'; '.join(w for w, _, _ in wanted)}), more than the worker groups hold at "
-                                    f"their maximum ({held} {'TPU chips' if kind == 'tpu' else 'GPUs'} each: "
-                                    f"{groups}); allowed: lower max_replicas, or a larger maxReplicas"))
+            problems.append(
+                Problem(
+                    f"{path}.applications",
+                    f"{sum(m for _, m, _ in wanted)} replicas at most "
+                    f"({'; '.join(w for w, _, _ in wanted)}), more than the worker groups hold at "
+                    f"their maximum ({held} {'TPU chips' if kind == 'tpu' else 'GPUs'} each: "
+                    f"{groups}); allowed: lower max_replicas, or a larger maxReplicas",
+                )
+            )
     return problems
 
 
 def check_services(services: list, known: dict, paths: Paths) -> list[Problem]:
-    return [p for i, obj in enumerate(services) if obj is not None
-            for p in check_service(obj, paths("ray_services", i, "serve_config"), known)]
+    return [
+        p
+        for i, obj in enumerate(services)
+        if obj is not None
+        for p in check_service(obj, paths("ray_services", i, "serve_config"), known)
+    ]

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pulumi
 
-from ray_tpu_gke import (ClusterSpecArgs, RayObjectArgs, RayTpuPlatform, RayTpuPlatformArgs, TpuSliceArgs,
-                         WorkerGroupArgs)
+from ray_tpu_gke import (ClusterSpecArgs, GpuPoolArgs, RayJobSpecArgs, RayObjectArgs, RayTpuPlatform,
+                         RayTpuPlatformArgs, TpuSliceArgs, WorkerGroupArgs)
 
 CONFIG_FILE = Path(__file__).with_name("environments.toml")
 
@@ -29,6 +29,21 @@ def translate(defaults: dict, env: dict) -> RayTpuPlatformArgs:
         if "reservation" in accelerator:
             tpu["reservation"] = accelerator["reservation"]
         slices.append(tpu)
+    gpu_pools = [GpuPoolArgs(name=gpu["id"], accelerator=gpu["gpu"], machine_type=gpu["machine"],
+                             count=gpu.get("nodes", 1), zone=env["zone"], autoscaling={"enabled": gpu["autoscale"]})
+                 for gpu in env.get("gpus", [])]
+    tpu_ids = {tpu["name"] for tpu in slices}
+    # A job's worker group runs on one accelerator id: a TPU slice entry or a GPU pool.
+    ray_jobs = [
+        RayJobSpecArgs(
+            name=job["name"], namespace=job["namespace"], image=job["image"], entrypoint=job["command"],
+            worker_groups=[WorkerGroupArgs(name="tpu", slice=job["on"]) if job["on"] in tpu_ids
+                           else WorkerGroupArgs(name="gpu", gpu_pool=job["on"])],
+            # A template: created suspended, so `pulumi up` starts no Ray cluster; `ray-tpu-gke compare` runs
+            # copies of it, and the copy's Ray cluster (and node) goes a minute after its job ends.
+            suspend=True, ttl_seconds_after_finished=60, active_deadline_seconds=job["deadline_s"])
+        for job in env.get("jobs", [])
+    ]
     ray_clusters = [
         RayObjectArgs(
             name=ray["name"],
@@ -55,7 +70,9 @@ def translate(defaults: dict, env: dict) -> RayTpuPlatformArgs:
         ),
         storage={"force_destroy": not env["protect"]},
         tpu_slices=slices,
+        gpu_pools=gpu_pools,
         ray_clusters=ray_clusters,
+        ray_jobs=ray_jobs,
     )
 
 

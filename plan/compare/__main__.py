@@ -21,8 +21,8 @@ from typing import Callable, Optional
 
 from ray_tpu_gke import ConfigError
 
-from .. import cost, harness, stackfile
-from . import dryrun, estimate, local, output, report, sides
+from .. import cost, inventory, planned, stackfile
+from . import dryrun, estimate, local, output, registered, report, sides
 from .serving import cli as serving_cli
 
 DEFAULT_OUT = Path("compare-report")  # in the current folder: `make compare` runs at the repository's root
@@ -30,61 +30,118 @@ LIVE_TIMEOUT_S = 3600.0
 
 
 def parse_args(argv, prog: str = "python -m plan.compare"):
-    parser = argparse.ArgumentParser(prog=prog, description=(
-        "The stack's comparison jobs (TPU slice and GPU pool) run once each, measured and reported side by side."))
-    parser.add_argument("stack", help="stack name: stacks/Pulumi.<stack>.yaml")
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=(
+            "The stack's comparison jobs (TPU slice and GPU pool) run once each, measured and reported side by side."
+        ),
+    )
+    parser.add_argument(
+        "stack",
+        help="stack name: stacks/Pulumi.<stack>.yaml here; with ray-tpu-gke, the project's "
+        "Pulumi.<stack>.yaml (a stack file, or a program that uses the library)",
+    )
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--context", help="the kubeconfig context of the stack's live cluster")
     where.add_argument("--local", action="store_true", help="run both sides on a local Ray cluster, simulated")
-    where.add_argument("--estimate", action="store_true",
-                       help="no run: each side's step time, job time and cost at an MFU range, from the job's FLOPs "
-                            "per step and the plan's prices (docs/compare.md, Before any hardware)")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="print the RayJobs a live run creates, the quota each side needs and its cost ceiling "
-                             "(price x --timeout), and exit 0; creates nothing")
-    parser.add_argument("--sides", metavar="NAME,...",
-                        help="the sides to run, by RayJob name (default: the TPU sides and the stack's first GPU "
-                             "side; --estimate: every side)")
-    parser.add_argument("--mfu", default=estimate.DEFAULT_MFU, metavar="LO,HI",
-                        help=f"--estimate: the MFU range, fractions (default {estimate.DEFAULT_MFU})")
-    parser.add_argument("--flops-per-step", type=float, metavar="F",
-                        help="--estimate: model FLOPs of one training step, every device's share (default: the "
-                             "job's own flopsPerStep from --measured)")
-    parser.add_argument("--tokens-per-step", type=float, metavar="T",
-                        help="--estimate: tokens one training step takes in (default: the job's tokensPerStep)")
-    parser.add_argument("--measured", type=Path, metavar="FILE",
-                        help="--estimate: a report.json of an earlier comparison (make compare) or a job's result "
-                             f"document to take flopsPerStep from (default {DEFAULT_OUT / 'report.json'}); the "
-                             "estimate goes to ./compare-estimate unless --out says otherwise")
+    where.add_argument(
+        "--estimate",
+        action="store_true",
+        help="no run: each side's step time, job time and cost at an MFU range, from the job's FLOPs "
+        "per step and the plan's prices (docs/compare.md, Before any hardware)",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the RayJobs a live run creates, the quota each side needs and its cost ceiling "
+        "(price x --timeout), and exit 0; creates nothing",
+    )
+    parser.add_argument(
+        "--sides",
+        metavar="NAME,...",
+        help="the sides to run, by RayJob name (default: the TPU sides and the stack's first GPU "
+        "side; --estimate: every side)",
+    )
+    parser.add_argument(
+        "--mfu",
+        default=estimate.DEFAULT_MFU,
+        metavar="LO,HI",
+        help=f"--estimate: the MFU range, fractions (default {estimate.DEFAULT_MFU})",
+    )
+    parser.add_argument(
+        "--flops-per-step",
+        type=float,
+        metavar="F",
+        help="--estimate: model FLOPs of one training step, every device's share (default: the "
+        "job's own flopsPerStep from --measured)",
+    )
+    parser.add_argument(
+        "--tokens-per-step",
+        type=float,
+        metavar="T",
+        help="--estimate: tokens one training step takes in (default: the job's tokensPerStep)",
+    )
+    parser.add_argument(
+        "--measured",
+        type=Path,
+        metavar="FILE",
+        help="--estimate: a report.json of an earlier comparison (make compare) or a job's result "
+        f"document to take flopsPerStep from (default {DEFAULT_OUT / 'report.json'}); the "
+        "estimate goes to ./compare-estimate unless --out says otherwise",
+    )
     parser.add_argument("--kubeconfig", type=Path, help="kubeconfig file (default: kubectl's)")
     parser.add_argument("--config-file", type=Path, help="read this stack config file instead of the stack's own")
-    parser.add_argument("--inject-failure", metavar="STEP",
-                        help="delete one worker pod (locally: remove a node) of each side when it reports this step, "
-                             f"and measure the recovery (default: none live, {local.DEFAULT_INJECT_STEP} locally; "
-                             "0: none); with --local also SIDE=STEP,... per side (a side left out: none)")
-    parser.add_argument("--entrypoint", action="append", default=[], metavar="SIDE=CMD",
-                        help="run CMD as SIDE's job instead of the stack's RayJob entrypoint (repeatable): a job that "
-                             "reports through ray_tpu_gke.bench (docs/compare.md \"Bring your own job\")")
+    parser.add_argument(
+        "--inject-failure",
+        metavar="STEP",
+        help="delete one worker pod (locally: remove a node) of each side when it reports this step, "
+        f"and measure the recovery (default: none live, {local.DEFAULT_INJECT_STEP} locally; "
+        "0: none); with --local also SIDE=STEP,... per side (a side left out: none)",
+    )
+    parser.add_argument(
+        "--entrypoint",
+        action="append",
+        default=[],
+        metavar="SIDE=CMD",
+        help="run CMD as SIDE's job instead of the stack's RayJob entrypoint (repeatable): a job that "
+        'reports through ray_tpu_gke.bench (docs/compare.md "Bring your own job")',
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder of the report (default ./compare-report)")
-    parser.add_argument("--timeout", type=float,
-                        help="seconds the live jobs may take, scale-up from zero included "
-                             f"(default {LIVE_TIMEOUT_S:.0f}"
-                             "); locally, each side (default 600)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        help="seconds the live jobs may take, scale-up from zero included "
+        f"(default {LIVE_TIMEOUT_S:.0f}"
+        "); locally, each side (default 600)",
+    )
     parser.add_argument("--poll", type=float, default=10, help="seconds between live status reads (default 10)")
-    parser.add_argument("--wait-for-removal", type=float, default=0, metavar="S",
-                        help="after the jobs end, watch their nodes up to S seconds so that the cost ends at their "
-                             "removal (default 0: nodes still up are billed until the collection, and said so)")
+    parser.add_argument(
+        "--wait-for-removal",
+        type=float,
+        default=0,
+        metavar="S",
+        help="after the jobs end, watch their nodes up to S seconds so that the cost ends at their "
+        "removal (default 0: nodes still up are billed until the collection, and said so)",
+    )
     parser.add_argument("--keep-jobs", action="store_true", help="leave the comparison RayJobs in place (live)")
     parser.add_argument("--run", help="run id (default <stack>-<UTC yyyymmddHHMMSS>)")
     parser.add_argument("--seed", type=int, default=0, help="seed of both sides (data, init, evaluation batch)")
-    parser.add_argument("--tolerance", type=float, default=report.DEFAULT_TOLERANCE,
-                        help="largest relative difference at which the sides agree "
-                             f"(default {report.DEFAULT_TOLERANCE})")
-    parser.add_argument("--steps", type=int, help=f"--local: training steps per side (default "
-                                                  f"{local.DEFAULT_STEPS}; live runs use the stack's own); "
-                                                  "--estimate: the job's length (default: its entrypoint's --steps)")
-    parser.add_argument("--report-every", type=int, help=f"--local: checkpoint cadence (default "
-                                                         f"{local.DEFAULT_REPORT_EVERY})")
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=report.DEFAULT_TOLERANCE,
+        help=f"largest relative difference at which the sides agree (default {report.DEFAULT_TOLERANCE})",
+    )
+    parser.add_argument(
+        "--steps",
+        type=int,
+        help=f"--local: training steps per side (default "
+        f"{local.DEFAULT_STEPS}; live runs use the stack's own); "
+        "--estimate: the job's length (default: its entrypoint's --steps)",
+    )
+    parser.add_argument(
+        "--report-every", type=int, help=f"--local: checkpoint cadence (default {local.DEFAULT_REPORT_EVERY})"
+    )
     serving_cli.add_arguments(parser)
     args = parser.parse_args(argv)
     args.inject_failure, args.inject_by_side = _injection(parser, args.inject_failure, args.local)
@@ -94,8 +151,10 @@ def parse_args(argv, prog: str = "python -m plan.compare"):
     if args.dry_run and (args.local or args.estimate):
         parser.error("--dry-run shows a live run; it is not for --local or --estimate")
     if not (args.local or args.estimate) and (args.steps is not None or args.report_every is not None):
-        parser.error("--steps and --report-every are for --local (and --steps for --estimate); a live run uses the "
-                     "stack's own entrypoint")
+        parser.error(
+            "--steps and --report-every are for --local (and --steps for --estimate); a live run uses the "
+            "stack's own entrypoint"
+        )
     if args.estimate and args.report_every is not None:
         parser.error("--report-every is for --local")
     try:
@@ -145,18 +204,23 @@ def with_entrypoints(found: list, entrypoints: dict[str, str]) -> list:
     """The sides with their job's command replaced where --entrypoint names them; an unknown side is an error."""
     unknown = sorted(set(entrypoints) - {s.name for s in found})
     if unknown:
-        raise sides.SideError(f"--entrypoint names {', '.join(unknown)}, not a side of this stack; its sides: "
-                              f"{', '.join(s.name for s in found)}")
+        raise sides.SideError(
+            f"--entrypoint names {', '.join(unknown)}, not a side of this stack; its sides: "
+            f"{', '.join(s.name for s in found)}"
+        )
     return [dataclasses.replace(s, entrypoint=entrypoints[s.name]) if s.name in entrypoints else s for s in found]
 
 
 def load_plan(stack: str, config_file=None) -> tuple[dict, dict]:
-    """The stack's offline plan as `python -m plan STACK --json` prints it (its `cost` included) and its config
-    values."""
-    values, secret_keys, config = stackfile.load_checked(stack, config_file)
-    plan = harness.run_program(stack, values, secret_keys)
-    cost.attach(plan, config)
-    return plan.to_json(), values
+    """The stack's offline plan as `python -m plan STACK --json` prints it (its `cost` included) and the config values
+    its sides are read from: a stack file's own, or what a program of its own registered (plan/planned.py,
+    registered.py)."""
+    found = planned.load(stack, config_file)
+    if found.inventory is None:
+        cost.attach(found.ran, found.config)
+        return found.ran.to_json(), found.values
+    found.ran.cost = inventory.cost(found.inventory).json
+    return found.ran.to_json(), registered.values(found.inventory)
 
 
 def default_run(stack: str, now: float) -> str:
@@ -165,27 +229,43 @@ def default_run(stack: str, now: float) -> str:
 
 def _prices(plan: dict) -> dict:
     c = plan.get("cost") or {}
-    return {"currency": c.get("currency"), "region": c.get("region"), "oldestAsOf": c.get("oldestAsOf"),
-            "rates": c.get("rates", [])}
+    return {
+        "currency": c.get("currency"),
+        "region": c.get("region"),
+        "oldestAsOf": c.get("oldestAsOf"),
+        "rates": c.get("rates", []),
+    }
 
 
-def main(argv=None, clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
-         prog: str = "python -m plan.compare") -> int:
+def main(
+    argv=None,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+    prog: str = "python -m plan.compare",
+) -> int:
     args = parse_args(argv, prog)
     try:
         plan, values = load_plan(args.stack, args.config_file)
         if args.serve:  # the serving comparison: the stack's RayServices, not its RayJobs
-            return serving_cli.main(args, plan, values, args.run or default_run(args.stack, clock()),
-                                    local.workloads_python)
+            return serving_cli.main(
+                args, plan, values, args.run or default_run(args.stack, clock()), local.workloads_python
+            )
         found = with_entrypoints(sides.sides(plan, values), args.entrypoints)
     except (ConfigError, stackfile.StackNotFound) as error:
         return stackfile.report(error)
     except sides.SideError as error:
         print(f"error: {error}", file=sys.stderr)
         return stackfile.EXIT_INVALID
+    lacking = None if planned.reads_stack_files() else registered.missing(plan.get("project", ""), values, found)
+    if lacking:
+        print(f"error: {lacking}", file=sys.stderr)
+        return stackfile.EXIT_INVALID
     if not found:
-        print(f"error: stack {args.stack} has no RayJob whose worker group runs on a TPU slice or a GPU pool: nothing "
-              "to compare", file=sys.stderr)
+        print(
+            f"error: stack {args.stack} has no RayJob whose worker group runs on a TPU slice or a GPU pool: nothing "
+            "to compare",
+            file=sys.stderr,
+        )
         return stackfile.EXIT_INVALID
     try:
         chosen = sides.select(found, args.sides)
@@ -204,15 +284,19 @@ def main(argv=None, clock: Callable[[], float] = time.time, sleep: Callable[[flo
         if args.inject_by_side is not None:
             unknown = sorted(set(args.inject_by_side) - {s.name for s in found})
             if unknown:
-                print(f"error: --inject-failure names {', '.join(unknown)}, not a side of this stack",
-                      file=sys.stderr)
+                print(f"error: --inject-failure names {', '.join(unknown)}, not a side of this stack", file=sys.stderr)
                 return stackfile.EXIT_INVALID
             inject = {s.name: args.inject_by_side.get(s.name) or None for s in found}
         try:
             runs, collected, facts = local.run(
-                found, run_id, steps=args.steps or local.DEFAULT_STEPS,
-                report_every=args.report_every or local.DEFAULT_REPORT_EVERY, inject_step=inject, seed=args.seed,
-                side_timeout=args.timeout or local.SIDE_TIMEOUT_S)
+                found,
+                run_id,
+                steps=args.steps or local.DEFAULT_STEPS,
+                report_every=args.report_every or local.DEFAULT_REPORT_EVERY,
+                inject_step=inject,
+                seed=args.seed,
+                side_timeout=args.timeout or local.SIDE_TIMEOUT_S,
+            )
         except local.LocalError as error:
             print(f"error: {error}", file=sys.stderr)
             return stackfile.EXIT_ERROR
@@ -223,15 +307,32 @@ def main(argv=None, clock: Callable[[], float] = time.time, sleep: Callable[[flo
 
         try:
             runs, collected = live.collect(
-                Kubectl(args.context, args.kubeconfig), found, run_id, seed=args.seed,
-                inject_step=args.inject_failure or None, timeout=args.timeout or LIVE_TIMEOUT_S, poll=args.poll,
-                wait_for_removal=args.wait_for_removal, keep_jobs=args.keep_jobs, clock=clock, sleep=sleep)
+                Kubectl(args.context, args.kubeconfig),
+                found,
+                run_id,
+                seed=args.seed,
+                inject_step=args.inject_failure or None,
+                timeout=args.timeout or LIVE_TIMEOUT_S,
+                poll=args.poll,
+                wait_for_removal=args.wait_for_removal,
+                keep_jobs=args.keep_jobs,
+                clock=clock,
+                sleep=sleep,
+            )
         except KubectlError as error:
             print(f"error: cannot follow the jobs on the cluster: {error}", file=sys.stderr)
             return stackfile.EXIT_ERROR
         context = args.context
-    document = report.build(args.stack, "local" if args.local else "live", run_id, runs, collected,
-                            tolerance=args.tolerance, context=context, prices=_prices(plan))
+    document = report.build(
+        args.stack,
+        "local" if args.local else "live",
+        run_id,
+        runs,
+        collected,
+        tolerance=args.tolerance,
+        context=context,
+        prices=_prices(plan),
+    )
     if facts is not None:
         document["localRun"] = facts  # how long the local Ray cluster itself took to start
     output.write(document, args.out)

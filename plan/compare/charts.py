@@ -11,8 +11,16 @@ from ray_tpu_gke import bench
 from .markdown import PART_NAMES
 
 TIME_CHART, STEPS_CHART, COST_CHART = "time.png", "step-times.png", "cost.png"
-COLOURS = {"capacityWaitS": "#9e9e9e", "podStartS": "#bcaaa4", "rayStartS": "#90caf9", "compiledStepsS": "#ffb74d",
-           "stepsS": "#66bb6a", "checkpointsS": "#ba68c8", "recoveryS": "#e57373", "otherS": "#e0e0e0"}
+COLOURS = {
+    "capacityWaitS": "#9e9e9e",
+    "podStartS": "#bcaaa4",
+    "rayStartS": "#90caf9",
+    "compiledStepsS": "#ffb74d",
+    "stepsS": "#66bb6a",
+    "checkpointsS": "#ba68c8",
+    "recoveryS": "#e57373",
+    "otherS": "#e0e0e0",
+}
 
 
 def _pyplot():
@@ -39,8 +47,13 @@ def axis_labels(ax, labels: list[str]) -> None:
 
     wrapped = ["\n".join(textwrap.fill(part, LABEL_WIDTH) for part in label.split("\n")) for label in labels]
     many = len(labels) > 3
-    ax.set_xticks(range(len(labels)), wrapped, rotation=30 if many else 0, ha="right" if many else "center",
-                  fontsize=8 if many else 9)
+    ax.set_xticks(
+        range(len(labels)),
+        wrapped,
+        rotation=30 if many else 0,
+        ha="right" if many else "center",
+        fontsize=8 if many else 9,
+    )
 
 
 def no_math(text: str) -> str:
@@ -75,8 +88,14 @@ def time_chart(report: dict, path: Path) -> None:
     handles, names = ax.get_legend_handles_labels()
     unique = dict(zip(names, handles))
     if unique:
-        ax.legend(unique.values(), unique.keys(), loc="upper center", bbox_to_anchor=(0.5, -0.25 - 0.05 * len(sides)),
-                  ncol=4, frameon=False)
+        ax.legend(
+            unique.values(),
+            unique.keys(),
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.25 - 0.05 * len(sides)),
+            ncol=4,
+            frameon=False,
+        )
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
@@ -113,13 +132,23 @@ def cost_chart(report: dict, path: Path) -> None:
     sides = report["sides"]
     fig, ax = plt.subplots(figsize=(7, 4.5))
     values = [s.get("costPerJobUsd") for s in sides]
-    ax.bar(range(len(sides)), [v or 0 for v in values], color=["#42a5f5" if s["kind"] == "tpu" else "#66bb6a"
-                                                                for s in sides])
+    ax.bar(
+        range(len(sides)),
+        [v or 0 for v in values],
+        color=["#42a5f5" if s["kind"] == "tpu" else "#66bb6a" for s in sides],
+    )
     for i, (side, value) in enumerate(zip(sides, values)):
         per_k = side.get("costPer1kStepsUsd")
         text = "not measured" if value is None else f"${value:,.4f}" + (f"\n${per_k:,.4f}/1k steps" if per_k else "")
-        ax.annotate(no_math(text), (i, value or 0), ha="center", va="bottom", fontsize=9, xytext=(0, 3),
-                    textcoords="offset points")
+        ax.annotate(
+            no_math(text),
+            (i, value or 0),
+            ha="center",
+            va="bottom",
+            fontsize=9,
+            xytext=(0, 3),
+            textcoords="offset points",
+        )
     axis_labels(ax, [_label(s) for s in sides])
     ax.set_ylabel("USD per job (plan price x billed node time)")
     ax.set_title(title(report, "cost per job"), fontsize=10)

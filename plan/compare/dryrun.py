@@ -47,16 +47,20 @@ def lines(plan: dict, found: list[SidePlan], run_id: str, seed: int, timeout_s: 
         total += top or 0.0
         price = "no price in the plan" if side.hourly is None else f"${side.hourly:,.2f}/hour"
         most = "unknown" if top is None else f"${top:,.2f}"
-        out += [f"- {side.name}: RayJob {job['metadata']['namespace']}/{job['metadata']['name']} (not suspended), "
-                f"{side.kind.upper()} {side.accelerator} on {side.item} ({side.nodes} node(s), {side.capacity})",
-                f"    image {', '.join(side.images) or '?'}",
-                f"    entrypoint {job['spec']['entrypoint']}",
-                f"    quota {quota_need(side, region)}",
-                f"    cost ceiling {most} ({price} x ({timeout_s:.0f} s --timeout + {TTL_AFTER_FINISHED_S} s until "
-                "KubeRay deletes the Ray cluster))"]
-    out.append(f"Cost ceiling of the run: ${total:,.2f} for {len(found)} side(s). The run stops following its jobs "
-               "after --timeout and deletes them (unless --keep-jobs); not counted: the minutes the cluster "
-               "autoscaler takes to remove an emptied node (--wait-for-removal measures them).")
+        out += [
+            f"- {side.name}: RayJob {job['metadata']['namespace']}/{job['metadata']['name']} (not suspended), "
+            f"{side.kind.upper()} {side.accelerator} on {side.item} ({side.nodes} node(s), {side.capacity})",
+            f"    image {', '.join(side.images) or '?'}",
+            f"    entrypoint {job['spec']['entrypoint']}",
+            f"    quota {quota_need(side, region)}",
+            f"    cost ceiling {most} ({price} x ({timeout_s:.0f} s --timeout + {TTL_AFTER_FINISHED_S} s until "
+            "KubeRay deletes the Ray cluster))",
+        ]
+    out.append(
+        f"Cost ceiling of the run: ${total:,.2f} for {len(found)} side(s). The run stops following its jobs "
+        "after --timeout and deletes them (unless --keep-jobs); not counted: the minutes the cluster "
+        "autoscaler takes to remove an emptied node (--wait-for-removal measures them)."
+    )
     return out
 
 

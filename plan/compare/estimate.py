@@ -51,11 +51,17 @@ def measured(path: Path) -> dict[str, dict]:
     for row in rows if isinstance(rows, list) else []:
         if isinstance(row, dict) and isinstance(row.get("flopsPerStep"), (int, float)) and row["flopsPerStep"] > 0:
             key = row.get("name") or row.get("side")
-            out[key] = {"flopsPerStep": float(row["flopsPerStep"]), "tokensPerStep": row.get("tokensPerStep"),
-                        "simulated": row.get("simulated"), "from": str(path)}
+            out[key] = {
+                "flopsPerStep": float(row["flopsPerStep"]),
+                "tokensPerStep": row.get("tokensPerStep"),
+                "simulated": row.get("simulated"),
+                "from": str(path),
+            }
     if not out:
-        raise EstimateError(f"--measured {path}: no side or result there declares flopsPerStep (a job reports it "
-                            "in its result document); pass --flops-per-step")
+        raise EstimateError(
+            f"--measured {path}: no side or result there declares flopsPerStep (a job reports it "
+            "in its result document); pass --flops-per-step"
+        )
     return out
 
 
@@ -71,22 +77,40 @@ def _span(low: Optional[float], high: Optional[float]) -> Optional[dict]:
     return None if low is None or high is None else {"low": min(low, high), "high": max(low, high)}
 
 
-def side_estimate(side: SidePlan, flops: Optional[float], tokens: Optional[float], steps: Optional[int],
-                  mfu_range: tuple[float, float], source: Optional[str]) -> tuple[dict, list[str]]:
+def side_estimate(
+    side: SidePlan,
+    flops: Optional[float],
+    tokens: Optional[float],
+    steps: Optional[int],
+    mfu_range: tuple[float, float],
+    source: Optional[str],
+) -> tuple[dict, list[str]]:
     """One side of the estimate, and what it could not estimate."""
     peak = limits.peak_of(side)
-    out: dict[str, Any] = {"name": side.name, "kind": side.kind, "accelerator": side.accelerator,
-                           "capacity": side.capacity, "runsOn": side.item, "devices": side.devices,
-                           "peakFlopsPerS": peak.bf16_flops_per_s if peak else None,
-                           "peakSource": peak.source if peak else None,
-                           "hbmGiBPerDevice": round(peak.hbm_gib, 1) if peak else None,
-                           "hourlyUsd": side.hourly, "flopsPerStep": flops, "flopsSource": source,
-                           "tokensPerStep": tokens, "steps": steps, "estimate": True, "simulated": False,
-                           "mfuRange": {"low": mfu_range[0], "high": mfu_range[1]}}
+    out: dict[str, Any] = {
+        "name": side.name,
+        "kind": side.kind,
+        "accelerator": side.accelerator,
+        "capacity": side.capacity,
+        "runsOn": side.item,
+        "devices": side.devices,
+        "peakFlopsPerS": peak.bf16_flops_per_s if peak else None,
+        "peakSource": peak.source if peak else None,
+        "hbmGiBPerDevice": round(peak.hbm_gib, 1) if peak else None,
+        "hourlyUsd": side.hourly,
+        "flopsPerStep": flops,
+        "flopsSource": source,
+        "tokensPerStep": tokens,
+        "steps": steps,
+        "estimate": True,
+        "simulated": False,
+        "mfuRange": {"low": mfu_range[0], "high": mfu_range[1]},
+    }
     problems = []
     if peak is None:
-        problems.append(f"{side.name}: peakFlopsPerS: the catalogue has no peak for "
-                        f"{side.generation or side.gpu_accelerator}")
+        problems.append(
+            f"{side.name}: peakFlopsPerS: the catalogue has no peak for {side.generation or side.gpu_accelerator}"
+        )
     if flops is None:
         problems.append(f"{side.name}: flopsPerStep: not declared (--flops-per-step, or --measured FILE)")
     if steps is None:
@@ -108,9 +132,17 @@ def side_estimate(side: SidePlan, flops: Optional[float], tokens: Optional[float
     return out, problems
 
 
-def build(stack: str, found: list[SidePlan], *, flops: Optional[float], tokens: Optional[float],
-          by_side: dict[str, dict], steps: Optional[int], mfu_range: tuple[float, float],
-          prices: Optional[dict] = None) -> dict:
+def build(
+    stack: str,
+    found: list[SidePlan],
+    *,
+    flops: Optional[float],
+    tokens: Optional[float],
+    by_side: dict[str, dict],
+    steps: Optional[int],
+    mfu_range: tuple[float, float],
+    prices: Optional[dict] = None,
+) -> dict:
     """report.json of an estimate: every side at the MFU range, and what could not be estimated."""
     sides, problems = [], []
     for side in found:
@@ -125,13 +157,23 @@ def build(stack: str, found: list[SidePlan], *, flops: Optional[float], tokens: 
             source = f"{source} (side {key}: this side declared none)"
         row, lacking = side_estimate(side, side_flops, side_tokens, steps_of(side, steps), mfu_range, source)
         if flops is None and declared.get("simulated"):
-            row["flopsNote"] = ("declared by the job in a local rehearsal: the FLOPs of the model size it ran, which "
-                                "is the live job's only if both run the same size")
+            row["flopsNote"] = (
+                "declared by the job in a local rehearsal: the FLOPs of the model size it ran, which "
+                "is the live job's only if both run the same size"
+            )
         sides.append(row)
         problems += lacking
-    report = {"schema": REPORT_SCHEMA, "stack": stack, "mode": LABEL, "estimate": True, "simulated": False,
-              "mfuRange": {"low": mfu_range[0], "high": mfu_range[1]}, "sides": sides, "problems": problems,
-              "complete": not problems}
+    report = {
+        "schema": REPORT_SCHEMA,
+        "stack": stack,
+        "mode": LABEL,
+        "estimate": True,
+        "simulated": False,
+        "mfuRange": {"low": mfu_range[0], "high": mfu_range[1]},
+        "sides": sides,
+        "problems": problems,
+        "complete": not problems,
+    }
     if prices is not None:
         report["prices"] = prices
     return report
@@ -145,9 +187,11 @@ def main(args, plan: dict, found: list[SidePlan], default_out: Path) -> int:
     if args.flops_per_step is None:
         path = args.measured or default_out / "report.json"
         if args.measured is None and not path.exists():
-            print(f"error: --estimate needs the job's FLOPs per step: --flops-per-step F, or --measured FILE (a "
-                  f"comparison report or a job's result document; {path} does not exist: `make compare` writes it)",
-                  file=sys.stderr)
+            print(
+                f"error: --estimate needs the job's FLOPs per step: --flops-per-step F, or --measured FILE (a "
+                f"comparison report or a job's result document; {path} does not exist: `make compare` writes it)",
+                file=sys.stderr,
+            )
             return 2
         try:
             by_side = measured(path)
@@ -155,10 +199,16 @@ def main(args, plan: dict, found: list[SidePlan], default_out: Path) -> int:
             print(f"error: {error}", file=sys.stderr)
             return 2
     c = plan.get("cost") or {}
-    document = build(args.stack, found, flops=args.flops_per_step, tokens=args.tokens_per_step, by_side=by_side,
-                     steps=args.steps, mfu_range=args.mfu_range,
-                     prices={"currency": c.get("currency"), "region": c.get("region"),
-                             "oldestAsOf": c.get("oldestAsOf")})
+    document = build(
+        args.stack,
+        found,
+        flops=args.flops_per_step,
+        tokens=args.tokens_per_step,
+        by_side=by_side,
+        steps=args.steps,
+        mfu_range=args.mfu_range,
+        prices={"currency": c.get("currency"), "region": c.get("region"), "oldestAsOf": c.get("oldestAsOf")},
+    )
     out = DEFAULT_OUT if args.out == default_out else args.out
     output.write(document, out)
     from .estimate_render import lines

@@ -31,15 +31,19 @@ def lines(report: dict) -> list[str]:
     """One sentence per side, each saying it is an estimate and at what MFU."""
     out = []
     for s in report["sides"]:
-        head = (f"Estimate, {s['name']} ({s['kind'].upper()} {s['accelerator']}, {s['devices']} devices at "
-                f"{_per_s(s.get('peakFlopsPerS'))} peak bf16 each), at {_mfu(report)} MFU:")
+        head = (
+            f"Estimate, {s['name']} ({s['kind'].upper()} {s['accelerator']}, {s['devices']} devices at "
+            f"{_per_s(s.get('peakFlopsPerS'))} peak bf16 each), at {_mfu(report)} MFU:"
+        )
         if not s.get("stepTimeS"):
             why = [p.split(": ", 1)[1] for p in report["problems"] if p.startswith(s["name"] + ":")]
             out.append(f"{head} not estimated ({'; '.join(why) or 'see the problems'})")
             continue
-        text = (f"{head} a step of {_flops(s.get('flopsPerStep'))} FLOPs takes {_range(s['stepTimeS'], seconds)}; "
-                f"{s.get('steps') or '?'} steps take {_range(s.get('jobTimeS'), seconds)} and cost "
-                f"{_range(s.get('jobCostUsd'), usd)} at {usd(s.get('hourlyUsd'))}/hour")
+        text = (
+            f"{head} a step of {_flops(s.get('flopsPerStep'))} FLOPs takes {_range(s['stepTimeS'], seconds)}; "
+            f"{s.get('steps') or '?'} steps take {_range(s.get('jobTimeS'), seconds)} and cost "
+            f"{_range(s.get('jobCostUsd'), usd)} at {usd(s.get('hourlyUsd'))}/hour"
+        )
         if s.get("costPer1MTokensUsd"):
             text += f", {_range(s['costPer1MTokensUsd'], usd)} per 1M tokens"
         out.append(text + " (training steps only: no start-up, compilation or checkpoints).")
@@ -63,10 +67,18 @@ def render(report: dict, charts: list[str]) -> str:
     ]
     table = ["| | " + " | ".join(names) + " |", "| --- |" + " --- |" * len(names)]
     table += [f"| {label} | " + " | ".join(cell(s) for s in report["sides"]) + " |" for label, cell in rows]
-    parts = [f"Estimate, not a measurement: what each side's job would take and cost at {_mfu(report)} of its "
-             "hardware's peak (MFU), from the job's FLOPs per step, the catalogue's peaks and the plan's prices. "
-             "No hardware ran.", "", f"# Estimate for stack `{report['stack']}`", "", *table, "",
-             *[f"- {line}" for line in lines(report)], ""]
+    parts = [
+        f"Estimate, not a measurement: what each side's job would take and cost at {_mfu(report)} of its "
+        "hardware's peak (MFU), from the job's FLOPs per step, the catalogue's peaks and the plan's prices. "
+        "No hardware ran.",
+        "",
+        f"# Estimate for stack `{report['stack']}`",
+        "",
+        *table,
+        "",
+        *[f"- {line}" for line in lines(report)],
+        "",
+    ]
     sources = sorted({s["peakSource"] for s in report["sides"] if s.get("peakSource")})
     parts += ["Peaks (dense bf16, per device): " + "; ".join(sources), ""]
     notes = sorted({s["flopsNote"] for s in report["sides"] if s.get("flopsNote")})
@@ -86,10 +98,22 @@ def chart(report: dict, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(8, 4.8))
     for i, s in enumerate(sides):
         span = s["jobCostUsd"]
-        ax.bar(i, span["high"] - span["low"], bottom=span["low"], color="#42a5f5" if s["kind"] == "tpu" else
-               "#66bb6a", width=0.5)
-        ax.annotate(no_math(f"{usd(span['low'])} – {usd(span['high'])}"), (i, span["high"]), ha="center", va="bottom",
-                    fontsize=9, xytext=(0, 3), textcoords="offset points")
+        ax.bar(
+            i,
+            span["high"] - span["low"],
+            bottom=span["low"],
+            color="#42a5f5" if s["kind"] == "tpu" else "#66bb6a",
+            width=0.5,
+        )
+        ax.annotate(
+            no_math(f"{usd(span['low'])} – {usd(span['high'])}"),
+            (i, span["high"]),
+            ha="center",
+            va="bottom",
+            fontsize=9,
+            xytext=(0, 3),
+            textcoords="offset points",
+        )
     if not sides:
         ax.text(0.5, 0.5, "nothing estimated", ha="center", va="center", transform=ax.transAxes)
     axis_labels(ax, [f"{s['name']}\n{s['kind'].upper()} {s['accelerator']}" for s in sides])

@@ -25,8 +25,9 @@ def peak_of(side: SidePlan) -> Optional[catalog.Peak]:
         return None
 
 
-def mfu(flops_per_step: Optional[float], step_s: Optional[float], devices: int,
-        peak_flops_per_s: Optional[float]) -> Optional[float]:
+def mfu(
+    flops_per_step: Optional[float], step_s: Optional[float], devices: int, peak_flops_per_s: Optional[float]
+) -> Optional[float]:
     """The fraction of the devices' peak that `flops_per_step` in `step_s` reaches; None where a number is missing."""
     if not flops_per_step or not step_s or not devices or not peak_flops_per_s:
         return None
@@ -50,9 +51,13 @@ def side_fields(side: SidePlan, result: dict, stats: Optional[dict]) -> dict:
     flops = result.get("flopsPerStep") if isinstance(result.get("flopsPerStep"), (int, float)) else None
     p50 = (stats or {}).get("p50")
     simulated = result.get("simulated") is True
-    out: dict = {"flopsPerStep": flops, "peakFlopsPerS": peak.bf16_flops_per_s if peak else None,
-                 "peakSource": peak.source if peak else None, "mfuDevices": side.devices,
-                 "mfu": None if simulated else mfu(flops, p50, side.devices, peak.bf16_flops_per_s if peak else None)}
+    out: dict = {
+        "flopsPerStep": flops,
+        "peakFlopsPerS": peak.bf16_flops_per_s if peak else None,
+        "peakSource": peak.source if peak else None,
+        "mfuDevices": side.devices,
+        "mfu": None if simulated else mfu(flops, p50, side.devices, peak.bf16_flops_per_s if peak else None),
+    }
     tokens = result.get("tokensPerStep") if isinstance(result.get("tokensPerStep"), (int, float)) else None
     if tokens is not None:
         out["tokensPerStep"] = tokens
@@ -63,6 +68,7 @@ def side_fields(side: SidePlan, result: dict, stats: Optional[dict]) -> dict:
             "steadyTokensPerS": tokens / p50 if tokens else None,
             "jobExamplesPerS": result.get("examplesPerS"),
             "basis": "steady: batch (or tokens) per step over the median steady step time; job: the job's own "
-                     "examplesPerS, over the summed time of its last attempt's steps, the compiling step included "
-                     "(workloads.train), so it is lower by what compiling took"}
+            "examplesPerS, over the summed time of its last attempt's steps, the compiling step included "
+            "(workloads.train), so it is lower by what compiling took",
+        }
     return out

@@ -84,9 +84,16 @@ def _finished(status: dict) -> bool:
 
 
 class Collector:
-    def __init__(self, kubectl: Kubectl, sides: list[SidePlan], run: str, seed: int = 0,
-                 inject_step: Optional[int] = None, clock: Callable[[], float] = time.time,
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        kubectl: Kubectl,
+        sides: list[SidePlan],
+        run: str,
+        seed: int = 0,
+        inject_step: Optional[int] = None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.kubectl, self.run_id, self.inject_step = kubectl, run, inject_step
         self.clock, self.sleep = clock, sleep
         self.followed = [Followed(s, run_manifest(s, run, seed=seed)) for s in sides]
@@ -106,8 +113,9 @@ class Collector:
     def _pods(self, f: Followed, node_list: dict[str, dict]) -> None:
         if not f.cluster:
             return
-        live = self.kubectl.items("pods", "-n", f.namespace, "-l",
-                                  f"{CLUSTER_LABEL}={f.cluster},{GROUP_LABEL}={f.side.group}")
+        live = self.kubectl.items(
+            "pods", "-n", f.namespace, "-l", f"{CLUSTER_LABEL}={f.cluster},{GROUP_LABEL}={f.side.group}"
+        )
         names = set()
         for pod in live:
             name = pod["metadata"]["name"]
@@ -144,8 +152,11 @@ class Collector:
             return
         last = events.parse(f.log).last_step
         if f.done:
-            f.injection_problem = (f"the job ended at step {last} before step {self.inject_step} was reported"
-                                   if last is not None else "the job ended before any step was reported")
+            f.injection_problem = (
+                f"the job ended at step {last} before step {self.inject_step} was reported"
+                if last is not None
+                else "the job ended before any step was reported"
+            )
             return
         if last is None or last < self.inject_step:
             return
@@ -242,27 +253,55 @@ class Collector:
             enough = len(first) >= f.side.nodes
             first_nodes = [f.nodes[p.node] for p in first if p.node in f.nodes]
             ready_nodes = [n.ready_at for n in first_nodes]
-            nodes_ready = (max(ready_nodes) if enough and ready_nodes and None not in ready_nodes
-                           and len(first_nodes) == len(first) else None)
+            nodes_ready = (
+                max(ready_nodes)
+                if enough and ready_nodes and None not in ready_nodes and len(first_nodes) == len(first)
+                else None
+            )
             ready_pods = [p.ready_at for p in first]
             pods_ready = max(ready_pods) if enough and ready_pods and None not in ready_pods else None
             if nodes_ready is not None and f.requested_at is not None:
                 nodes_ready = max(nodes_ready, f.requested_at)  # nodes that were up already: no wait
-            runs.append(SideRun(
-                side=f.side, job=f"{f.namespace}/{f.name}", requested_at=f.requested_at,
-                nodes=list(f.nodes.values()), nodes_ready_at=nodes_ready, pods_ready_at=pods_ready, log=f.log,
-                outcome=f.outcome, succeeded=f.status.get("jobStatus") == "SUCCEEDED",
-                ended_at=timestamp(f.status.get("endTime")), inject_step=self.inject_step, injection=f.injection,
-                injection_problem=f.injection_problem or (None if f.injection or self.inject_step is None else
-                                                          f"step {self.inject_step} was never reported ({f.outcome})"),
-                cluster=self.cluster_events(f) if f.created else {}))
+            runs.append(
+                SideRun(
+                    side=f.side,
+                    job=f"{f.namespace}/{f.name}",
+                    requested_at=f.requested_at,
+                    nodes=list(f.nodes.values()),
+                    nodes_ready_at=nodes_ready,
+                    pods_ready_at=pods_ready,
+                    log=f.log,
+                    outcome=f.outcome,
+                    succeeded=f.status.get("jobStatus") == "SUCCEEDED",
+                    ended_at=timestamp(f.status.get("endTime")),
+                    inject_step=self.inject_step,
+                    injection=f.injection,
+                    injection_problem=f.injection_problem
+                    or (
+                        None
+                        if f.injection or self.inject_step is None
+                        else f"step {self.inject_step} was never reported ({f.outcome})"
+                    ),
+                    cluster=self.cluster_events(f) if f.created else {},
+                )
+            )
         return runs
 
 
-def collect(kubectl: Kubectl, sides: list[SidePlan], run: str, *, seed: int = 0, inject_step: Optional[int] = None,
-            timeout: float = 3600, poll: float = 10, wait_for_removal: float = 0, keep_jobs: bool = False,
-            clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep
-            ) -> tuple[list[SideRun], float]:
+def collect(
+    kubectl: Kubectl,
+    sides: list[SidePlan],
+    run: str,
+    *,
+    seed: int = 0,
+    inject_step: Optional[int] = None,
+    timeout: float = 3600,
+    poll: float = 10,
+    wait_for_removal: float = 0,
+    keep_jobs: bool = False,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[list[SideRun], float]:
     """Run every side once on the live cluster; what was seen of each, and the collection time."""
     collector = Collector(kubectl, sides, run, seed=seed, inject_step=inject_step, clock=clock, sleep=sleep)
     collector.create()

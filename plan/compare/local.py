@@ -3,8 +3,8 @@ accelerators, each side marked simulated; the same report as the live one.
 
 This half runs in the project's virtualenv (it has the plan); the Ray half, `local_run.py`, runs in the workloads
 virtualenv ($WORKLOADS_PYTHON, default .venv-workloads/bin/python: `workloads_python`) as a subprocess, with what the
-workloads images carry on its path (the workloads package and `ray_tpu_gke.bench`: `job_path`), from a checkout or
-from the installed wheel alike. Each side's job is its stack
+workloads images carry on its path (the workloads package, `ray_tpu_gke.bench` and `ray_tpu_gke.workload`:
+`job_path`), from a checkout or from the installed wheel alike. Each side's job is its stack
 entrypoint, told the run, its side, the seed, `--simulate` and the checkpoint cadence; a `workloads.train` job also
 fewer steps, a local checkpoint folder and a short pause after each step (--throttle-s, outside the step's measured
 time), so that the failure injected at step K lands while the job still runs. Its nodes are the side's own shape
@@ -26,6 +26,10 @@ from .report import Injection, NodeSpan, SideRun
 from .sides import SidePlan, entrypoint_for_run, runs_train_module
 
 ROOT = Path(__file__).resolve().parent.parent.parent
+TOOLS = Path(__file__).resolve().parent.parent  # plan/ in a checkout, ray_tpu_gke_tools/ installed
+# What the workloads images carry of the library (workloads/Dockerfile, tests/test_workloads_images.py): its package
+# file, which imports nothing until asked, the reporting API and the code the workloads share with the toolchain.
+LIBRARY_IN_IMAGES = ("__init__.py", "bench", "workload")
 SCRIPT = Path(__file__).resolve().parent / "local_run.py"
 DEFAULT_STEPS = 60
 DEFAULT_REPORT_EVERY = 10
@@ -54,42 +58,63 @@ def workloads_python() -> str:
         raise LocalError(
             f"no workloads interpreter at {configured}: set WORKLOADS_PYTHON to a python with Ray 2.55 and JAX, or "
             f"build one there: python3 -m venv {where / '.venv-workloads'} && {where / '.venv-workloads'}/bin/pip "
-            "install -r requirements-workloads.txt (ray-tpu-gke's source; `make compare` in a checkout does both)")
+            "install -r requirements-workloads.txt (ray-tpu-gke's source; `make compare` in a checkout does both)"
+        )
     return configured
 
 
 def workloads_package() -> Path:
-    """The workloads package: the checkout's, or the one the wheel ships (pyproject.toml `packages`)."""
-    import workloads
-
-    return Path(workloads.__file__).resolve().parent
+    """The workloads' folder, copied onto the workloads interpreter's path as `workloads`: the checkout's, or the one
+    the wheel ships inside the toolchain (ray_tpu_gke_tools/workloads, pyproject.toml package-dir). Found by its
+    place beside this package, never imported: a project's own `workloads` cannot stand in for it."""
+    return ROOT / "workloads" if is_checkout() else TOOLS / "workloads"
 
 
 def job_path(work_dir: Path) -> Path:
     """What the jobs import, as the workloads images give it (workloads/Dockerfile): the workloads package and
-    ray_tpu_gke with nothing but bench, so the workloads interpreter needs no Pulumi and no install of this library."""
-    from ray_tpu_gke import bench
+    ray_tpu_gke with nothing but LIBRARY_IN_IMAGES, so the workloads interpreter needs no Pulumi and no install of this
+    library."""
+    import ray_tpu_gke
 
     root = work_dir / "jobpath"
-    shutil.copytree(workloads_package(), root / "workloads", ignore=shutil.ignore_patterns("__pycache__", "Dockerfile*",
-                                                                                           "cloudbuild.yaml"))
+    ignore = shutil.ignore_patterns("__pycache__", "Dockerfile*", "cloudbuild.yaml")
+    shutil.copytree(workloads_package(), root / "workloads", ignore=ignore)
     (root / "ray_tpu_gke").mkdir()
-    library = Path(bench.__file__).resolve().parent
-    for name in ("__init__.py", "bench.py"):
-        shutil.copy2(library / name, root / "ray_tpu_gke" / name)
+    library = Path(ray_tpu_gke.__file__).resolve().parent
+    for name in LIBRARY_IN_IMAGES:
+        if (library / name).is_dir():
+            shutil.copytree(library / name, root / "ray_tpu_gke" / name, ignore=ignore)
+        else:
+            shutil.copy2(library / name, root / "ray_tpu_gke" / name)
     return root
 
 
-def side_spec(side: SidePlan, run: str, *, steps: int, report_every: int, inject_step: Optional[int], seed: int,
-              result_dir: Path, storage: Path) -> dict:
+def side_spec(
+    side: SidePlan,
+    run: str,
+    *,
+    steps: int,
+    report_every: int,
+    inject_step: Optional[int],
+    seed: int,
+    result_dir: Path,
+    storage: Path,
+) -> dict:
     """What local_run.py needs to stand a side up: its nodes and its job's command."""
     extra = {"--simulate": True, "--report-every": report_every}
     if runs_train_module(side.entrypoint):  # flags of workloads.train beyond the interface every job takes
         extra.update({"--steps": steps, "--storage-path": str(storage), "--throttle-s": THROTTLE_S})
     command = entrypoint_for_run(side, run, str(result_dir), seed, extra=extra)
-    spec = {"name": side.name, "kind": side.kind, "group": side.group, "hosts": side.hosts,
-            "replicas": side.replicas, "unitsPerNode": side.units_per_node, "command": shlex.split(command),
-            "injectStep": inject_step}
+    spec = {
+        "name": side.name,
+        "kind": side.kind,
+        "group": side.group,
+        "hosts": side.hosts,
+        "replicas": side.replicas,
+        "unitsPerNode": side.units_per_node,
+        "command": shlex.split(command),
+        "injectStep": inject_step,
+    }
     if side.kind == "tpu":
         spec.update({"generation": side.generation, "topology": side.topology})
     return spec
@@ -98,19 +123,34 @@ def side_spec(side: SidePlan, run: str, *, steps: int, report_every: int, inject
 def side_run(side: SidePlan, seen: dict, inject_step: Optional[int]) -> SideRun:
     injection = seen.get("injection")
     return SideRun(
-        side=side, job=f"local driver of {side.name}", requested_at=seen.get("requestedAt"),
-        nodes=[NodeSpan(n["name"], n["createdAt"], n.get("readyAt"), n.get("removedAt"))
-               for n in seen.get("nodes", [])],
-        nodes_ready_at=seen.get("nodesReadyAt"), log=seen.get("log", ""), outcome=seen.get("outcome", "not run"),
-        succeeded=seen.get("exitCode") == 0 and seen.get("outcome") == "SUCCEEDED", ended_at=seen.get("endedAt"),
+        side=side,
+        job=f"local driver of {side.name}",
+        requested_at=seen.get("requestedAt"),
+        nodes=[
+            NodeSpan(n["name"], n["createdAt"], n.get("readyAt"), n.get("removedAt")) for n in seen.get("nodes", [])
+        ],
+        nodes_ready_at=seen.get("nodesReadyAt"),
+        log=seen.get("log", ""),
+        outcome=seen.get("outcome", "not run"),
+        succeeded=seen.get("exitCode") == 0 and seen.get("outcome") == "SUCCEEDED",
+        ended_at=seen.get("endedAt"),
         inject_step=inject_step,
         injection=Injection(injection["step"], injection["at"], injection["target"]) if injection else None,
-        injection_problem=seen.get("injectionProblem"))
+        injection_problem=seen.get("injectionProblem"),
+    )
 
 
-def run(sides: list[SidePlan], run_id: str, *, steps: int = DEFAULT_STEPS, report_every: int = DEFAULT_REPORT_EVERY,
-        inject_step: Union[Optional[int], dict[str, Optional[int]]] = DEFAULT_INJECT_STEP, seed: int = 0,
-        side_timeout: float = SIDE_TIMEOUT_S, quiet: bool = False) -> tuple[list[SideRun], float, dict]:
+def run(
+    sides: list[SidePlan],
+    run_id: str,
+    *,
+    steps: int = DEFAULT_STEPS,
+    report_every: int = DEFAULT_REPORT_EVERY,
+    inject_step: Union[Optional[int], dict[str, Optional[int]]] = DEFAULT_INJECT_STEP,
+    seed: int = 0,
+    side_timeout: float = SIDE_TIMEOUT_S,
+    quiet: bool = False,
+) -> tuple[list[SideRun], float, dict]:
     """Both sides, one after the other, on one local Ray cluster; what was seen of each, the collection time, and
     facts of the local run (the cluster's start time). `inject_step`: the step at which each side loses a node, or
     per side name (a job that does not run on Ray, such as a plain program, has no node to lose)."""
@@ -120,18 +160,36 @@ def run(sides: list[SidePlan], run_id: str, *, steps: int = DEFAULT_STEPS, repor
         work_dir = Path(work)
         jobs = job_path(work_dir)
         # Relative paths in an entrypoint (`python my_job.py`) are the caller's, as in its shell.
-        spec = {"root": str(jobs), "cwd": os.getcwd(), "sideTimeout": side_timeout,
-                "sides": [side_spec(s, run_id, steps=steps, report_every=report_every,
-                                    inject_step=steps_by_side.get(s.name),
-                                    seed=seed, result_dir=work_dir / "results", storage=work_dir / "checkpoints")
-                          for s in sides]}
+        spec = {
+            "root": str(jobs),
+            "cwd": os.getcwd(),
+            "sideTimeout": side_timeout,
+            "sides": [
+                side_spec(
+                    s,
+                    run_id,
+                    steps=steps,
+                    report_every=report_every,
+                    inject_step=steps_by_side.get(s.name),
+                    seed=seed,
+                    result_dir=work_dir / "results",
+                    storage=work_dir / "checkpoints",
+                )
+                for s in sides
+            ],
+        }
         spec_path, out_path = work_dir / "spec.json", work_dir / "seen.json"
         spec_path.write_text(json.dumps(spec, indent=1))
         budget = side_timeout * len(sides) + 300  # the cluster's start and shutdown on top of every side
         try:
-            done = subprocess.run([python, str(SCRIPT), str(spec_path), str(out_path)], cwd=os.getcwd(),
-                                  timeout=budget, env={**os.environ, "PYTHONPATH": str(jobs)},
-                                  stderr=subprocess.PIPE if quiet else None, text=True)
+            done = subprocess.run(
+                [python, str(SCRIPT), str(spec_path), str(out_path)],
+                cwd=os.getcwd(),
+                timeout=budget,
+                env={**os.environ, "PYTHONPATH": str(jobs)},
+                stderr=subprocess.PIPE if quiet else None,
+                text=True,
+            )
         except subprocess.TimeoutExpired:
             raise LocalError(f"the local Ray run did not end within {budget:.0f} s") from None
         if done.returncode != 0 or not out_path.exists():

@@ -36,7 +36,7 @@ class SideNodes:
     """The simulated nodes of one side, each with the times this machine saw."""
 
     def __init__(self, cluster, side: dict):
-        from workloads.slice import SliceSpec
+        from ray_tpu_gke.workload.slice import SliceSpec
 
         self.cluster, self.side, self.spans = cluster, side, []
         if side["kind"] == "tpu":
@@ -48,8 +48,15 @@ class SideNodes:
             node = self.cluster.tpu_host(self.shape, f"{side['group']}-{replica}", worker)
         else:
             node = self.cluster.gpu_node(side["unitsPerNode"])
-        span = {"name": f"{side['name']}-{side['group']}-{replica}-{worker}-{len(self.spans)}", "createdAt": created,
-                "readyAt": time.time(), "removedAt": None, "replica": replica, "worker": worker, "node": node}
+        span = {
+            "name": f"{side['name']}-{side['group']}-{replica}-{worker}-{len(self.spans)}",
+            "createdAt": created,
+            "readyAt": time.time(),
+            "removedAt": None,
+            "replica": replica,
+            "worker": worker,
+            "node": node,
+        }
         self.spans.append(span)
         return span
 
@@ -76,15 +83,27 @@ def run_side(cluster, side: dict, spec: dict) -> dict:
         for worker in range(side["hosts"]):
             nodes.add(replica, worker)
     seen["nodesReadyAt"] = max(s["readyAt"] for s in nodes.spans)
-    env = {**os.environ, "RAY_ADDRESS": cluster.address, "PYTHONPATH": spec["root"], "JAX_PLATFORMS": "cpu",
-           # A busy machine may start the workers slower than Ray Train's 60 s default (Ray 2.55
-           # ray/train/v2/_internal/constants.py DEFAULT_WORKER_GROUP_START_TIMEOUT_S; propagated from the driver to
-           # the controller, ENV_VARS_TO_PROPAGATE): wait as long as the plan lets a TPU training head wait.
-           "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S": "900"}
+    env = {
+        **os.environ,
+        "RAY_ADDRESS": cluster.address,
+        "PYTHONPATH": spec["root"],
+        "JAX_PLATFORMS": "cpu",
+        # A busy machine may start the workers slower than Ray Train's 60 s default (Ray 2.55
+        # ray/train/v2/_internal/constants.py DEFAULT_WORKER_GROUP_START_TIMEOUT_S; propagated from the driver to
+        # the controller, ENV_VARS_TO_PROPAGATE): wait as long as the plan lets a TPU training head wait.
+        "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S": "900",
+    }
     command = [sys.executable if i == 0 and word == "python" else word for i, word in enumerate(side["command"])]
     progress(f"{side['name']}: {' '.join(side['command'])}")
-    driver = subprocess.Popen(command, cwd=spec.get("cwd", spec["root"]), env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, bufsize=1)
+    driver = subprocess.Popen(
+        command,
+        cwd=spec.get("cwd", spec["root"]),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+    )
     seen["driverStartedAt"] = time.time()
     timed_out = threading.Event()
 
@@ -116,8 +135,11 @@ def run_side(cluster, side: dict, spec: dict) -> dict:
     else:
         seen["outcome"] = "SUCCEEDED" if driver.returncode == 0 else f"FAILED (exit {driver.returncode})"
     if inject and "injection" not in seen:
-        seen["injectionProblem"] = (f"the job ended at step {last} before step {inject} was reported"
-                                    if last is not None else "the job ended before any step was reported")
+        seen["injectionProblem"] = (
+            f"the job ended at step {last} before step {inject} was reported"
+            if last is not None
+            else "the job ended before any step was reported"
+        )
     for span in nodes.spans:
         if span["removedAt"] is None:
             nodes.remove(span)

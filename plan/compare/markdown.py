@@ -6,11 +6,22 @@ from __future__ import annotations
 
 from typing import Optional
 
-PHASE_NAMES = {"capacityWaitS": "capacity wait (request to nodes Ready)", "podStartS": "pod and image start",
-               "rayStartS": "Ray start (to the training loop)", "firstStepS": "first step (compiles)"}
-PART_NAMES = {"capacityWaitS": "capacity wait", "podStartS": "pod and image start", "rayStartS": "Ray start",
-              "compiledStepsS": "compiled steps", "stepsS": "steps", "checkpointsS": "checkpoints",
-              "recoveryS": "recovery", "otherS": "other"}
+PHASE_NAMES = {
+    "capacityWaitS": "capacity wait (request to nodes Ready)",
+    "podStartS": "pod and image start",
+    "rayStartS": "Ray start (to the training loop)",
+    "firstStepS": "first step (compiles)",
+}
+PART_NAMES = {
+    "capacityWaitS": "capacity wait",
+    "podStartS": "pod and image start",
+    "rayStartS": "Ray start",
+    "compiledStepsS": "compiled steps",
+    "stepsS": "steps",
+    "checkpointsS": "checkpoints",
+    "recoveryS": "recovery",
+    "otherS": "other",
+}
 NOT_MEASURED = "–"
 
 
@@ -41,8 +52,10 @@ def _recovery(side: dict) -> str:
     if r.get("recoveryS") is None:
         return "not measured"
     detect = f", seen after {seconds(r['detectS'])}" if r.get("detectS") is not None else ""
-    return (f"{seconds(r['recoveryS'])} after the failure at step {r['injectedAtStep']}{detect}; resumed from step "
-            f"{r.get('fromStep')}, {r.get('stepsRedone')} steps redone (why: in the lines above)")
+    return (
+        f"{seconds(r['recoveryS'])} after the failure at step {r['injectedAtStep']}{detect}; resumed from step "
+        f"{r.get('fromStep')}, {r.get('stepsRedone')} steps redone (why: in the lines above)"
+    )
 
 
 def _mfu(side: dict) -> str:
@@ -86,27 +99,32 @@ def _rows(report: dict) -> list[tuple[str, list[str]]]:
 
     phases = [p for p in PHASE_NAMES if any(p in s.get("startup", {}) for s in sides)]
     priced = " (real price x simulated node time)" if report.get("simulated") else ""
-    rows = [row("stands for", lambda s: f"{s['kind'].upper()} {s['accelerator']} ({s.get('capacity') or '?'})"),
-            row("ran on", _ran_on),
-            row("devices", lambda s: str(s.get("devices") or NOT_MEASURED)),
-            row("steps", lambda s: str(s.get("steps") or NOT_MEASURED)),
-            row("step time p50 / p95", _step_time),
-            row("model FLOPs per step (the job's)", lambda s: f"{s['flopsPerStep']:.3g}" if s.get("flopsPerStep")
-                else "not declared"),
-            row("peak bf16 per device (catalogue)", lambda s: _per_s(s.get("peakFlopsPerS"))),
-            row("MFU (FLOPs / (p50 x devices x peak))", _mfu),
-            row("compile (jax.monitoring)", lambda s: seconds(s.get("compileS")))]
+    rows = [
+        row("stands for", lambda s: f"{s['kind'].upper()} {s['accelerator']} ({s.get('capacity') or '?'})"),
+        row("ran on", _ran_on),
+        row("devices", lambda s: str(s.get("devices") or NOT_MEASURED)),
+        row("steps", lambda s: str(s.get("steps") or NOT_MEASURED)),
+        row("step time p50 / p95", _step_time),
+        row(
+            "model FLOPs per step (the job's)",
+            lambda s: f"{s['flopsPerStep']:.3g}" if s.get("flopsPerStep") else "not declared",
+        ),
+        row("peak bf16 per device (catalogue)", lambda s: _per_s(s.get("peakFlopsPerS"))),
+        row("MFU (FLOPs / (p50 x devices x peak))", _mfu),
+        row("compile (jax.monitoring)", lambda s: seconds(s.get("compileS"))),
+    ]
     rows += [row(PHASE_NAMES[p], lambda s, p=p: seconds(s.get("startup", {}).get(p))) for p in phases]
-    rows += [row("training loop", lambda s: seconds(s.get("trainingS"))),
-             row("wall time", lambda s: seconds(s.get("wallS"))),
-             row("examples per second", _throughput),
-             row("price", lambda s: f"{usd(s.get('hourlyUsd'))}/hour"),
-             row("billed node time", lambda s: seconds((s.get("billing") or {}).get("billedNodeS"))),
-             row("cost per job" + priced, lambda s: usd(s.get("costPerJobUsd"))),
-             row("cost per 1,000 steps" + priced, lambda s: usd(s.get("costPer1kStepsUsd"))),
-             row("recovery", _recovery),
-             row("final loss", lambda s: f"{s['finalLoss']:.6g}" if s.get("finalLoss") is not None else
-                 NOT_MEASURED)]
+    rows += [
+        row("training loop", lambda s: seconds(s.get("trainingS"))),
+        row("wall time", lambda s: seconds(s.get("wallS"))),
+        row("examples per second", _throughput),
+        row("price", lambda s: f"{usd(s.get('hourlyUsd'))}/hour"),
+        row("billed node time", lambda s: seconds((s.get("billing") or {}).get("billedNodeS"))),
+        row("cost per job" + priced, lambda s: usd(s.get("costPerJobUsd"))),
+        row("cost per 1,000 steps" + priced, lambda s: usd(s.get("costPer1kStepsUsd"))),
+        row("recovery", _recovery),
+        row("final loss", lambda s: f"{s['finalLoss']:.6g}" if s.get("finalLoss") is not None else NOT_MEASURED),
+    ]
     return rows
 
 
@@ -121,8 +139,10 @@ def _ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}x" if b else "∞"
 
 
-REHEARSAL = ("Rehearsal: this run checks the comparison's pipeline on this machine's CPU, standing in for every "
-             "accelerator; it says nothing about a TPU's or a GPU's speed or cost.")
+REHEARSAL = (
+    "Rehearsal: this run checks the comparison's pipeline on this machine's CPU, standing in for every "
+    "accelerator; it says nothing about a TPU's or a GPU's speed or cost."
+)
 SAME_CPU = "same program on the same CPU, not evidence of numerical agreement"
 
 
@@ -133,17 +153,27 @@ def _findings(sides: list[dict]) -> list[str]:
     if len(priced) >= 2:
         cheap, dear = priced[0], priced[-1]
         each = ", ".join(f"{s['name']} {usd(s['costPer1kStepsUsd'])} ({usd(s.get('hourlyUsd'))}/hour)" for s in priced)
-        out.append(f"Per 1,000 steps: {each}; {dear['name']} costs "
-                   f"{_ratio(dear['costPer1kStepsUsd'], cheap['costPer1kStepsUsd'])} what {cheap['name']} does. The "
-                   "cost per step, not per hour, is what a trained model costs.")
+        out.append(
+            f"Per 1,000 steps: {each}; {dear['name']} costs "
+            f"{_ratio(dear['costPer1kStepsUsd'], cheap['costPer1kStepsUsd'])} what {cheap['name']} does. The "
+            "cost per step, not per hour, is what a trained model costs."
+        )
     timed = sorted((s for s in sides if s.get("stepTimeS")), key=lambda s: s["stepTimeS"]["p50"])
     if len(timed) >= 2:
-        each = ", ".join(f"{seconds(s['stepTimeS']['p50'])} on {s['name']}"
-                         + (f" (MFU {s['mfu']:.1%})" if s.get("mfu") is not None else " (MFU not known: the job "
-                            "declared no flopsPerStep)") for s in timed)
-        out.append(f"A steady step (compiling steps left out) takes, at the median: {each}; "
-                   f"{_ratio(timed[-1]['stepTimeS']['p50'], timed[0]['stepTimeS']['p50'])} between the slowest and "
-                   "the fastest.")
+        each = ", ".join(
+            f"{seconds(s['stepTimeS']['p50'])} on {s['name']}"
+            + (
+                f" (MFU {s['mfu']:.1%})"
+                if s.get("mfu") is not None
+                else " (MFU not known: the job declared no flopsPerStep)"
+            )
+            for s in timed
+        )
+        out.append(
+            f"A steady step (compiling steps left out) takes, at the median: {each}; "
+            f"{_ratio(timed[-1]['stepTimeS']['p50'], timed[0]['stepTimeS']['p50'])} between the slowest and "
+            "the fastest."
+        )
     return out
 
 
@@ -157,34 +187,48 @@ def sentences(report: dict) -> list[str]:
         if wall and start:
             share = sum(start.values()) / wall
             biggest = max(start, key=start.get)
-            out.append(f"{s['name']}: {seconds(sum(start.values()))} of its {seconds(wall)} wall time "
-                       f"({share:.0%}) went to start-up, most of it to {PHASE_NAMES[biggest].split(' (')[0]}; "
-                       f"compiling took {seconds(s.get('compileS'))}.")
+            out.append(
+                f"{s['name']}: {seconds(sum(start.values()))} of its {seconds(wall)} wall time "
+                f"({share:.0%}) went to start-up, most of it to {PHASE_NAMES[biggest].split(' (')[0]}; "
+                f"compiling took {seconds(s.get('compileS'))}."
+            )
         r = s.get("recovery") or {}
         if r.get("recoveryS") is not None:
             seen = f" (the failure seen after {seconds(r['detectS'])})" if r.get("detectS") is not None else ""
-            out.append(f"{s['name']} lost a worker at step {r['injectedAtStep']} and reported a step again "
-                       f"{seconds(r['recoveryS'])} later{seen}, resuming from the checkpoint of step "
-                       f"{r.get('fromStep')} with {r.get('stepsRedone')} steps redone"
-                       + (f": {r['why']}." if r.get("why") else "."))
+            out.append(
+                f"{s['name']} lost a worker at step {r['injectedAtStep']} and reported a step again "
+                f"{seconds(r['recoveryS'])} later{seen}, resuming from the checkpoint of step "
+                f"{r.get('fromStep')} with {r.get('stepsRedone')} steps redone"
+                + (f": {r['why']}." if r.get("why") else ".")
+            )
         still = (s.get("billing") or {}).get("stillUp")
         if still:
-            out.append(f"{s['name']}: {', '.join(still)} was still up when the report was collected; its cost counts "
-                       "until then.")
+            out.append(
+                f"{s['name']}: {', '.join(still)} was still up when the report was collected; its cost counts "
+                "until then."
+            )
     agreement = report.get("agreement")
     if agreement:
         prints = agreement["fingerprint"]
         verdict = "agree" if agreement["agree"] else "do NOT agree"
-        detail = (f"predictions on the evaluation batch by {_percent(prints['relativeDifference'])}"
-                  if "relativeDifference" in prints else f"fingerprints: {prints.get('reason')}")
+        detail = (
+            f"predictions on the evaluation batch by {_percent(prints['relativeDifference'])}"
+            if "relativeDifference" in prints
+            else f"fingerprints: {prints.get('reason')}"
+        )
         label = f"Agreement ({SAME_CPU}): the" if simulated else "The"
-        out.append(f"{label} sides {verdict} within {_percent(agreement['tolerance'])}: their "
-                   f"{agreement['metric']} values differ by {_percent(agreement['relativeDifference'])}, {detail}"
-                   + (" (bit for bit equal)" if prints.get("sameSha256") else "") + ".")
+        out.append(
+            f"{label} sides {verdict} within {_percent(agreement['tolerance'])}: their "
+            f"{agreement['metric']} values differ by {_percent(agreement['relativeDifference'])}, {detail}"
+            + (" (bit for bit equal)" if prints.get("sameSha256") else "")
+            + "."
+        )
     if simulated:
-        out.append("Simulated: the times say how the pipeline behaves, not how fast a TPU or a GPU is; the costs are "
-                   "the plan's prices of the real slice and pools applied to the simulated nodes' lifetimes; MFU is "
-                   "not computed. `--estimate` says what the hardware would take and cost.")
+        out.append(
+            "Simulated: the times say how the pipeline behaves, not how fast a TPU or a GPU is; the costs are "
+            "the plan's prices of the real slice and pools applied to the simulated nodes' lifetimes; MFU is "
+            "not computed. `--estimate` says what the hardware would take and cost."
+        )
     return out
 
 

@@ -8,22 +8,33 @@ be computed is left out of the side and named in `problems`, one line each (`<si
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ray_tpu_gke import bench
 
 from . import events, limits
+from .agreement import DEFAULT_TOLERANCE, agreement
 from .sides import SidePlan
 
 REPORT_SCHEMA = "ray-tpu-gke/compare-report/v1"
-DEFAULT_TOLERANCE = 0.02  # the largest relative difference of final loss and fingerprint at which the sides agree
 # The start-up phases each mode measures, in order. Locally there are no pods or images: a simulated host is a Ray
 # node that this machine starts, so its start is the capacity wait, and Ray start runs from it to the training loop.
-PHASES = {"live": ("capacityWaitS", "podStartS", "rayStartS", "firstStepS"),
-          "local": ("capacityWaitS", "rayStartS", "firstStepS")}
-BREAKDOWN = ("capacityWaitS", "podStartS", "rayStartS", "compiledStepsS", "stepsS", "checkpointsS", "recoveryS",
-             "otherS")
+PHASES = {
+    "live": ("capacityWaitS", "podStartS", "rayStartS", "firstStepS"),
+    "local": ("capacityWaitS", "rayStartS", "firstStepS"),
+}
+BREAKDOWN = (
+    "capacityWaitS",
+    "podStartS",
+    "rayStartS",
+    "compiledStepsS",
+    "stepsS",
+    "checkpointsS",
+    "recoveryS",
+    "otherS",
+)
 
 
 @dataclass
@@ -66,6 +77,7 @@ class SideRun:
 
 # --- arithmetic ----------------------------------------------------------------------------------------------------
 
+
 def percentile(values: list[float], q: float) -> float:
     """The q-th percentile (0..100), interpolating linearly between the closest ranks (numpy's default 'linear',
     Hyndman and Fan's type 7)."""
@@ -83,8 +95,13 @@ def step_time_stats(step_times: list[float], compiled: list[int]) -> Optional[di
     steady = bench.steady(step_times, compiled)
     if not steady:
         return None
-    return {"p50": percentile(steady, 50), "p95": percentile(steady, 95), "mean": sum(steady) / len(steady),
-            "steps": len(steady), "compiledSteps": len(step_times) - len(steady)}
+    return {
+        "p50": percentile(steady, 50),
+        "p95": percentile(steady, 95),
+        "mean": sum(steady) / len(steady),
+        "steps": len(steady),
+        "compiledSteps": len(step_times) - len(steady),
+    }
 
 
 def billed_nodes(nodes: list[NodeSpan], requested_at: Optional[float], collected_at: float) -> list[dict]:
@@ -98,8 +115,15 @@ def billed_nodes(nodes: list[NodeSpan], requested_at: Optional[float], collected
         if requested_at is not None:
             start = max(start, requested_at)
         end = node.removed_at if node.removed_at is not None else collected_at
-        out.append({"name": node.name, "from": start, "to": end, "seconds": max(0.0, end - start),
-                    "until": "removed" if node.removed_at is not None else "collection"})
+        out.append(
+            {
+                "name": node.name,
+                "from": start,
+                "to": end,
+                "seconds": max(0.0, end - start),
+                "until": "removed" if node.removed_at is not None else "collection",
+            }
+        )
     return out
 
 
@@ -107,45 +131,37 @@ def cost_per_job(billed_seconds: float, node_hourly: float) -> float:
     return billed_seconds / 3600.0 * node_hourly
 
 
-def relative_difference(a: float, b: float) -> float:
-    scale = max(abs(a), abs(b))
-    return 0.0 if scale == 0 else abs(a - b) / scale
-
-
-def fingerprint_agreement(a: dict, b: dict, tolerance: float) -> dict:
-    """Predictions on the fixed evaluation batch: the largest difference relative to the largest prediction. Different
-    platforms round differently, so equal bits (sha256) are reported but not required."""
-    out: dict[str, Any] = {"seeds": [a.get("seed"), b.get("seed")], "sameSha256": a.get("sha256") == b.get("sha256"),
-                           "tolerance": tolerance}
-    va, vb = list(a.get("values") or []), list(b.get("values") or [])
-    if a.get("seed") != b.get("seed"):
-        return {**out, "agree": False, "reason": "the sides used different seeds"}
-    if not va or len(va) != len(vb):
-        return {**out, "agree": False, "reason": f"{len(va)} and {len(vb)} values"}
-    largest = max(abs(d) for d in va + vb)
-    worst = max(abs(x - y) for x, y in zip(va, vb))
-    relative = 0.0 if largest == 0 else worst / largest
-    return {**out, "maxAbsDifference": worst, "relativeDifference": relative, "agree": relative <= tolerance}
-
-
 # --- one side ------------------------------------------------------------------------------------------------------
+
 
 def refusal(result: Optional[dict], run: SideRun, run_id: str, mode: str) -> Optional[str]:
     """Why the job's result document cannot count as this side's measurement, or None."""
     if result is None:
         return "the job's log holds no result document"
     if result.get("run") != run_id or result.get("side") != run.side.name:
-        return (f"the result is for run {result.get('run')!r} side {result.get('side')!r}, not run {run_id!r} "
-                f"side {run.side.name!r}")
+        return (
+            f"the result is for run {result.get('run')!r} side {result.get('side')!r}, not run {run_id!r} "
+            f"side {run.side.name!r}"
+        )
     kind, platform, simulated = run.side.kind, result.get("platform"), result.get("simulated") is True
     if result.get("kind") not in (None, kind):
         return f"the job was asked for {result.get('kind')}, but the side stands for {kind}"
     if simulated and mode == "live":
         return f"the job ran simulated on {platform} in a live comparison: not a {kind} measurement"
     if not simulated and platform != kind:
-        return (f"the job ran on {platform}, not {kind}, and is not marked simulated: its numbers are not a "
-                f"{kind} measurement")
+        return (
+            f"the job ran on {platform}, not {kind}, and is not marked simulated: its numbers are not a "
+            f"{kind} measurement"
+        )
     return None
+
+
+_RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit)\b")
+
+
+def _raised(log: str) -> Optional[str]:
+    """The last exception a failed job's log names (a traceback's last line), so that the report says why."""
+    return next((line.strip()[:300] for line in reversed(log.splitlines()) if _RAISED.match(line.strip())), None)
 
 
 def _restarts(result: Optional[dict], log: events.JobLog) -> list[dict]:
@@ -158,17 +174,22 @@ def why_redone(from_step: Optional[int], injected: Injection, saved: list[int]) 
     """Why steps were redone: the job resumes from the last checkpoint Ray Train had registered, and a checkpoint saved
     after it but not yet registered does not count (Ray Train takes a reported checkpoint in at its controller's next
     poll of the workers: Ray 2.55 ray/train/v2/_internal/execution/checkpoint/report_handler.py)."""
-    text = (f"the job resumes from the last checkpoint Ray Train had registered (step {from_step}), so every step "
-            f"after it that ran before the failure (injected when step {injected.step} was reported) ran again")
+    text = (
+        f"the job resumes from the last checkpoint Ray Train had registered (step {from_step}), so every step "
+        f"after it that ran before the failure (injected when step {injected.step} was reported) ran again"
+    )
     later = [s for s in saved if from_step is not None and from_step < s <= injected.step]
     if later:
-        text += (f"; the checkpoint of step {max(later)} had been saved but not yet registered when the worker went "
-                 "(Ray Train registers a reported checkpoint at its controller's next poll)")
+        text += (
+            f"; the checkpoint of step {max(later)} had been saved but not yet registered when the worker went "
+            "(Ray Train registers a reported checkpoint at its controller's next poll)"
+        )
     return text
 
 
-def recovery(run: SideRun, restarts: list[dict], saved: Optional[list[int]] = None
-             ) -> tuple[Optional[dict], Optional[str]]:
+def recovery(
+    run: SideRun, restarts: list[dict], saved: Optional[list[int]] = None
+) -> tuple[Optional[dict], Optional[str]]:
     """Injection -> the first step reported again (the restarted attempt's first step), and the steps redone."""
     if run.injection is None:
         return None, run.injection_problem or f"no failure was injected (asked at step {run.inject_step})"
@@ -176,13 +197,22 @@ def recovery(run: SideRun, restarts: list[dict], saved: Optional[list[int]] = No
     saved = saved or []
     after = [r for r in restarts if isinstance(r.get("resumedAt"), (int, float)) and r["resumedAt"] > injected.at]
     if not after:
-        return None, (f"no restart was reported after the failure injected at step {injected.step} "
-                      f"({injected.target}); the job {run.outcome}")
+        return None, (
+            f"no restart was reported after the failure injected at step {injected.step} "
+            f"({injected.target}); the job {run.outcome}"
+        )
     first = after[0]
-    out = {"injectedAtStep": injected.step, "injectedAt": injected.at, "target": injected.target,
-           "recoveryS": first["resumedAt"] - injected.at, "stepsRedone": first.get("stepsRedone"),
-           "fromStep": first.get("fromStep"), "resumedAt": first["resumedAt"],
-           "restartIndex": restarts.index(first), "why": why_redone(first.get("fromStep"), injected, saved)}
+    out = {
+        "injectedAtStep": injected.step,
+        "injectedAt": injected.at,
+        "target": injected.target,
+        "recoveryS": first["resumedAt"] - injected.at,
+        "stepsRedone": first.get("stepsRedone"),
+        "fromStep": first.get("fromStep"),
+        "resumedAt": first["resumedAt"],
+        "restartIndex": restarts.index(first),
+        "why": why_redone(first.get("fromStep"), injected, saved),
+    }
     if isinstance(first.get("failureSeenAt"), (int, float)):
         out["detectS"] = max(0.0, first["failureSeenAt"] - injected.at)
     return out, None
@@ -238,8 +268,15 @@ def side_report(run: SideRun, mode: str, run_id: str, collected_at: float) -> tu
     """One side of report.json, and the measures it lacks with the reason for each."""
     side, log = run.side, events.parse(run.log)
     missing: list[tuple[str, str]] = []
-    out: dict[str, Any] = {"name": side.name, "kind": side.kind, "accelerator": side.accelerator,
-                           "capacity": side.capacity, "runsOn": side.item, "job": run.job, "outcome": run.outcome}
+    out: dict[str, Any] = {
+        "name": side.name,
+        "kind": side.kind,
+        "accelerator": side.accelerator,
+        "capacity": side.capacity,
+        "runsOn": side.item,
+        "job": run.job,
+        "outcome": run.outcome,
+    }
     refused = refusal(log.result, run, run_id, mode)
     result = None if refused else log.result
     shown = log.result or {}
@@ -248,7 +285,8 @@ def side_report(run: SideRun, mode: str, run_id: str, collected_at: float) -> tu
         out["refused"] = refused
         missing.append(("result", refused))
     if not run.succeeded:
-        missing.append(("finished", f"the job did not finish: {run.outcome}"))
+        raised = _raised(run.log)
+        missing.append(("finished", f"the job did not finish: {run.outcome}" + (f" ({raised})" if raised else "")))
 
     def need(key: str, value, reason: str):
         if value is None:
@@ -258,13 +296,29 @@ def side_report(run: SideRun, mode: str, run_id: str, collected_at: float) -> tu
 
     no_result = refused or "no result document"
     if result is not None:
-        for key in ("devices", "deviceKind", "processes", "slices", "batchSize", "seed", "compileEvents",
-                    "examplesPerS", "compilationCache", "tokensPerS", "tokensPerStep", "flopsPerStep", "flopsSource",
-                    "framework", "evalMetric", "model"):
+        for key in (
+            "devices",
+            "deviceKind",
+            "processes",
+            "slices",
+            "batchSize",
+            "seed",
+            "compileEvents",
+            "examplesPerS",
+            "compilationCache",
+            "tokensPerS",
+            "tokensPerStep",
+            "flopsPerStep",
+            "flopsSource",
+            "framework",
+            "evalMetric",
+            "model",
+        ):
             out[key] = result.get(key)
     need("steps", (result or {}).get("steps"), no_result)
-    stats = step_time_stats([float(t) for t in (result or {}).get("stepTimesS") or []],
-                            list((result or {}).get("compiledSteps") or []))
+    stats = step_time_stats(
+        [float(t) for t in (result or {}).get("stepTimesS") or []], list((result or {}).get("compiledSteps") or [])
+    )
     need("stepTimeS", stats, no_result if result is None else "no step ran without compiling")
     if result is not None:
         out.update(limits.side_fields(side, result, stats))
@@ -276,8 +330,12 @@ def side_report(run: SideRun, mode: str, run_id: str, collected_at: float) -> tu
         out["fingerprintSha256"] = (result.get("fingerprint") or {}).get("sha256")
         checkpoints = result.get("checkpoints") or {}
         saves, restores = checkpoints.get("saveS") or [], checkpoints.get("restoreS") or []
-        out["checkpoints"] = {"saves": len(saves), "saveS": sum(saves), "restores": len(restores),
-                              "restoreS": sum(restores)}
+        out["checkpoints"] = {
+            "saves": len(saves),
+            "saveS": sum(saves),
+            "restores": len(restores),
+            "restoreS": sum(restores),
+        }
         out["jobTimings"] = {k: result.get(k) for k in ("processStartToFirstStepS", "workerGroupStartS")}
 
     phases, why = _phases(run, mode, log)
@@ -298,8 +356,13 @@ def side_report(run: SideRun, mode: str, run_id: str, collected_at: float) -> tu
     need("hourlyUsd", side.hourly, side.price_problem or "no price")
     billed = billed_nodes(run.nodes, run.requested_at, collected_at)
     seconds = sum(b["seconds"] for b in billed)
-    out["billing"] = {"nodeHourlyUsd": side.node_hourly, "rate": side.rate, "nodes": billed, "billedNodeS": seconds,
-                      "stillUp": [b["name"] for b in billed if b["until"] == "collection"]}
+    out["billing"] = {
+        "nodeHourlyUsd": side.node_hourly,
+        "rate": side.rate,
+        "nodes": billed,
+        "billedNodeS": seconds,
+        "stillUp": [b["name"] for b in billed if b["until"] == "collection"],
+    }
     per_job = None
     if not billed:
         missing.append(("costPerJobUsd", "no worker node of the side was seen"))
@@ -335,59 +398,17 @@ def side_report(run: SideRun, mode: str, run_id: str, collected_at: float) -> tu
 
 # --- the report ----------------------------------------------------------------------------------------------------
 
-def _declared_metric(result: Optional[dict]) -> Optional[dict]:
-    """The evaluation metric a job declared through bench (`run.finish(metric=..., metric_name=...)`), or None."""
-    metric = (result or {}).get("evalMetric")
-    value = metric.get("value") if isinstance(metric, dict) else None
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return {"name": str(metric.get("name") or "metric"), "value": float(value)}
-    return None
 
-
-def agreement(a: dict, b: dict, results: dict[str, Optional[dict]], tolerance: float) -> tuple[Optional[dict], list]:
-    """The sides' agreement on the evaluation metric both jobs declare (bench's `evalMetric`; the final loss where
-    neither declares one), and on their output fingerprints where both predicted on the same inputs."""
-    names = [a["name"], b["name"]]
-    ra, rb = results.get(a["name"]), results.get(b["name"])
-    ma, mb = _declared_metric(ra), _declared_metric(rb)
-    if ma is not None and mb is not None and ma["name"] != mb["name"]:
-        return None, [f"agreement of {' and '.join(names)}: the jobs declare different evaluation metrics "
-                      f"({ma['name']} and {mb['name']})"]
-    if (ma is None) != (mb is None):
-        lacking = names[1] if ma is not None else names[0]
-        return None, [f"agreement of {' and '.join(names)}: {lacking} declares no evaluation metric"]
-    if ma is not None:
-        metric, va, vb = ma["name"], ma["value"], mb["value"]
-    elif ra is None or rb is None or a.get("finalLoss") is None or b.get("finalLoss") is None:
-        lacking = ", ".join(n for n, r in zip(names, (ra, rb)) if r is None or r.get("finalLoss") is None)
-        return None, [f"agreement of {' and '.join(names)}: no accepted result with a final loss from {lacking}"]
-    else:
-        metric, va, vb = "finalLoss", float(a["finalLoss"]), float(b["finalLoss"])
-    difference = relative_difference(va, vb)
-    fa, fb = (ra or {}).get("fingerprint") or {}, (rb or {}).get("fingerprint") or {}
-    if fa.get("inputs") != fb.get("inputs"):  # two programs' predictions on different inputs: nothing to compare
-        prints = {"comparable": False, "agree": True, "tolerance": tolerance,
-                  "reason": f"the jobs predicted on different inputs ({fa.get('inputs')!r}, {fb.get('inputs')!r})"}
-    else:
-        prints = fingerprint_agreement(fa, fb, tolerance)
-    out = {"metric": metric, "between": names, "values": [va, vb], "relativeDifference": difference,
-           "tolerance": tolerance, "metricAgree": difference <= tolerance, "lossAgree": difference <= tolerance,
-           "fingerprint": prints}
-    out["agree"] = out["metricAgree"] and prints["agree"]
-    problems = []
-    if not out["metricAgree"]:
-        what = "the final losses differ" if metric == "finalLoss" else f"the declared {metric} differs"
-        problems.append(f"agreement of {' and '.join(names)}: {what} by {difference:.2%}, more than "
-                        f"the tolerance of {tolerance:.2%}")
-    if not prints["agree"]:
-        reason = prints.get("reason") or (f"the predictions differ by {prints['relativeDifference']:.2%}, more than "
-                                          f"the tolerance of {tolerance:.2%}")
-        problems.append(f"agreement of {' and '.join(names)}: fingerprint: {reason}")
-    return out, problems
-
-
-def build(stack: str, mode: str, run_id: str, runs: list[SideRun], collected_at: float,
-          tolerance: float = DEFAULT_TOLERANCE, context: Optional[str] = None, prices: Optional[dict] = None) -> dict:
+def build(
+    stack: str,
+    mode: str,
+    run_id: str,
+    runs: list[SideRun],
+    collected_at: float,
+    tolerance: float = DEFAULT_TOLERANCE,
+    context: Optional[str] = None,
+    prices: Optional[dict] = None,
+) -> dict:
     """report.json: every side, their agreement (the first side against each other one), and one problem line per
     missing measure or failed condition. `complete` is true only when there is none."""
     if mode not in PHASES:
@@ -401,17 +422,29 @@ def build(stack: str, mode: str, run_id: str, runs: list[SideRun], collected_at:
         results[run.side.name] = None if side.get("refused") or parsed is None else parsed
     pairs = []
     if len(sides) < 2:
-        problems.append(f"agreement: the stack has {len(sides)} comparison side(s); a comparison needs two (RayJobs "
-                        "whose worker group runs on a TPU slice or a GPU pool)")
+        problems.append(
+            f"agreement: the stack has {len(sides)} comparison side(s); a comparison needs two (RayJobs "
+            "whose worker group runs on a TPU slice or a GPU pool)"
+        )
     for other in sides[1:]:
         pair, lines = agreement(sides[0], other, results, tolerance)
         problems += lines
         if pair is not None:
             pairs.append(pair)
-    report = {"schema": REPORT_SCHEMA, "stack": stack, "mode": mode, "run": run_id, "collectedAt": collected_at,
-              "simulated": any(s.get("simulated") is True for s in sides), "tolerance": tolerance, "sides": sides,
-              "agreement": pairs[0] if pairs else None, "agreements": pairs, "problems": problems,
-              "complete": not problems}
+    report = {
+        "schema": REPORT_SCHEMA,
+        "stack": stack,
+        "mode": mode,
+        "run": run_id,
+        "collectedAt": collected_at,
+        "simulated": any(s.get("simulated") is True for s in sides),
+        "tolerance": tolerance,
+        "sides": sides,
+        "agreement": pairs[0] if pairs else None,
+        "agreements": pairs,
+        "problems": problems,
+        "complete": not problems,
+    }
     if context is not None:
         report["context"] = context
     if prices is not None:

@@ -75,8 +75,14 @@ class SidePlan:
     def images(self) -> list[str]:
         cluster = self.manifest["spec"].get("rayClusterSpec") or {}
         pods = [cluster.get("headGroupSpec", {})] + list(cluster.get("workerGroupSpecs", []))
-        return sorted({c.get("image", "") for p in pods for c in p.get("template", {}).get("spec", {})
-                       .get("containers", []) if c.get("image")})
+        return sorted(
+            {
+                c.get("image", "")
+                for p in pods
+                for c in p.get("template", {}).get("spec", {}).get("containers", [])
+                if c.get("image")
+            }
+        )
 
 
 class SideError(ValueError):
@@ -127,8 +133,10 @@ def sides(plan: dict, values: dict) -> list[SidePlan]:
             entry = _by_name(configured.get("workerGroups") or [], group["groupName"])
             item = entry.get("slice") if kind == "tpu" else entry.get("gpuPool")
             if not item:
-                raise SideError(f"RayJob {namespace}/{name} group {group['groupName']}: the stack names no "
-                                f"{'slice' if kind == 'tpu' else 'gpuPool'} for it")
+                raise SideError(
+                    f"RayJob {namespace}/{name} group {group['groupName']}: the stack names no "
+                    f"{'slice' if kind == 'tpu' else 'gpuPool'} for it"
+                )
             resource = catalog.TPU_RESOURCE if kind == "tpu" else catalog.GPU_RESOURCE
             units = int(container["resources"]["limits"][resource])
             found.append(_side(plan, values, manifest, name, namespace, kind, group, item, units))
@@ -178,20 +186,35 @@ def _side(plan, values, manifest, name, namespace, kind, group, item, units) -> 
     node_hourly, problem, rate, capacity = None, None, {}, None
     if cost is None:
         missing = (plan.get("cost") or {}).get("missing")
-        problem = (f"the plan's cost has no item for {item}" + (f" (missing rates: {missing})" if missing else ""))
+        problem = f"the plan's cost has no item for {item}" + (f" (missing rates: {missing})" if missing else "")
     else:
         rate, capacity = dict(cost.get("rate") or {}), cost.get("capacity")
         # A rate is per unit: a chip of a slice (per chip-hour) or a whole node of a pool (render/pricing.py Item).
         per_node = units if cost.get("unit") == "chip" else 1
         node_hourly = float(rate["hourly"]) * per_node if "hourly" in rate else None
         problem = None if node_hourly is not None else f"the plan's cost item {item} has no hourly rate"
-    return SidePlan(name=name, namespace=namespace, kind=kind, group=group["groupName"], item=item,
-                    accelerator=accelerator, hosts=hosts, replicas=replicas, units_per_node=units,
-                    entrypoint=manifest["spec"].get("entrypoint", ""), manifest=copy.deepcopy(manifest),
-                    capacity=capacity, node_hourly=node_hourly, price_problem=problem, rate=rate, **extra)
+    return SidePlan(
+        name=name,
+        namespace=namespace,
+        kind=kind,
+        group=group["groupName"],
+        item=item,
+        accelerator=accelerator,
+        hosts=hosts,
+        replicas=replicas,
+        units_per_node=units,
+        entrypoint=manifest["spec"].get("entrypoint", ""),
+        manifest=copy.deepcopy(manifest),
+        capacity=capacity,
+        node_hourly=node_hourly,
+        price_problem=problem,
+        rate=rate,
+        **extra,
+    )
 
 
 # --- a run's RayJob ------------------------------------------------------------------------------------------------
+
 
 def set_flags(command: str, flags: dict[str, Any]) -> str:
     """The command with each `--flag` set: a value replaces the flag's value (or is appended), True adds a bare flag
@@ -245,7 +268,7 @@ def label_value(text: str) -> str:
 
 def job_name(side: SidePlan, run: str) -> str:
     suffix = run_suffix(run)
-    return f"{side.name[:MAX_RAYJOB_NAME - len(suffix) - 1].rstrip('-')}-{suffix}"
+    return f"{side.name[: MAX_RAYJOB_NAME - len(suffix) - 1].rstrip('-')}-{suffix}"
 
 
 def entrypoint_for_run(side: SidePlan, run: str, result_dir: str, seed: int, extra: Optional[dict] = None) -> str:
@@ -270,8 +293,9 @@ def run_manifest(side: SidePlan, run: str, seed: int = 0, result_dir: str = DEFA
     metadata["name"] = job_name(side, run)
     metadata.pop("annotations", None)  # Pulumi's (pulumi.com/skipAwait): this object is not Pulumi's
     labels = {k: v for k, v in (metadata.get("labels") or {}).items() if k != "app.kubernetes.io/managed-by"}
-    labels.update({RUN_LABEL: label_value(run), SIDE_LABEL: label_value(side.name),
-                   "app.kubernetes.io/component": "compare"})
+    labels.update(
+        {RUN_LABEL: label_value(run), SIDE_LABEL: label_value(side.name), "app.kubernetes.io/component": "compare"}
+    )
     metadata["labels"] = labels
     spec = manifest["spec"]
     spec["entrypoint"] = entrypoint_for_run(side, run, result_dir, seed)

@@ -89,6 +89,7 @@ def describe(counts: dict[str, int]) -> str:
     for verb in ("Added", "Removed"):
         chips, hosts = counts[f"chips{verb}"], counts[f"hosts{verb}"]
         if chips or hosts:
-            parts.append(f"{chips} chip{'s' if chips != 1 else ''} ({hosts} host{'s' if hosts != 1 else ''}) "
-                         f"{verb.lower()}")
+            parts.append(
+                f"{chips} chip{'s' if chips != 1 else ''} ({hosts} host{'s' if hosts != 1 else ''}) {verb.lower()}"
+            )
     return ", ".join(parts) or "no TPU capacity change"

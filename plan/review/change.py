@@ -48,8 +48,14 @@ class Change:
         return [d.path for d in self.details]
 
     def to_json(self) -> dict:
-        out = {"op": self.op, "urn": self.urn, "type": self.type, "diffs": self.diffs, "name": self.name,
-               "risky": self.risky}
+        out = {
+            "op": self.op,
+            "urn": self.urn,
+            "type": self.type,
+            "diffs": self.diffs,
+            "name": self.name,
+            "risky": self.risky,
+        }
         if self.reasons:
             out["reasons"] = self.reasons
         if self.details:

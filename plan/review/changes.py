@@ -72,9 +72,15 @@ class StackDiff:
         return of_sides(self.old, self.new)
 
     def to_json(self) -> dict:
-        out = {"stack": self.stack, "changes": [c.to_json() for c in self.changes], "against": self.ref,
-               "commit": self.commit, "summary": {**self.counts, "same": self.unchanged},
-               "risky": len(self.risky), "capacity": self.capacity.to_json()}
+        out = {
+            "stack": self.stack,
+            "changes": [c.to_json() for c in self.changes],
+            "against": self.ref,
+            "commit": self.commit,
+            "summary": {**self.counts, "same": self.unchanged},
+            "risky": len(self.risky),
+            "capacity": self.capacity.to_json(),
+        }
         stranded = self.stranded
         if stranded:
             out["stranded"] = [s.to_json() for s in stranded]

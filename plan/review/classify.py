@@ -43,30 +43,44 @@ def _risk(change: Change, old: dict | None, new: dict | None, tpu_pool: bool, po
         was = tpu.summary(old) if old is not None and tpu.is_tpu_pool(old) else change.summary
         change.reasons.append(
             f"{verb} TPU node pool {change.name} ({was}): the slice on it is torn down"
-            + (" and its capacity must be obtained again, which may not succeed" if change.op == "replace"
-               else " and its capacity released"))
+            + (
+                " and its capacity must be obtained again, which may not succeed"
+                if change.op == "replace"
+                else " and its capacity released"
+            )
+        )
     elif tpu.gpus_of(old) or tpu.gpus_of(new):
         change.risky = True
-        change.reasons.append(f"{verb} GPU node pool {change.name} ({tpu.gpus_of(old) or tpu.gpus_of(new)}): its "
-                              "nodes and the Ray pods on them go" + (", and GPU capacity must be obtained again"
-                                                                      if change.op == "replace" else ""))
+        change.reasons.append(
+            f"{verb} GPU node pool {change.name} ({tpu.gpus_of(old) or tpu.gpus_of(new)}): its "
+            "nodes and the Ray pods on them go"
+            + (", and GPU capacity must be obtained again" if change.op == "replace" else "")
+        )
     if change.type == RAYJOB and change.op == "replace":
         # resources/ray.py RAYJOB_REPLACE: KubeRay runs a RayJob once, so a changed one is deleted and created again.
         change.risky = True
-        change.reasons.append(f"replaces RayJob {change.name}: the job runs again (its finished or running run is "
-                              "deleted first, with the Ray cluster it created)")
+        change.reasons.append(
+            f"replaces RayJob {change.name}: the job runs again (its finished or running run is "
+            "deleted first, with the Ray cluster it created)"
+        )
     if change.type == CLUSTER:
         change.risky = True
-        change.reasons.append(f"{verb} the GKE cluster {change.name}: every node pool ({pools}), TPU slice and Ray "
-                              "workload on it goes with it")
+        change.reasons.append(
+            f"{verb} the GKE cluster {change.name}: every node pool ({pools}), TPU slice and Ray "
+            "workload on it goes with it"
+        )
     if old is not None and _state(old)["options"].get("protect"):
         change.risky = True
-        change.reasons.append("the resource is protected: `pulumi up` refuses to " + change.op
-                              + " it until protection is lifted in the program (and `pulumi state unprotect`)")
+        change.reasons.append(
+            "the resource is protected: `pulumi up` refuses to "
+            + change.op
+            + " it until protection is lifted in the program (and `pulumi state unprotect`)"
+        )
 
 
 def _pair(olds: list[dict], news: list[dict], key: Callable[[dict], Any]) -> list[tuple[dict, dict]]:
     """Pairs of an unmatched old and new step sharing a key that is unique on both sides."""
+
     def index(steps):
         groups: dict = {}
         for step in steps:
@@ -101,17 +115,21 @@ def compare(old: Side, new: Side, stack: str, ref: str = "", commit: str = "") -
 
     # A resource whose URN changed but which is recognisably the same: moved to another parent, renamed (same
     # physical name) or retyped. Pulumi replaces it (without an alias), so say so rather than create + delete.
-    for key in (lambda s: (_state(s)["type"], _state(s)["name"]),
-                _physical_name,
-                lambda s: (_state(s)["name"], _state(s)["parent"], _state(s)["custom"])):
-        old_only = [s for s in old_steps if s["urn"] not in new_by_urn and s["urn"] not in
-                    {o["urn"] for o in matched.values()}]
+    for key in (
+        lambda s: (_state(s)["type"], _state(s)["name"]),
+        _physical_name,
+        lambda s: (_state(s)["name"], _state(s)["parent"], _state(s)["custom"]),
+    ):
+        old_only = [
+            s for s in old_steps if s["urn"] not in new_by_urn and s["urn"] not in {o["urn"] for o in matched.values()}
+        ]
         new_only = [s for s in new_steps if s["urn"] not in matched]
         for o, n in _pair(old_only, new_only, key):
             matched[n["urn"]] = o
 
-    pools = sum(1 for s in new_steps if _state(s)["type"] == NODE_POOL) or \
-        sum(1 for s in old_steps if _state(s)["type"] == NODE_POOL)
+    pools = sum(1 for s in new_steps if _state(s)["type"] == NODE_POOL) or sum(
+        1 for s in old_steps if _state(s)["type"] == NODE_POOL
+    )
     for n in new_steps:
         ns = _state(n)
         o = matched.get(n["urn"])
@@ -170,8 +188,10 @@ def version_changes(old_plan: dict, new_plan: dict) -> list[Change]:
         change = Change("update", f"versions:{path}", VERSIONS_TYPE, path, summary=shown)
         if version_set.risky(path):
             change.risky = True
-            change.reasons.append(f"changes {path} ({shown}): a GKE or Ray version change stops running slices; "
-                                  "upgrade the set as docs/operations.md \"Upgrading the version set\" says")
+            change.reasons.append(
+                f"changes {path} ({shown}): a GKE or Ray version change stops running slices; "
+                'upgrade the set as docs/operations.md "Upgrading the version set" says'
+            )
         out.append(change)
     return out
 
@@ -192,16 +212,29 @@ def _compare_pair(o: dict, n: dict, tpu_pool: bool) -> Change | None:
     new_inputs = apply_ignore_changes(old_inputs, ns.get("inputs") or {}, ns["options"].get("ignoreChanges") or [])
     replace_on = [parse_path(p) for p in ns["options"].get("replaceOnChanges") or []]  # the program's own option
     for tokens, a, b in leaf_diffs(old_inputs, new_inputs):
-        details.append(Detail(format_path(tokens), a, b,
-                              replaces=replace_rule(ns["type"], tokens, old_inputs, new_inputs, tpu_pool)
-                              or any(covers(rule, tokens) for rule in replace_on)))
+        details.append(
+            Detail(
+                format_path(tokens),
+                a,
+                b,
+                replaces=replace_rule(ns["type"], tokens, old_inputs, new_inputs, tpu_pool)
+                or any(covers(rule, tokens) for rule in replace_on),
+            )
+        )
     if bool(os_["options"].get("protect")) != bool(ns["options"].get("protect")):
         details.append(Detail("[protect]", bool(os_["options"].get("protect")), bool(ns["options"].get("protect"))))
     if not details:
         return None
     op = "replace" if any(d.replaces for d in details) else "update"
-    change = Change(op, n["urn"], ns["type"], ns["name"], details=details, old_urn=o["urn"],
-                    protected=bool(os_["options"].get("protect")))
+    change = Change(
+        op,
+        n["urn"],
+        ns["type"],
+        ns["name"],
+        details=details,
+        old_urn=o["urn"],
+        protected=bool(os_["options"].get("protect")),
+    )
     if tpu_pool:
         _describe_pool(change, o, n)
     return change

@@ -28,8 +28,11 @@ from .tpu import SLICE_LABEL, size
 
 BUDGET_RULE = "cost-monthly-budget"  # policy/rules/cost.py
 TOPOLOGY = re.compile(r"(?<![0-9x])(\d+x\d+(?:x\d+)?)(?![0-9x])")
-GENERATION_CHIPS = re.compile(r"(?:^|[-_.])(" + "|".join(sorted(map(re.escape, catalog.GENERATIONS), key=len,
-                                                             reverse=True)) + r")-(\d+)(?![0-9x])")
+GENERATION_CHIPS = re.compile(
+    r"(?:^|[-_.])("
+    + "|".join(sorted(map(re.escape, catalog.GENERATIONS), key=len, reverse=True))
+    + r")-(\d+)(?![0-9x])"
+)
 
 
 @dataclass
@@ -62,8 +65,10 @@ class Consequences:
             need, was = r["needs"], r["before"]
             what = f"{need['vms']} {r['machineType']} VMs, {need[r['unit']]} {r['unit']}"
             before = f"{was['vms']} VMs, {was[r['unit']]} {r['unit']}" if was else "nothing"
-            out.append(f"Reservation {r['reservation']}{' in ' + r['zone'] if r['zone'] else ''}: must hold {what} "
-                       f"for {', '.join(r['pools'])} (before: {before}); {r['said']}")
+            out.append(
+                f"Reservation {r['reservation']}{' in ' + r['zone'] if r['zone'] else ''}: must hold {what} "
+                f"for {', '.join(r['pools'])} (before: {before}); {r['said']}"
+            )
         for n in self.names:
             out.append(f"Name: {n['kind']} {n['name']} states {n['states']}, but is now {n['is']}")
         return out
@@ -102,9 +107,17 @@ def _by_reservation(plan: dict | None) -> dict[str, dict[str, Any]]:
         if name is None or need is None:
             continue
         unit, vms, amount = need
-        entry = out.setdefault(name, {"unit": unit, "vms": 0, unit: 0, "pools": [],
-                                      "machineType": lookup(state["inputs"], ("nodeConfig", "machineType")),
-                                      "zone": ",".join(state["inputs"].get("nodeLocations") or [])})
+        entry = out.setdefault(
+            name,
+            {
+                "unit": unit,
+                "vms": 0,
+                unit: 0,
+                "pools": [],
+                "machineType": lookup(state["inputs"], ("nodeConfig", "machineType")),
+                "zone": ",".join(state["inputs"].get("nodeLocations") or []),
+            },
+        )
         entry["vms"] += vms
         entry[unit] += amount
         entry["pools"].append(state["name"])
@@ -122,12 +135,20 @@ def reservations(old: dict | None, new: dict | None, changed: set[str]) -> list[
         unit = entry["unit"]
         if was and (was["vms"], was.get(unit)) == (entry["vms"], entry[unit]):
             continue  # the pools changed, not what they take from the reservation
-        out.append({"reservation": name, "zone": entry["zone"], "machineType": entry["machineType"],
-                    "unit": unit, "pools": entry["pools"], "needs": {"vms": entry["vms"], unit: entry[unit]},
-                    "before": {"vms": was["vms"], unit: was.get(unit, 0)} if was else None,
-                    "said": "the stack does not state what the reservation holds: check it before applying "
-                            f"(gcloud compute reservations describe {name.rsplit('/', 1)[-1]}"
-                            + (f" --zone={entry['zone']})" if entry["zone"] and "," not in entry["zone"] else ")")})
+        out.append(
+            {
+                "reservation": name,
+                "zone": entry["zone"],
+                "machineType": entry["machineType"],
+                "unit": unit,
+                "pools": entry["pools"],
+                "needs": {"vms": entry["vms"], unit: entry[unit]},
+                "before": {"vms": was["vms"], unit: was.get(unit, 0)} if was else None,
+                "said": "the stack does not state what the reservation holds: check it before applying "
+                f"(gcloud compute reservations describe {name.rsplit('/', 1)[-1]}"
+                + (f" --zone={entry['zone']})" if entry["zone"] and "," not in entry["zone"] else ")"),
+            }
+        )
     return out
 
 
@@ -139,8 +160,11 @@ def _slices(plan: dict | None) -> dict[str, dict[str, Any]]:
         tpu = size({"newState": state})
         if tpu is None or not isinstance(labels, dict) or not isinstance(labels.get(SLICE_LABEL), str):
             continue
-        out[labels[SLICE_LABEL]] = {"generation": labels.get("ray-tpu-gke/generation"),
-                                    "topology": labels.get("ray-tpu-gke/topology"), "chips": tpu.chips}
+        out[labels[SLICE_LABEL]] = {
+            "generation": labels.get("ray-tpu-gke/generation"),
+            "topology": labels.get("ray-tpu-gke/topology"),
+            "chips": tpu.chips,
+        }
     return out
 
 
@@ -165,8 +189,9 @@ def names(old: dict | None, new: dict | None) -> list[dict[str, Any]]:
         says = stated(name)
         wrong = []
         if "chips" in says and (says["generation"], says["chips"]) != (now["generation"], now["chips"]):
-            wrong.append((f"{says['generation']} with {says['chips']} chips",
-                          f"{now['generation']} with {now['chips']} chips"))
+            wrong.append(
+                (f"{says['generation']} with {says['chips']} chips", f"{now['generation']} with {now['chips']} chips")
+            )
         if "topology" in says and says["topology"] != now["topology"]:
             wrong.append((f"topology {says['topology']}", f"topology {now['topology']}"))
         for states, is_ in wrong:
@@ -189,8 +214,13 @@ def budget(old: dict | None, new: dict | None, stack: str) -> dict[str, Any] | N
     after = failures(new)
     if not after:
         return None
-    return {"rule": rule.id, "level": rule.level, "verdict": "fail", "message": after[0],
-            "before": "fail" if old and failures(old) else "pass"}
+    return {
+        "rule": rule.id,
+        "level": rule.level,
+        "verdict": "fail",
+        "message": after[0],
+        "before": "fail" if old and failures(old) else "pass",
+    }
 
 
 def of_diff(old: dict | None, new: dict | None, stack: str, changed: set[str]) -> Consequences:

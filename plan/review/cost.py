@@ -84,8 +84,14 @@ class ItemDelta(_Delta):
         return "replace" if self.replaced else "update"
 
     def to_json(self) -> dict:
-        out = {"kind": self.kind, "name": self.name, "op": self.op, **self.change(),
-               "before": _summary(self.before), "after": _summary(self.after)}
+        out = {
+            "kind": self.kind,
+            "name": self.name,
+            "op": self.op,
+            **self.change(),
+            "before": _summary(self.before),
+            "after": _summary(self.after),
+        }
         if any(isinstance(side, dict) and "min" in side for side in (self.before, self.after)):
             out["min"], out["max"] = self.change("min"), self.change("max")
         return out
@@ -94,8 +100,13 @@ class ItemDelta(_Delta):
 def _summary(item: Optional[dict]) -> Optional[dict]:
     if item is None:
         return None
-    out = {"hourly": item.get("hourly"), "monthly": item.get("monthly"), "capacity": item.get("capacity"),
-           "quantity": item.get("quantity"), "unit": item.get("unit")}
+    out = {
+        "hourly": item.get("hourly"),
+        "monthly": item.get("monthly"),
+        "capacity": item.get("capacity"),
+        "quantity": item.get("quantity"),
+        "unit": item.get("unit"),
+    }
     for key in ("min", "max"):
         if key in item:
             out[key] = {"hourly": item[key].get("hourly"), "monthly": item[key].get("monthly")}
@@ -123,9 +134,17 @@ class CostDelta(_Delta):
     def to_json(self) -> dict:
         if not self.known:
             return {"currency": self.currency, "unknown": self.unknown}
-        return {"currency": self.currency, "items": [i.to_json() for i in self.items],
-                "total": {**self.change(), "min": self.change("min"), "max": self.change("max"),
-                          "before": _totals(self.before), "after": _totals(self.after)}}
+        return {
+            "currency": self.currency,
+            "items": [i.to_json() for i in self.items],
+            "total": {
+                **self.change(),
+                "min": self.change("min"),
+                "max": self.change("max"),
+                "before": _totals(self.before),
+                "after": _totals(self.after),
+            },
+        }
 
 
 def _totals(total: Optional[dict]) -> dict:
@@ -179,12 +198,21 @@ def delta(old: Side, new: Side, ref: str, changes: Iterable[Change] = ()) -> Opt
     for key in list(olds) + [k for k in news if k not in olds]:
         b, a = olds.get(key), news.get(key)
         again = key[1] in replaced and key[0] != "gkeClusterFee"
-        if b is not None and a is not None and _summary(b) == _summary(a) and b.get("rate") == a.get("rate") \
-                and not again:
+        if (
+            b is not None
+            and a is not None
+            and _summary(b) == _summary(a)
+            and b.get("rate") == a.get("rate")
+            and not again
+        ):
             continue
         items.append(ItemDelta(key[0], key[1], b, a, replaced=again))
-    return CostDelta(currency=after.get("currency") or before.get("currency") or "USD",
-                     before=before.get("total"), after=after.get("total"), items=items)
+    return CostDelta(
+        currency=after.get("currency") or before.get("currency") or "USD",
+        before=before.get("total"),
+        after=after.get("total"),
+        items=items,
+    )
 
 
 def usd(value: Any, sign: bool = False, places: int = 2) -> str:
@@ -200,8 +228,10 @@ def describe(d: CostDelta) -> str:
     if not d.changed:
         return "no cost change"
     change = d.change()
-    text = (f"{usd(change['monthly'], True)}/month ({usd(change['hourly'], True)}/hour): "
-            f"{usd(_amounts(d.before)['monthly'])} -> {usd(_amounts(d.after)['monthly'])} per month")
+    text = (
+        f"{usd(change['monthly'], True)}/month ({usd(change['hourly'], True)}/hour): "
+        f"{usd(_amounts(d.before)['monthly'])} -> {usd(_amounts(d.after)['monthly'])} per month"
+    )
     if d.max_monthly != d.monthly:
         text += f"; at most {usd(d.max_monthly, True)}/month"
     return text
@@ -209,8 +239,10 @@ def describe(d: CostDelta) -> str:
 
 def describe_item(i: ItemDelta) -> str:
     change = i.change()
-    text = (f"{usd(change['monthly'], True)}/month ({usd(change['hourly'], True)}/hour): "
-            f"{usd(_amounts(i.before)['monthly'])} -> {usd(_amounts(i.after)['monthly'])}")
+    text = (
+        f"{usd(change['monthly'], True)}/month ({usd(change['hourly'], True)}/hour): "
+        f"{usd(_amounts(i.before)['monthly'])} -> {usd(_amounts(i.after)['monthly'])}"
+    )
     if i.max_monthly != i.monthly:
         text += f"; at most {usd(i.max_monthly, True)}/month"
     return text

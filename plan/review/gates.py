@@ -91,9 +91,12 @@ def evaluate(report: Report, args: argparse.Namespace) -> list[Failure]:
 # --- the gates ------------------------------------------------------------------------------------------------------
 
 
-@gate("--fail-on-risk", EXIT_RISK,
-      help=f"with --diff-against: exit {EXIT_RISK} when a change replaces or deletes a TPU node pool, the cluster or "
-           "a protected resource")
+@gate(
+    "--fail-on-risk",
+    EXIT_RISK,
+    help=f"with --diff-against: exit {EXIT_RISK} when a change replaces or deletes a TPU node pool, the cluster or "
+    "a protected resource",
+)
 def risky_changes(report: Report, enabled: bool) -> list[str]:
     """Every risky change: a TPU node pool, the cluster or a protected resource replaced or deleted."""
     return [f"{d.stack}: {c.op} {c.type} {c.name}" for d in report.stacks for c in d.risky]
@@ -106,9 +109,14 @@ def _amount(text: str) -> float:
     return value
 
 
-@gate("--fail-on-cost-increase", EXIT_COST, metavar="AMOUNT", type=_amount,
-      help=f"with --diff-against: exit {EXIT_COST} when a stack's monthly cost at most (autoscaled pools at their "
-           "maximum) rises by more than AMOUNT US dollars, or cannot be told because rates are missing")
+@gate(
+    "--fail-on-cost-increase",
+    EXIT_COST,
+    metavar="AMOUNT",
+    type=_amount,
+    help=f"with --diff-against: exit {EXIT_COST} when a stack's monthly cost at most (autoscaled pools at their "
+    "maximum) rises by more than AMOUNT US dollars, or cannot be told because rates are missing",
+)
 def cost_increase(report: Report, limit: float) -> list[str]:
     """Every stack whose maximum monthly cost rises by more than `limit` USD, or whose cost change is unknown."""
     from decimal import Decimal
@@ -121,9 +129,12 @@ def cost_increase(report: Report, limit: float) -> list[str]:
         if delta is None:
             continue  # the stack could not be planned: exit 1 or 2 already
         if not delta.known:
-            problems.append(f"{d.stack}: the cost change cannot be told, so it may exceed {usd(limit)}/month: "
-                            f"{delta.unknown}")
+            problems.append(
+                f"{d.stack}: the cost change cannot be told, so it may exceed {usd(limit)}/month: {delta.unknown}"
+            )
         elif delta.max_monthly > Decimal(str(limit)):
-            problems.append(f"{d.stack}: the most it can cost per month rises by {usd(delta.max_monthly)}, more than "
-                            f"the allowed {usd(limit)} ({describe(delta)})")
+            problems.append(
+                f"{d.stack}: the most it can cost per month rises by {usd(delta.max_monthly)}, more than "
+                f"the allowed {usd(limit)} ({describe(delta)})"
+            )
     return problems

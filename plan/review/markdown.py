@@ -28,11 +28,16 @@ _MD_SYMBOL = {"create": "+", "update": "~", "replace": "-/+", "delete": "-"}
 
 
 def _md_change_block(change: Change, limit: int) -> list[str]:
-    lines = [f"{_MD_SYMBOL[change.op]:<3} {change.op:<7} {change.type} {change.name}"
-             + (f" ({change.summary})" if change.summary else "") + ("  <-- RISKY" if change.risky else "")]
+    lines = [
+        f"{_MD_SYMBOL[change.op]:<3} {change.op:<7} {change.type} {change.name}"
+        + (f" ({change.summary})" if change.summary else "")
+        + ("  <-- RISKY" if change.risky else "")
+    ]
     for d in change.details[:limit]:
-        lines.append(f"!       {d.path}: {' => '.join(show_pair(d.old, d.new, 80))}"
-                     + ("  (forces replacement)" if d.replaces else ""))
+        lines.append(
+            f"!       {d.path}: {' => '.join(show_pair(d.old, d.new, 80))}"
+            + ("  (forces replacement)" if d.replaces else "")
+        )
     if len(change.details) > limit:
         lines.append(f"!       ... {len(change.details) - limit} more")
     return lines
@@ -72,8 +77,11 @@ def _gates(report: Report) -> list[str]:
     """Each gate that fails the check, with what made it fail."""
     out: list[str] = []
     for failure in report.failed_gates:
-        out += ["> [!IMPORTANT]",
-                f"> `{failure.option}` is on, so this check fails (exit status {failure.exit_code}):", ">"]
+        out += [
+            "> [!IMPORTANT]",
+            f"> `{failure.option}` is on, so this check fails (exit status {failure.exit_code}):",
+            ">",
+        ]
         out += [f"> - {problem}" for problem in failure.problems] + [""]
     return out
 
@@ -84,8 +92,12 @@ def _stranded(report: Report) -> list[str]:
     if not rows:
         return []
     fresh = sum(s.new for _, s in rows)
-    out = ["> [!WARNING]", f"> **Stranded capacity** after this change ({fresh} newly stranded): always provisioned, "
-           "paid for, and used by no Ray worker group.", ">"]
+    out = [
+        "> [!WARNING]",
+        f"> **Stranded capacity** after this change ({fresh} newly stranded): always provisioned, "
+        "paid for, and used by no Ray worker group.",
+        ">",
+    ]
     out += [f"> - **{d.stack}** · {s.line()}" for d, s in rows]
     return out + [""]
 
@@ -106,12 +118,17 @@ def _capacity(report: Report) -> list[str]:
     if not rows:
         return []
     totals = [d.capacity.total() for d in report.stacks]
-    out = [f"**TPU capacity**: {describe({key: sum(t[key] for t in totals) for key in totals[0]})}", "",
-           "| stack | slice | node pools | chips added | chips removed | hosts added | hosts removed |",
-           "| --- | --- | --- | ---: | ---: | ---: | ---: |"]
+    out = [
+        f"**TPU capacity**: {describe({key: sum(t[key] for t in totals) for key in totals[0]})}",
+        "",
+        "| stack | slice | node pools | chips added | chips removed | hosts added | hosts removed |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: |",
+    ]
     for d, s in rows:
-        out.append(f"| `{d.stack}` | `{s.slice}` | {s.pools_text()} | {s.chips_added} | {s.chips_removed} | "
-                   f"{s.hosts_added} | {s.hosts_removed} |")
+        out.append(
+            f"| `{d.stack}` | `{s.slice}` | {s.pools_text()} | {s.chips_added} | {s.chips_removed} | "
+            f"{s.hosts_added} | {s.hosts_removed} |"
+        )
     return out + [""]
 
 
@@ -128,8 +145,10 @@ def _cost(report: Report) -> list[str]:
         if most != total:
             line += f", {usd(most, True)} at most (every autoscaled slice and pool at its maximum)"
         out += [line + " (list prices and the stacks' own rates; see docs/cost.md)", ""]
-    out += ["| in stack | slice or pool | kind | change | before $/month | after $/month | change $/month |",
-            "| --- | --- | --- | --- | ---: | ---: | ---: |"]
+    out += [
+        "| in stack | slice or pool | kind | change | before $/month | after $/month | change $/month |",
+        "| --- | --- | --- | --- | ---: | ---: | ---: |",
+    ]
     for d, c in deltas:
         if not c.known:
             out.append(f"| `{d.stack}` | | | | | | unknown: {describe_cost(c).removeprefix('unknown: ')} |")
@@ -137,10 +156,14 @@ def _cost(report: Report) -> list[str]:
         for item in c.items:
             before = usd(item.before["monthly"]) if item.before else "—"
             after = usd(item.after["monthly"]) if item.after else "—"
-            out.append(f"| `{d.stack}` | `{item.name}` | {item.kind} | {item.op} | {before} | {after} | "
-                       f"{usd(item.monthly, True)} |")
-        out.append(f"| `{d.stack}` | **total** | | | {usd((c.before or {}).get('monthly', 0))} | "
-                   f"{usd((c.after or {}).get('monthly', 0))} | **{usd(c.monthly, True)}** |")
+            out.append(
+                f"| `{d.stack}` | `{item.name}` | {item.kind} | {item.op} | {before} | {after} | "
+                f"{usd(item.monthly, True)} |"
+            )
+        out.append(
+            f"| `{d.stack}` | **total** | | | {usd((c.before or {}).get('monthly', 0))} | "
+            f"{usd((c.after or {}).get('monthly', 0))} | **{usd(c.monthly, True)}** |"
+        )
     return out + [""]
 
 
@@ -149,18 +172,24 @@ MAX_COMMENT = 60_000  # GitHub rejects comments over 65,536 characters
 
 def markdown(report: Report, root: Path = ROOT, detail_limit: int = 25, diagrams: bool = True) -> str:
     """One pull-request comment for every stack: summary table, risky changes first, details folded."""
-    out = [MARKER, f"### Infrastructure diff against `{report.ref}`"
-           + (f" (`{report.commit[:12]}`)" if report.commit else ""), ""]
+    out = [
+        MARKER,
+        f"### Infrastructure diff against `{report.ref}`" + (f" (`{report.commit[:12]}`)" if report.commit else ""),
+        "",
+    ]
     if report.error:
         out += ["> [!WARNING]", f"> The diff could not be computed: {report.error}", ""]
         return "\n".join(out) + "\n"
     risky = [(d, c) for d in report.stacks for c in d.risky]
     errors = [d for d in report.stacks if d.error]
     if risky:
-        out += ["> [!CAUTION]",
-                f"> **{len(risky)} risky change{'s' if len(risky) != 1 else ''}**: a TPU node pool or the cluster is "
-                "replaced or deleted. A replaced multi-host pool loses its whole slice, and the capacity may not "
-                "come back.", ">"]
+        out += [
+            "> [!CAUTION]",
+            f"> **{len(risky)} risky change{'s' if len(risky) != 1 else ''}**: a TPU node pool or the cluster is "
+            "replaced or deleted. A replaced multi-host pool loses its whole slice, and the capacity may not "
+            "come back.",
+            ">",
+        ]
         for d, c in risky:
             for reason in c.reasons:
                 out.append(f"> - **{d.stack}** · {c.op} · `{c.type}` **{c.name}**: {reason}")
@@ -174,24 +203,29 @@ def markdown(report: Report, root: Path = ROOT, detail_limit: int = 25, diagrams
                 out += ["```text", rest.strip(), "```", ""]
     if not any(d.changes for d in report.stacks) and not errors:
         out += ["**No changes**: every stack plans the same resources at both revisions.", ""]
-    out += ["| stack | create | update | replace | delete | unchanged | risky |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | :--- |"]
+    out += [
+        "| stack | create | update | replace | delete | unchanged | risky |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | :--- |",
+    ]
     for d in report.stacks:
         if d.error:
             out.append(f"| `{d.stack}` | | | | | | cannot plan |")
             continue
         c = d.counts
         flag = f"**{len(d.risky)}** :warning:" if d.risky else ("no changes" if not d.changes else "none")
-        out.append(f"| `{d.stack}` | {c['create']} | {c['update']} | {c['replace']} | {c['delete']} | "
-                   f"{d.unchanged} | {flag} |")
+        out.append(
+            f"| `{d.stack}` | {c['create']} | {c['update']} | {c['replace']} | {c['delete']} | {d.unchanged} | {flag} |"
+        )
     out.append("")
     for d in report.stacks:
         if d.error or not d.changes:
             continue
         note = d.to_json().get("note")
         ordered = d.risky + [c for c in d.changes if not c.risky]
-        block = [f"<details><summary><b>{d.stack}</b>: {summary_line(d)}"
-                 + (" :warning:" if d.risky else "") + "</summary>", ""]
+        block = [
+            f"<details><summary><b>{d.stack}</b>: {summary_line(d)}" + (" :warning:" if d.risky else "") + "</summary>",
+            "",
+        ]
         if note:
             block += [f"_{note}_", ""]
         block += ["```diff"]
@@ -203,13 +237,23 @@ def markdown(report: Report, root: Path = ROOT, detail_limit: int = 25, diagrams
         if diagrams:
             chart = _diagram(d, root)
             if chart:
-                block += [f"Slices of `{d.stack}` after this change (red: replaced or deleted pools, amber: "
-                          "changed, green: new):", "", "```mermaid", chart.rstrip(), "```", ""]
+                block += [
+                    f"Slices of `{d.stack}` after this change (red: replaced or deleted pools, amber: "
+                    "changed, green: new):",
+                    "",
+                    "```mermaid",
+                    chart.rstrip(),
+                    "```",
+                    "",
+                ]
         block += ["</details>", ""]
         out += block
-    out += ["<sub>Offline plan: both revisions' own program and stack files under Pulumi mocks, no cloud credentials. "
-            "Values only the cloud knows are not compared; where credentials are configured, the `pulumi preview` "
-            "comment of each stack is authoritative.</sub>", ""]
+    out += [
+        "<sub>Offline plan: both revisions' own program and stack files under Pulumi mocks, no cloud credentials. "
+        "Values only the cloud knows are not compared; where credentials are configured, the `pulumi preview` "
+        "comment of each stack is authoritative.</sub>",
+        "",
+    ]
     text = "\n".join(out)
     if len(text) > MAX_COMMENT and (detail_limit > 3 or diagrams):
         return markdown(report, root, detail_limit=3, diagrams=False)

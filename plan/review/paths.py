@@ -147,7 +147,8 @@ def name_key(old: list, new: list) -> str | None:
         return None
     for key in NAME_KEYS:
         if all(isinstance(i.get(key), str) for i in items) and all(
-                len({i[key] for i in side}) == len(side) for side in (old, new)):
+            len({i[key] for i in side}) == len(side) for side in (old, new)
+        ):
             return key
     return None
 
@@ -174,8 +175,10 @@ def _string_diffs(old: str, new: str, path: tuple) -> list[tuple[tuple, Any, Any
         return inner or [(path, old, new)]
     old_clauses, new_clauses = strings.clauses(old), strings.clauses(new)
     if old_clauses and new_clauses:
-        return [(path + (Inside(f"clause {subject}"),), ABSENT if a is None else a, ABSENT if b is None else b)
-                for subject, a, b in strings.clause_diffs(old_clauses, new_clauses)] or [(path, old, new)]
+        return [
+            (path + (Inside(f"clause {subject}"),), ABSENT if a is None else a, ABSENT if b is None else b)
+            for subject, a, b in strings.clause_diffs(old_clauses, new_clauses)
+        ] or [(path, old, new)]
     return [(path, old, new)]
 
 
@@ -201,7 +204,7 @@ def _reset(old: Any, new: Any, tokens: tuple) -> Any:
         return out
     if isinstance(new, list) and (head == "*" or isinstance(head, int)):
         out = list(new)
-        for i in (range(len(out)) if head == "*" else [head] if head < len(out) else []):
+        for i in range(len(out)) if head == "*" else [head] if head < len(out) else []:
             old_child = old[i] if isinstance(old, list) and i < len(old) else ABSENT
             value = _reset(old_child, out[i], rest)
             out[i] = None if value is ABSENT else value
@@ -238,4 +241,4 @@ def show(value: Any, limit: int = 100) -> str:
     if value is ABSENT:
         return "(none)"
     text = json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -56,7 +56,7 @@ def stacks_at(root: Path) -> list[str]:
     path = stack_file_at(root, "x")
     if path is None or not path.parent.is_dir():
         return []
-    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in path.parent.glob("Pulumi.*.yaml"))
+    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in path.parent.glob("Pulumi.*.yaml"))
 
 
 TOOLCHAIN = __package__.split(".")[0]  # `plan` in this repository, `ray_tpu_gke_tools` installed from the wheel
@@ -88,8 +88,7 @@ def plan_revision(root: Path, stack: str, config_file: Path | None = None, any_p
     lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
     if done.returncode == EXIT_INVALID:
         return Side("invalid", message="\n".join(lines), exit_code=done.returncode)
-    return Side("failed", message="\n".join(lines[-15:]) or f"exit status {done.returncode}",
-                exit_code=done.returncode)
+    return Side("failed", message="\n".join(lines[-15:]) or f"exit status {done.returncode}", exit_code=done.returncode)
 
 
 def _git(root: Path, *args: str) -> str:
@@ -126,4 +125,3 @@ def worktree(root: Path, ref: str) -> Iterator[tuple[Path, str]]:
         with contextlib.suppress(GitError):
             _git(root, "worktree", "prune")
         shutil.rmtree(base, ignore_errors=True)
-

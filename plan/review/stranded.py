@@ -31,8 +31,14 @@ class Stranded:
         return f"{self.kind} {self.name}: {self.quantity} {unit}{amount} {what}: {self.reason}"
 
     def to_json(self) -> dict:
-        out: dict[str, Any] = {"kind": self.kind, "name": self.name, "quantity": self.quantity, "unit": self.unit,
-                               "reason": self.reason, "new": self.new}
+        out: dict[str, Any] = {
+            "kind": self.kind,
+            "name": self.name,
+            "quantity": self.quantity,
+            "unit": self.unit,
+            "reason": self.reason,
+            "new": self.new,
+        }
         if self.monthly is not None:
             out["monthly"] = float(self.monthly)
         return out
@@ -40,8 +46,11 @@ class Stranded:
 
 def _of(side: Side) -> dict[tuple[str, str], Mapping[str, Any]]:
     cost = (side.plan or {}).get("cost") or {}
-    return {(i.get("kind"), i.get("name")): i for i in cost.get("items", [])
-            if isinstance(i, Mapping) and isinstance(i.get("stranded"), Mapping)}
+    return {
+        (i.get("kind"), i.get("name")): i
+        for i in cost.get("items", [])
+        if isinstance(i, Mapping) and isinstance(i.get("stranded"), Mapping)
+    }
 
 
 def of_sides(old: Side, new: Side) -> list[Stranded]:
@@ -54,7 +63,15 @@ def of_sides(old: Side, new: Side) -> list[Stranded]:
         was = before.get(key)
         earlier = int(was["stranded"].get("quantity", 0)) if was else 0
         monthly = stranded.get("monthly")
-        out.append(Stranded(kind=str(key[0]), name=str(key[1]), quantity=quantity, unit=str(item.get("unit", "")),
-                            reason=str(stranded.get("reason", "")),
-                            monthly=Decimal(str(monthly)) if monthly is not None else None, new=quantity > earlier))
+        out.append(
+            Stranded(
+                kind=str(key[0]),
+                name=str(key[1]),
+                quantity=quantity,
+                unit=str(item.get("unit", "")),
+                reason=str(stranded.get("reason", "")),
+                monthly=Decimal(str(monthly)) if monthly is not None else None,
+                new=quantity > earlier,
+            )
+        )
     return out

@@ -109,7 +109,7 @@ def window(old: str, new: str, limit: int) -> tuple[str, str]:
     start = max(0, common - limit // 4)
 
     def cut(text: str) -> str:
-        part = text[start:start + limit]
+        part = text[start : start + limit]
         return ("..." if start else "") + part + ("..." if start + limit < len(text) else "")
 
     return cut(old), cut(new)

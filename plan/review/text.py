@@ -40,14 +40,18 @@ def print_text(report: Report, console) -> None:
             continue
         for change in diff.risky:
             for reason in change.reasons:
-                console.print(f"  [bold white on red] RISKY [/] [bold]{change.op}[/] {escape(change.type)} "
-                              f"[bold]{escape(change.name)}[/]: {escape(reason)}")
+                console.print(
+                    f"  [bold white on red] RISKY [/] [bold]{change.op}[/] {escape(change.type)} "
+                    f"[bold]{escape(change.name)}[/]: {escape(reason)}"
+                )
         if diff.risky:
             console.print()
         for change in diff.changes:
             style = _STYLE[change.op]
-            line = (f"  [{style}]{_SYMBOL[change.op]:>2} {change.op:<7}[/] {escape(change.type)} "
-                    f"[bold]{escape(change.name)}[/]")
+            line = (
+                f"  [{style}]{_SYMBOL[change.op]:>2} {change.op:<7}[/] {escape(change.type)} "
+                f"[bold]{escape(change.name)}[/]"
+            )
             if change.summary:
                 line += f" [dim]({escape(change.summary)})[/]"
             if change.risky:
@@ -100,4 +104,3 @@ def _print_cost(diff: StackDiff, console) -> None:
     console.print(f"  [{style}]Cost:[/] {escape(describe_cost(cost))}", soft_wrap=True)
     for item in cost.items:
         console.print(f"             {escape(item.name)} ({item.kind}, {item.op}): {escape(describe_item(item))}")
-

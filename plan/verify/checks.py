@@ -1,12 +1,12 @@
 """The live checks, one `Check` each: TPU node pools, KubeRay objects, the worker pods of each TPU worker group, and
 the version set (plan/verify/live_versions.py). The slice checks are one implementation shared with the in-cluster
-CronJob (workloads/slice_checks.py); this module adapts the plan's objects to them."""
+CronJob (ray_tpu_gke.workload.slice_checks); this module adapts the plan's objects to them."""
 
 from __future__ import annotations
 
 from typing import Optional
 
-from workloads.slice_checks import (  # noqa: F401  (re-exported for plan.verify's modules)
+from ray_tpu_gke.workload.slice_checks import (  # noqa: F401  (re-exported for plan.verify's modules)
     FAIL,
     PASS,
     SKIP,
@@ -17,7 +17,7 @@ from workloads.slice_checks import (  # noqa: F401  (re-exported for plan.verify
     name_of,
     pool_checks,
 )
-from workloads.slice_checks import object_checks as _object_checks
+from ray_tpu_gke.workload.slice_checks import object_checks as _object_checks
 
 from .expected import ObjectPlan
 

@@ -43,12 +43,21 @@ from .labels import CLUSTER_LABEL, GROUP_LABEL, NODE_TYPE_LABEL
 from .smoke import SmokeTarget, _finished, run_smoke
 
 
-def verify(stack: StackPlan, kubectl: Kubectl, skip_smoke: bool = False, timeout: int = 1200, poll: float = 10.0,
-           keep_jobs: bool = False, version_set: Optional[dict] = None) -> list[Check]:
+def verify(
+    stack: StackPlan,
+    kubectl: Kubectl,
+    skip_smoke: bool = False,
+    timeout: int = 1200,
+    poll: float = 10.0,
+    keep_jobs: bool = False,
+    version_set: Optional[dict] = None,
+) -> list[Check]:
     """Every live check of the stack; with `version_set` (plan/version_set.py) also the version set's."""
     checks: list[Check] = []
-    images = {(o["namespace"], key.rsplit("/", 1)[-1]): o["image"]
-              for key, o in ((version_set or {}).get("rayObjects") or {}).items()}
+    images = {
+        (o["namespace"], key.rsplit("/", 1)[-1]): o["image"]
+        for key, o in ((version_set or {}).get("rayObjects") or {}).items()
+    }
     node_list = kubectl.items("nodes")
     nodes = {name_of(n): n for n in node_list}
     for pool in stack.pools:
@@ -59,8 +68,12 @@ def verify(stack: StackPlan, kubectl: Kubectl, skip_smoke: bool = False, timeout
         own, cluster = object_checks(obj, live)
         checks += own
         # A RayJob on an existing RayCluster (clusterSelector) runs on that cluster's pods, in that cluster's image.
-        if version_set is not None and cluster is not None and (obj.namespace, obj.name) in images \
-                and not obj.cluster_selector:
+        if (
+            version_set is not None
+            and cluster is not None
+            and (obj.namespace, obj.name) in images
+            and not obj.cluster_selector
+        ):
             pods = kubectl.items("pods", "-n", obj.namespace, "-l", f"{CLUSTER_LABEL}={cluster}")
             checks.append(live_versions.image_check(obj.subject, images[(obj.namespace, obj.name)], pods))
         if not obj.groups:
@@ -84,11 +97,15 @@ def verify(stack: StackPlan, kubectl: Kubectl, skip_smoke: bool = False, timeout
             if skip_smoke:
                 checks.append(Check(f"{obj.subject} group {group.group}", "smoke", SKIP, "--skip-smoke"))
             elif group.max_replicas == 0:
-                checks.append(Check(f"{obj.subject} group {group.group}", "smoke", SKIP, "the group has no slices "
-                                                                                          "(maxReplicas 0)"))
+                checks.append(
+                    Check(
+                        f"{obj.subject} group {group.group}", "smoke", SKIP, "the group has no slices (maxReplicas 0)"
+                    )
+                )
             else:
-                targets.append(SmokeTarget(obj.subject, obj.namespace, cluster, group,
-                                           labels_only=obj.kind == "RayService"))
+                targets.append(
+                    SmokeTarget(obj.subject, obj.namespace, cluster, group, labels_only=obj.kind == "RayService")
+                )
     if version_set is not None:
         checks += live_versions.crd_checks(kubectl, version_set["kuberay"]["fields"])
         checks += live_versions.webhook_checks(kubectl, checks, sum(len(o.groups) for o in stack.objects))
@@ -107,16 +124,23 @@ def report(checks: list[Check], out=None) -> None:
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="python -m plan.verify", description=(
-        "After `pulumi up`: does the live cluster match the stack's plan, and does every TPU slice work?"))
-    parser.add_argument("stack", help="stack name: Pulumi.<stack>.yaml in the project's stackConfigDir (this "
-                                      "repository: stacks/)")
+    parser = argparse.ArgumentParser(
+        prog="python -m plan.verify",
+        description=("After `pulumi up`: does the live cluster match the stack's plan, and does every TPU slice work?"),
+    )
+    parser.add_argument(
+        "stack", help="stack name: Pulumi.<stack>.yaml in the project's stackConfigDir (this repository: stacks/)"
+    )
     parser.add_argument("--context", required=True, help="the kubeconfig context of the stack's cluster")
     parser.add_argument("--kubeconfig", type=Path, help="kubeconfig file (default: kubectl's)")
     parser.add_argument("--config-file", type=Path, help="read this stack config file instead of the stack's own")
     parser.add_argument("--skip-smoke", action="store_true", help="do not run the TPU smoke test RayJobs")
-    parser.add_argument("--timeout", type=int, default=1200,
-                        help="seconds each smoke test may take, scale-up from zero included (default 1200)")
+    parser.add_argument(
+        "--timeout",
+        type=int,
+        default=1200,
+        help="seconds each smoke test may take, scale-up from zero included (default 1200)",
+    )
     parser.add_argument("--poll", type=float, default=10.0, help="seconds between RayJob status reads (default 10)")
     parser.add_argument("--keep-jobs", action="store_true", help="leave the smoke RayJobs in place to inspect them")
     parser.add_argument("--json", action="store_true", help="print the checks as JSON instead of lines")
@@ -143,16 +167,26 @@ def main(argv=None) -> int:
     try:
         from .. import version_set
 
-        checks = verify(stack_plan(plan, config), kubectl, skip_smoke=args.skip_smoke, timeout=args.timeout,
-                        poll=args.poll, keep_jobs=args.keep_jobs,
-                        version_set=version_set.versions(plan, config, found.inventory))
+        checks = verify(
+            stack_plan(plan, config),
+            kubectl,
+            skip_smoke=args.skip_smoke,
+            timeout=args.timeout,
+            poll=args.poll,
+            keep_jobs=args.keep_jobs,
+            version_set=version_set.versions(plan, config, found.inventory),
+        )
     except KubectlError as error:
         print(f"error: cannot read the cluster: {error}", file=sys.stderr)
         return stackfile.EXIT_ERROR
     ok = not any(c.status == FAIL for c in checks)
     if args.json:
-        print(json.dumps({"stack": args.stack, "context": args.context, "ok": ok,
-                          "checks": [c.to_json() for c in checks]}, indent=2))
+        print(
+            json.dumps(
+                {"stack": args.stack, "context": args.context, "ok": ok, "checks": [c.to_json() for c in checks]},
+                indent=2,
+            )
+        )
     else:
         report(checks)
     return 0 if ok else 1

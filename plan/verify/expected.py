@@ -8,15 +8,15 @@ from typing import Optional
 from ray_tpu_gke import catalog
 from ray_tpu_gke.catalog.resource_types import NODE_POOL, RAY_KIND_PREFIX
 from ray_tpu_gke.render import manifests
-
-from workloads.slice import SliceSpec  # noqa: F401  (expected.SliceSpec)
-from workloads.slice_checks import GroupPlan, PoolPlan
-from workloads.slice_checks import tpu_container as _tpu_container
+from ray_tpu_gke.workload.slice import SliceSpec  # noqa: F401  (expected.SliceSpec)
+from ray_tpu_gke.workload.slice_checks import GroupPlan, PoolPlan
+from ray_tpu_gke.workload.slice_checks import tpu_container as _tpu_container
 
 from .. import harness
 from .labels import CLUSTER_LABEL
 
 # --- what the plan says --------------------------------------------------------------------------------------------
+
 
 @dataclass
 class ObjectPlan:
@@ -47,18 +47,30 @@ def _group_plan(group: dict, autoscaling: bool, slice_name: str = "") -> Optiona
     if container is None:
         return None
     selector = dict(spec.get("nodeSelector") or {})
-    slice_spec = SliceSpec(_generation_of_accelerator(selector[catalog.ACCELERATOR_LABEL]).name,
-                           selector[catalog.TOPOLOGY_LABEL], int(group["numOfHosts"]),
-                           int(container["resources"]["limits"][catalog.TPU_RESOURCE]))
-    return GroupPlan(group["groupName"], slice_spec, selector, int(group["replicas"]), int(group["minReplicas"]),
-                     int(group["maxReplicas"]), autoscaling, slice_name)
+    slice_spec = SliceSpec(
+        _generation_of_accelerator(selector[catalog.ACCELERATOR_LABEL]).name,
+        selector[catalog.TOPOLOGY_LABEL],
+        int(group["numOfHosts"]),
+        int(container["resources"]["limits"][catalog.TPU_RESOURCE]),
+    )
+    return GroupPlan(
+        group["groupName"],
+        slice_spec,
+        selector,
+        int(group["replicas"]),
+        int(group["minReplicas"]),
+        int(group["maxReplicas"]),
+        autoscaling,
+        slice_name,
+    )
 
 
 def stack_plan(plan: harness.Plan, config) -> StackPlan:
     """The TPU node pools and KubeRay objects of a plan, with the slice each stands for."""
     out = StackPlan()
-    slice_of = {(obj.namespace, obj.name, g.name): g.slice or "" for obj in config.ray_objects
-                for g in obj.worker_groups}
+    slice_of = {
+        (obj.namespace, obj.name, g.name): g.slice or "" for obj in config.ray_objects for g in obj.worker_groups
+    }
     for step in plan.steps:
         inputs = step.inputs
         if step.type == NODE_POOL:
@@ -68,17 +80,34 @@ def stack_plan(plan: harness.Plan, config) -> StackPlan:
             slice_name = node_config["labels"][manifests.SLICE_LABEL]
             autoscaling = inputs.get("autoscaling") or {}
             shape = config.slice(slice_name).shape
-            out.pools.append(PoolPlan(inputs["name"], slice_name, shape.accelerator, shape.topology,
-                                      shape.machine_type.name, shape.hosts,
-                                      bool(autoscaling) and autoscaling.get("minNodeCount", 0) == 0))
+            out.pools.append(
+                PoolPlan(
+                    inputs["name"],
+                    slice_name,
+                    shape.accelerator,
+                    shape.topology,
+                    shape.machine_type.name,
+                    shape.hosts,
+                    bool(autoscaling) and autoscaling.get("minNodeCount", 0) == 0,
+                )
+            )
         elif step.type.startswith(RAY_KIND_PREFIX):
             spec = inputs["spec"]
             cluster = spec.get("rayClusterConfig") or spec.get("rayClusterSpec") or spec
             autoscaling = bool(cluster.get("enableInTreeAutoscaling"))
             where = (inputs["metadata"]["namespace"], inputs["metadata"]["name"])
-            groups = [g for g in (_group_plan(g, autoscaling, slice_of.get((*where, g["groupName"]), ""))
-                                  for g in manifests.tpu_worker_groups(inputs)) if g]
+            groups = [
+                g
+                for g in (
+                    _group_plan(g, autoscaling, slice_of.get((*where, g["groupName"]), ""))
+                    for g in manifests.tpu_worker_groups(inputs)
+                )
+                if g
+            ]
             selector = (spec.get("clusterSelector") or {}).get(CLUSTER_LABEL) if inputs["kind"] == "RayJob" else None
-            out.objects.append(ObjectPlan(inputs["kind"], inputs["metadata"]["namespace"], inputs["metadata"]["name"],
-                                          groups, selector))
+            out.objects.append(
+                ObjectPlan(
+                    inputs["kind"], inputs["metadata"]["namespace"], inputs["metadata"]["name"], groups, selector
+                )
+            )
     return out

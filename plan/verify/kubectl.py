@@ -15,15 +15,17 @@ class KubectlError(RuntimeError):
 class Kubectl:
     """kubectl against one context; every read asks for JSON."""
 
-    def __init__(self, context: str, kubeconfig: Optional[Path] = None, executable: str = "kubectl",
-                 timeout: float = 120):
+    def __init__(
+        self, context: str, kubeconfig: Optional[Path] = None, executable: str = "kubectl", timeout: float = 120
+    ):
         self.base = [executable, "--context", context] + (["--kubeconfig", str(kubeconfig)] if kubeconfig else [])
         self.timeout = timeout
 
     def run(self, *args: str, stdin: Optional[str] = None) -> subprocess.CompletedProcess:
         try:
-            return subprocess.run([*self.base, *args], input=stdin, capture_output=True, text=True,
-                                  timeout=self.timeout)
+            return subprocess.run(
+                [*self.base, *args], input=stdin, capture_output=True, text=True, timeout=self.timeout
+            )
         except FileNotFoundError:
             raise KubectlError(f"{self.base[0]} is not installed or not on PATH") from None
         except subprocess.TimeoutExpired:
@@ -45,6 +47,3 @@ class Kubectl:
 
     def items(self, *args: str) -> list[dict]:
         return (self.json("get", *args) or {}).get("items", [])
-
-
-

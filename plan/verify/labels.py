@@ -1,7 +1,7 @@
 """What GKE, KubeRay and the TPU webhook put on nodes, pods and RayJobs, which the live checks read: the constants of
-the shared checks (workloads/slice_checks.py), where each is cited."""
+the shared checks (ray_tpu_gke.workload.slice_checks), where each is cited."""
 
-from workloads.slice_checks import (  # noqa: F401  (re-exported)
+from ray_tpu_gke.workload.slice_checks import (  # noqa: F401  (re-exported)
     CLUSTER_LABEL,
     DEPLOYMENT_FAILED,
     GROUP_LABEL,

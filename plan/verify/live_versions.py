@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from workloads.slice_checks import FAIL, PASS, SKIP, Check, listing, name_of
+from ray_tpu_gke.workload.slice_checks import FAIL, PASS, SKIP, Check, listing, name_of
 
 from .kubectl import Kubectl
 
@@ -45,24 +45,32 @@ def crd_checks(kubectl: Kubectl, fields: dict[str, list[str]]) -> list[Check]:
         if crd is None:
             checks.append(Check(subject, "installed", FAIL, "not found: the Ray Operator add-on serves it"))
             continue
-        version = next((v for v in (crd.get("spec") or {}).get("versions") or [] if v.get("name") == API_VERSION),
-                       None)
+        version = next((v for v in (crd.get("spec") or {}).get("versions") or [] if v.get("name") == API_VERSION), None)
         if version is None or not version.get("served"):
             checks.append(Check(subject, "installed", FAIL, f"does not serve {API_VERSION}"))
             continue
         checks.append(Check(subject, "installed", PASS, f"serves ray.io/{API_VERSION}"))
         schema = (version.get("schema") or {}).get("openAPIV3Schema") or {}
         missing = [p for p in paths if not schema_has(schema, p)]
-        checks.append(Check(subject, "fields", FAIL if missing else PASS,
-                            f"missing: {listing(missing)}" if missing else
-                            f"all {len(paths)} fields the stack's {kind} objects set"))
+        checks.append(
+            Check(
+                subject,
+                "fields",
+                FAIL if missing else PASS,
+                f"missing: {listing(missing)}"
+                if missing
+                else f"all {len(paths)} fields the stack's {kind} objects set",
+            )
+        )
     return checks
 
 
 def _mutates_kuberay_pods(webhook: dict) -> bool:
-    creates_pods = any("pods" in (r.get("resources") or []) and "CREATE" in (r.get("operations") or [])
-                       for r in webhook.get("rules") or [])
-    labels = ((webhook.get("objectSelector") or {}).get("matchLabels") or {})
+    creates_pods = any(
+        "pods" in (r.get("resources") or []) and "CREATE" in (r.get("operations") or [])
+        for r in webhook.get("rules") or []
+    )
+    labels = (webhook.get("objectSelector") or {}).get("matchLabels") or {}
     service = ((webhook.get("clientConfig") or {}).get("service") or {}).get("name", "")
     return creates_pods and (labels.get(KUBERAY_POD_LABEL[0]) == KUBERAY_POD_LABEL[1] or "tpu-webhook" in service)
 
@@ -74,19 +82,34 @@ def webhook_checks(kubectl: Kubectl, group_checks: list[Check], tpu_groups: int)
     if not tpu_groups:
         return [Check(subject, "installed", SKIP, "the stack has no TPU worker group")]
     configs = (kubectl.json("get", "mutatingwebhookconfigurations") or {}).get("items", [])
-    found = [f"{name_of(c)}/{w.get('name')}" for c in configs for w in c.get("webhooks") or []
-             if _mutates_kuberay_pods(w)]
-    checks = [Check(subject, "installed", PASS if found else FAIL,
-                    f"{', '.join(found)} mutates KubeRay pods on creation" if found else
-                    "no mutating webhook of pod creation selects KubeRay's pods (app.kubernetes.io/name=kuberay)")]
+    found = [
+        f"{name_of(c)}/{w.get('name')}" for c in configs for w in c.get("webhooks") or [] if _mutates_kuberay_pods(w)
+    ]
+    checks = [
+        Check(
+            subject,
+            "installed",
+            PASS if found else FAIL,
+            f"{', '.join(found)} mutates KubeRay pods on creation"
+            if found
+            else "no mutating webhook of pod creation selects KubeRay's pods (app.kubernetes.io/name=kuberay)",
+        )
+    ]
     envs = [c for c in group_checks if c.name == "webhook env"]
     failed = [c.subject for c in envs if c.status == FAIL]
     if not envs:
         checks.append(Check(subject, "serving", SKIP, "no TPU worker pods to read"))
     else:
-        checks.append(Check(subject, "serving", FAIL if failed else PASS,
-                            f"worker pods without its environment: {listing(failed)}" if failed else
-                            f"its environment on the worker pods of {len(envs)} group(s)"))
+        checks.append(
+            Check(
+                subject,
+                "serving",
+                FAIL if failed else PASS,
+                f"worker pods without its environment: {listing(failed)}"
+                if failed
+                else f"its environment on the worker pods of {len(envs)} group(s)",
+            )
+        )
     return checks
 
 
@@ -100,8 +123,9 @@ def image_check(subject: str, image: str, pods: list[dict]) -> Check:
         for container in (pod.get("spec") or {}).get("containers") or []:
             if container.get("name", "").startswith("ray-") and container.get("image") != image:
                 wrong.append(f"{name_of(pod)}/{container.get('name')} runs {container.get('image')}")
-    return Check(subject, "image", FAIL if wrong else PASS,
-                 listing(wrong) if wrong else f"{len(pods)} pods run {image}")
+    return Check(
+        subject, "image", FAIL if wrong else PASS, listing(wrong) if wrong else f"{len(pods)} pods run {image}"
+    )
 
 
 def declared_images(plan_json: Optional[dict]) -> dict[tuple[str, str], str]:

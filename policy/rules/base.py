@@ -29,8 +29,7 @@ class Rule:
     types: tuple[str, ...] = ()  # resource rules: the types it applies to (empty: it decides itself)
 
     def applies_to(self, resource: Resource) -> bool:
-        return not self.types or resource.type in self.types or (
-            "ray" in self.types and resource.is_ray_object)
+        return not self.types or resource.type in self.types or ("ray" in self.types and resource.is_ray_object)
 
     def run_resource(self, resource: Resource) -> list[str]:
         return list(self.check(resource)) if self.applies_to(resource) else []

@@ -22,12 +22,15 @@ UNUSED = "no Ray worker group uses it"  # the estimate's reason for an entry no 
 def _amount(stranded: Mapping[str, Any]) -> str:
     if stranded.get("monthly") is None:
         return ""
-    return (f", {format_usd(Decimal(str(stranded.get('hourly', 0))))}/hour "
-            f"({format_usd(Decimal(str(stranded['monthly'])))}/month)")
+    return (
+        f", {format_usd(Decimal(str(stranded.get('hourly', 0))))}/hour "
+        f"({format_usd(Decimal(str(stranded['monthly'])))}/month)"
+    )
 
 
 @stack_rule(
-    "stranded-capacity", ADVISORY,
+    "stranded-capacity",
+    ADVISORY,
     "Every always-provisioned TPU slice, GPU and CPU node is used by a Ray worker group's replicas.",
     "Capacity that is always up and that no worker group asks for is billed and idle; scale it from zero, lower its "
     "count, or give a worker group the replicas to use it.",
@@ -42,5 +45,10 @@ def stranded_capacity(view: StackView) -> Findings:
             continue  # cost-unused-slice names each of its node pools
         quantity = stranded.get("quantity", 0)
         unit = f"{item.get('unit', '')}{'s' if quantity != 1 else ''}"
-        yield None, (f"{item.get('kind')} {item.get('name')}: {quantity} {unit} stranded{_amount(stranded)}: "
-                     f"{stranded.get('reason', '')}")
+        yield (
+            None,
+            (
+                f"{item.get('kind')} {item.get('name')}: {quantity} {unit} stranded{_amount(stranded)}: "
+                f"{stranded.get('reason', '')}"
+            ),
+        )

@@ -35,12 +35,15 @@ def slice_cost(view: StackView, slice_name: Optional[str]) -> str:
     if not isinstance(per_slice, Mapping) or per_slice.get("hourly") is None:
         return ""
     hourly = Decimal(str(per_slice["hourly"]))  # one slice, whether or not the configured basis runs it
-    return (f", which costs {_usd(hourly)}/hour ({_usd(hourly * 730)}/month) at its {item.get('capacity')} rate "
-            f"(docs/cost.md)")
+    return (
+        f", which costs {_usd(hourly)}/hour ({_usd(hourly * 730)}/month) at its {item.get('capacity')} rate "
+        f"(docs/cost.md)"
+    )
 
 
 @stack_rule(
-    "cost-tpu-autoscaling", ADVISORY,
+    "cost-tpu-autoscaling",
+    ADVISORY,
     "Outside production TPU node pools autoscale, so idle slices scale to zero.",
     "A TPU slice is billed per host-hour whether or not a Ray worker runs on it.",
 )
@@ -49,12 +52,18 @@ def tpu_autoscaling(view: StackView) -> Findings:
         r = pool.resource
         if r.production or r.get("autoscaling"):
             continue
-        yield r, (f"TPU node pool {pool.name} has a fixed size outside production{slice_cost(view, pool.slice_name)}, "
-                  "busy or idle; enable autoscaling (minimum 0) so it costs nothing while idle")
+        yield (
+            r,
+            (
+                f"TPU node pool {pool.name} has a fixed size outside production{slice_cost(view, pool.slice_name)}, "
+                "busy or idle; enable autoscaling (minimum 0) so it costs nothing while idle"
+            ),
+        )
 
 
 @stack_rule(
-    "cost-unused-slice", ADVISORY,
+    "cost-unused-slice",
+    ADVISORY,
     "Every TPU node pool is used by a worker group of a RayCluster, RayService or RayJob.",
     "A provisioned slice that no Ray object selects is paid for and idle.",
 )
@@ -65,12 +74,18 @@ def unused_slice(view: StackView) -> Findings:
     for pool in slices.tpu_pools(view):
         if not any(pool.selected_by(g.node_selector) for g in groups):
             slice_name = f" (slice {pool.slice_name})" if pool.slice_name else ""
-            yield pool.resource, (f"TPU node pool {pool.name}{slice_name}, {pool.describe}, is provisioned but no "
-                                  f"Ray worker group selects it{slice_cost(view, pool.slice_name)} while its nodes run")
+            yield (
+                pool.resource,
+                (
+                    f"TPU node pool {pool.name}{slice_name}, {pool.describe}, is provisioned but no "
+                    f"Ray worker group selects it{slice_cost(view, pool.slice_name)} while its nodes run"
+                ),
+            )
 
 
 @stack_rule(
-    "cost-monthly-budget", MANDATORY,
+    "cost-monthly-budget",
+    MANDATORY,
     "Where the stack sets ray-tpu-gke:pricing.monthlyBudget, the most it can cost in a month stays within it.",
     "The budget is the environment's spending limit; a change that can exceed it needs a new budget, decided openly.",
 )
@@ -81,17 +96,31 @@ def monthly_budget(view: StackView) -> Findings:
     budget = Decimal(str(cost["monthlyBudget"]))
     if cost.get("missing") or not isinstance(cost.get("total"), Mapping):
         missing = "; ".join(str(m.get("problem", "")) for m in cost.get("missing", []) if isinstance(m, Mapping))
-        yield None, (f"monthly budget {_usd(budget)} cannot be checked: the estimate is incomplete "
-                     f"({missing or 'no amounts'})")
+        yield (
+            None,
+            (
+                f"monthly budget {_usd(budget)} cannot be checked: the estimate is incomplete "
+                f"({missing or 'no amounts'})"
+            ),
+        )
         return
     total = cost["total"]
     most = Decimal(str((total.get("max") or total).get("monthly", 0)))
     if most <= budget:
         return
-    items = sorted((i for i in cost.get("items", []) if isinstance(i, Mapping)),
-                   key=lambda i: Decimal(str((i.get("max") or i).get("monthly", 0))), reverse=True)
-    largest = ", ".join(f"{i.get('kind')} {i.get('name')} {_usd((i.get('max') or i).get('monthly', 0))}"
-                        for i in items[:3])
-    yield None, (f"the stack can cost {_usd(most)}/month (configured size {_usd(total.get('monthly', 0))}), "
-                 f"{_usd(most - budget)} over its monthly budget {_usd(budget)}; largest: {largest}; reduce "
-                 "capacity or raise ray-tpu-gke:pricing.monthlyBudget")
+    items = sorted(
+        (i for i in cost.get("items", []) if isinstance(i, Mapping)),
+        key=lambda i: Decimal(str((i.get("max") or i).get("monthly", 0))),
+        reverse=True,
+    )
+    largest = ", ".join(
+        f"{i.get('kind')} {i.get('name')} {_usd((i.get('max') or i).get('monthly', 0))}" for i in items[:3]
+    )
+    yield (
+        None,
+        (
+            f"the stack can cost {_usd(most)}/month (configured size {_usd(total.get('monthly', 0))}), "
+            f"{_usd(most - budget)} over its monthly budget {_usd(budget)}; largest: {largest}; reduce "
+            "capacity or raise ray-tpu-gke:pricing.monthlyBudget"
+        ),
+    )

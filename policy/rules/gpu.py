@@ -16,7 +16,8 @@ def _accelerators(pool: Resource) -> list[dict]:
 
 
 @resource_rule(
-    "gpu-pool-shape", MANDATORY,
+    "gpu-pool-shape",
+    MANDATORY,
     "Every GPU pool attaches the GPUs its machine type carries, of the type the catalogue knows for it.",
     "GKE rejects a node pool whose accelerator count or type does not match the machine type (A2, A3, A4 and G2 "
     "machines come with a fixed number of GPUs); a wrong count also leaves Ray's GPU resource wrong.",
@@ -33,12 +34,15 @@ def pool_shape(pool: Resource) -> Messages:
         if machine is None:
             yield f"node pool {pool.name}: {machine_type} does not carry {kind}"
         elif accelerator.get("count") != machine.gpus:
-            yield (f"node pool {pool.name}: {machine_type} carries {machine.gpus} {kind}, the pool attaches "
-                   f"{accelerator.get('count')}")
+            yield (
+                f"node pool {pool.name}: {machine_type} carries {machine.gpus} {kind}, the pool attaches "
+                f"{accelerator.get('count')}"
+            )
 
 
 @resource_rule(
-    "gpu-driver-and-taint", MANDATORY,
+    "gpu-driver-and-taint",
+    MANDATORY,
     "Every GPU pool lets GKE install the NVIDIA driver and carries the nvidia.com/gpu NoSchedule taint.",
     "Without a driver the GPUs are invisible to pods; without the taint (GKE adds it only beside non-GPU pools, and "
     "never later) CPU pods fill the expensive GPU nodes.",
@@ -57,7 +61,8 @@ def driver_and_taint(pool: Resource) -> Messages:
 
 
 @resource_rule(
-    "gpu-pool-autoscaling", ADVISORY,
+    "gpu-pool-autoscaling",
+    ADVISORY,
     "GPU pools outside production scale from zero.",
     "A fixed-size GPU pool bills every GPU around the clock; with autoscaling from zero, idle GPUs cost nothing.",
     types=(NODE_POOL,),

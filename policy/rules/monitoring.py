@@ -16,8 +16,13 @@ from .base import ADVISORY, Findings, stack_rule
 
 ALERT_POLICY = "gcp:monitoring/alertPolicy:AlertPolicy"
 # Where a condition of an alert policy names the series it watches (AlertPolicy.Condition in the Monitoring API).
-CONDITION_TEXTS = ("conditionThreshold.filter", "conditionThreshold.denominatorFilter", "conditionAbsent.filter",
-                   "conditionMonitoringQueryLanguage.query", "conditionPrometheusQueryLanguage.query")
+CONDITION_TEXTS = (
+    "conditionThreshold.filter",
+    "conditionThreshold.denominatorFilter",
+    "conditionAbsent.filter",
+    "conditionMonitoringQueryLanguage.query",
+    "conditionPrometheusQueryLanguage.query",
+)
 
 
 def _texts(policy: Resource) -> Iterable[str]:
@@ -40,7 +45,8 @@ def names(text: str, name: str) -> bool:
 
 
 @stack_rule(
-    "prod-slice-alerts", ADVISORY,
+    "prod-slice-alerts",
+    ADVISORY,
     "In production every TPU node pool is named by an alert policy, and every alert policy notifies a channel.",
     "A production slice that breaks, idles or keeps being interrupted should page someone: ray-tpu-gke:monitoring "
     "(on by default) creates a policy for every slice, and a policy without notification channels opens incidents "
@@ -55,9 +61,14 @@ def slice_alerts(view: StackView) -> Findings:
         name = pool.resource.get("name")
         name = name if isinstance(name, str) and is_known(name) else pool.name
         if not any(names(text, name) for text in texts):
-            yield pool.resource, (f"TPU node pool {name} ({pool.describe}) is named by no alert policy in production "
-                                  f"({view.production}); keep ray-tpu-gke:monitoring enabled, or add a policy that "
-                                  "watches the pool")
+            yield (
+                pool.resource,
+                (
+                    f"TPU node pool {name} ({pool.describe}) is named by no alert policy in production "
+                    f"({view.production}); keep ray-tpu-gke:monitoring enabled, or add a policy that "
+                    "watches the pool"
+                ),
+            )
     silent = []
     for policy in policies:
         channels = policy.get("notificationChannels")
@@ -67,6 +78,11 @@ def slice_alerts(view: StackView) -> Findings:
             silent.append(policy.get("displayName") if is_known(policy.get("displayName")) else policy.name)
     if silent:
         shown = "; ".join(str(s) for s in silent[:3]) + (f"; and {len(silent) - 3} more" if len(silent) > 3 else "")
-        yield None, (f"{len(silent)} alert polic{'y notifies' if len(silent) == 1 else 'ies notify'} no channel in "
-                     f"production ({view.production}): {shown}. Set ray-tpu-gke:monitoring.notificationChannels to "
-                     "the IDs of existing channels (projects/<project>/notificationChannels/<id>)")
+        yield (
+            None,
+            (
+                f"{len(silent)} alert polic{'y notifies' if len(silent) == 1 else 'ies notify'} no channel in "
+                f"production ({view.production}): {shown}. Set ray-tpu-gke:monitoring.notificationChannels to "
+                "the IDs of existing channels (projects/<project>/notificationChannels/<id>)"
+            ),
+        )

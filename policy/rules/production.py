@@ -14,7 +14,8 @@ from .base import ADVISORY, MANDATORY, Findings, Messages, resource_rule, stack_
 
 
 @resource_rule(
-    "prod-deletion-protection", MANDATORY,
+    "prod-deletion-protection",
+    MANDATORY,
     "In production the GKE cluster sets deletionProtection: true.",
     "GKE refuses to delete a protected cluster, whatever a plan says; a prod cluster holds every TPU slice and "
     "Ray service.",
@@ -27,7 +28,8 @@ def deletion_protection(r: Resource) -> Messages:
 
 
 @resource_rule(
-    "prod-protect", MANDATORY,
+    "prod-protect",
+    MANDATORY,
     "In production the GKE cluster and every TPU node pool carry Pulumi's protect option.",
     "Pulumi then refuses to delete or replace them, so a renamed resource or an edit that forces replacement "
     "cannot drop a reserved multi-host slice.",
@@ -43,7 +45,8 @@ def protect(r: Resource) -> Messages:
 
 
 @resource_rule(
-    "prod-master-authorized-networks", MANDATORY,
+    "prod-master-authorized-networks",
+    MANDATORY,
     "In production only listed networks reach the control plane (masterAuthorizedNetworksConfig.cidrBlocks).",
     "Without authorized networks the Kubernetes API of a prod cluster is reachable from the whole internet.",
     types=(CLUSTER,),
@@ -55,9 +58,11 @@ def master_authorized_networks(r: Resource) -> Messages:
     if blocks == UNKNOWN:
         return
     if not blocks:
-        yield (f"cluster {r.name}: masterAuthorizedNetworksConfig.cidrBlocks is empty in production "
-               f"({r.production}); "
-               "list the networks allowed to reach the control plane")
+        yield (
+            f"cluster {r.name}: masterAuthorizedNetworksConfig.cidrBlocks is empty in production "
+            f"({r.production}); "
+            "list the networks allowed to reach the control plane"
+        )
         return
     for block in blocks:
         cidr = block.get("cidrBlock") if isinstance(block, dict) else None
@@ -71,7 +76,8 @@ def master_authorized_networks(r: Resource) -> Messages:
 
 
 @stack_rule(
-    "prod-serving-capacity", ADVISORY,
+    "prod-serving-capacity",
+    ADVISORY,
     "In production RayService worker groups do not run on Spot or flex-start capacity.",
     "Spot VMs are preempted and flex-start VMs are returned after at most seven days: a service on them loses "
     "replicas without warning.",

@@ -17,7 +17,8 @@ def _unset(value) -> bool:
 
 
 @resource_rule(
-    "gke-private-nodes", MANDATORY,
+    "gke-private-nodes",
+    MANDATORY,
     "GKE nodes have no public IP addresses (privateClusterConfig.enablePrivateNodes).",
     "TPU hosts and the system pool reach the internet through Cloud NAT only; nothing on the internet reaches them.",
     types=(CLUSTER,),
@@ -29,7 +30,8 @@ def private_nodes(r: Resource) -> Messages:
 
 
 @resource_rule(
-    "gke-workload-identity", MANDATORY,
+    "gke-workload-identity",
+    MANDATORY,
     "Workload Identity is enabled (workloadIdentityConfig.workloadPool is set).",
     "Pods get Google credentials through their Kubernetes service account, never from the node's identity.",
     types=(CLUSTER,),
@@ -40,7 +42,8 @@ def workload_identity(r: Resource) -> Messages:
 
 
 @resource_rule(
-    "gke-shielded-nodes", MANDATORY,
+    "gke-shielded-nodes",
+    MANDATORY,
     "Standard clusters enable shielded nodes (enableShieldedNodes: true).",
     "Shielded GKE nodes prove their identity to the control plane; a node that cannot is not allowed to join.",
     types=(CLUSTER,),
@@ -52,7 +55,8 @@ def shielded_nodes(r: Resource) -> Messages:
 
 
 @resource_rule(
-    "gke-no-legacy-abac", MANDATORY,
+    "gke-no-legacy-abac",
+    MANDATORY,
     "Legacy ABAC is off (enableLegacyAbac is not true).",
     "ABAC grants permissions outside RBAC, which no audit of roles would show.",
     types=(CLUSTER,),
@@ -63,7 +67,8 @@ def no_legacy_abac(r: Resource) -> Messages:
 
 
 @resource_rule(
-    "gke-no-client-certificate", MANDATORY,
+    "gke-no-client-certificate",
+    MANDATORY,
     "The cluster issues no client certificate (masterAuth.clientCertificateConfig.issueClientCertificate).",
     "A client certificate is a long-lived credential that cannot be revoked short of rotating the cluster CA.",
     types=(CLUSTER,),
@@ -74,7 +79,8 @@ def no_client_certificate(r: Resource) -> Messages:
 
 
 @resource_rule(
-    "gke-release-channel", MANDATORY,
+    "gke-release-channel",
+    MANDATORY,
     "The cluster is enrolled in a release channel (releaseChannel.channel is RAPID, REGULAR or STABLE).",
     "Outside a channel, control plane and nodes miss security patches, and the Ray Operator add-on and TPU "
     "versions are not kept compatible.",
@@ -97,7 +103,8 @@ def _service_account_problem(value) -> str | None:
 
 
 @resource_rule(
-    "gke-node-service-account", MANDATORY,
+    "gke-node-service-account",
+    MANDATORY,
     "Nodes run as a dedicated service account, never the Compute Engine default one.",
     "The default compute service account has Editor on the project: any pod that reached the node's identity "
     "could change the whole project.",
@@ -120,7 +127,8 @@ def node_service_account(r: Resource) -> Messages:
 
 
 @resource_rule(
-    "gke-metadata-server", MANDATORY,
+    "gke-metadata-server",
+    MANDATORY,
     "Node pools serve pods the GKE metadata server (nodeConfig.workloadMetadataConfig.mode: GKE_METADATA).",
     "Without it, pods read the node's credentials from the Compute Engine metadata server, bypassing "
     "Workload Identity.",
@@ -136,7 +144,8 @@ def metadata_server(r: Resource) -> Messages:
 
 
 @resource_rule(
-    "gke-shielded-instance", ADVISORY,
+    "gke-shielded-instance",
+    ADVISORY,
     "Node pools boot shielded VMs with secure boot and integrity monitoring.",
     "Secure boot and integrity monitoring detect tampered boot components on the nodes.",
     types=(NODE_POOL,),
@@ -146,7 +155,10 @@ def shielded_instance(r: Resource) -> Messages:
     if not is_known(config):
         return
     # GKE's defaults: secure boot off, integrity monitoring on.
-    off = [k for k, default in (("enableSecureBoot", False), ("enableIntegrityMonitoring", True))
-           if (default if config.get(k) is None else config.get(k)) is False]
+    off = [
+        k
+        for k, default in (("enableSecureBoot", False), ("enableIntegrityMonitoring", True))
+        if (default if config.get(k) is None else config.get(k)) is False
+    ]
     if off:
         yield f"node pool {r.name}: nodeConfig.shieldedInstanceConfig.{' and '.join(off)} should be true"

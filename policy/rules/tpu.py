@@ -13,7 +13,8 @@ RAY = ("ray",)
 
 
 @resource_rule(
-    "tpu-node-selectors", MANDATORY,
+    "tpu-node-selectors",
+    MANDATORY,
     "Every TPU worker group selects a TPU generation and a topology of the catalogue.",
     "The TPU webhook rejects a TPU group without the topology selector, and without both selectors GKE cannot "
     "place the pods on a slice of the intended shape.",
@@ -26,7 +27,8 @@ def node_selectors(resource: Resource) -> Messages:
 
 
 @resource_rule(
-    "tpu-whole-chips", MANDATORY,
+    "tpu-whole-chips",
+    MANDATORY,
     "Every TPU worker pod requests whole TPU hosts: google.com/tpu is a host's full chip count.",
     "A TPU host is never shared: a fractional or partial google.com/tpu cannot be scheduled on a TPU VM, and "
     "KubeRay derives Ray's TPU resource from this limit.",
@@ -41,18 +43,23 @@ def whole_chips(resource: Resource) -> Messages:
             continue
         fractional = [(c, v) for c, v in values if slices.whole_number(v) is None or slices.whole_number(v) < 1]
         for container, value in fractional:
-            yield (f"{where}: container {container} asks for {catalog.TPU_RESOURCE}: {value!r}; TPU chips are "
-                   "whole, positive numbers")
+            yield (
+                f"{where}: container {container} asks for {catalog.TPU_RESOURCE}: {value!r}; TPU chips are "
+                "whole, positive numbers"
+            )
         per_host = group.chips_per_host
         sizes = group.host_sizes
         if not fractional and per_host is not None and sizes and per_host not in sizes:
-            yield (f"{where}: {catalog.TPU_RESOURCE} is {per_host} per pod, but a {group.generation.name} "
-                   f"{group.topology} host has {' or '.join(map(str, sorted(set(sizes))))} chips; a pod takes a "
-                   "whole host")
+            yield (
+                f"{where}: {catalog.TPU_RESOURCE} is {per_host} per pod, but a {group.generation.name} "
+                f"{group.topology} host has {' or '.join(map(str, sorted(set(sizes))))} chips; a pod takes a "
+                "whole host"
+            )
 
 
 @resource_rule(
-    "tpu-requests-equal-limits", MANDATORY,
+    "tpu-requests-equal-limits",
+    MANDATORY,
     "Every TPU worker container requests exactly its google.com/tpu limit.",
     "Kubernetes rejects an extended resource whose request differs from its limit, and a missing limit leaves "
     "KubeRay without the chip count it gives Ray.",
@@ -65,9 +72,11 @@ def requests_equal_limits(resource: Resource) -> Messages:
         for container in sorted(set(limits) | set(requests)):
             limit, request = limits.get(container), requests.get(container)
             if limit is None or request is None or str(limit) != str(request):
-                yield (f"{slices.ray_label(resource)} {group.label}: container {container} requests "
-                       f"{catalog.TPU_RESOURCE}: {_show(request)} with limit {_show(limit)}; both must be set "
-                       "and equal")
+                yield (
+                    f"{slices.ray_label(resource)} {group.label}: container {container} requests "
+                    f"{catalog.TPU_RESOURCE}: {_show(request)} with limit {_show(limit)}; both must be set "
+                    "and equal"
+                )
 
 
 def _show(value) -> str:
@@ -75,7 +84,8 @@ def _show(value) -> str:
 
 
 @resource_rule(
-    "tpu-webhook-num-of-hosts", MANDATORY,
+    "tpu-webhook-num-of-hosts",
+    MANDATORY,
     "Every TPU worker group sets numOfHosts = chips of its topology / google.com/tpu per host.",
     "The GKE TPU webhook rejects the Ray object otherwise; a slice is only usable when one Ray worker runs on "
     "each of its hosts.",
@@ -89,15 +99,20 @@ def num_of_hosts(resource: Resource) -> Messages:
         where = f"{slices.ray_label(resource)} {group.label}"
         hosts = group.spec.get("numOfHosts", 1)
         if chips % per_host:
-            yield (f"{where}: {group.generation.name} {group.topology} has {chips} chips, which "
-                   f"{catalog.TPU_RESOURCE}: {per_host} per host does not divide")
+            yield (
+                f"{where}: {group.generation.name} {group.topology} has {chips} chips, which "
+                f"{catalog.TPU_RESOURCE}: {per_host} per host does not divide"
+            )
         elif hosts != chips // per_host:
-            yield (f"{where}: numOfHosts is {hosts}, but {group.generation.name} {group.topology} is {chips} chips "
-                   f"at {per_host} per host: numOfHosts must be {chips // per_host}")
+            yield (
+                f"{where}: numOfHosts is {hosts}, but {group.generation.name} {group.topology} is {chips} chips "
+                f"at {per_host} per host: numOfHosts must be {chips // per_host}"
+            )
 
 
 @stack_rule(
-    "tpu-multihost-placement", MANDATORY,
+    "tpu-multihost-placement",
+    MANDATORY,
     "Every multi-host TPU node pool is one slice: COMPACT placement with its topology (or a workload policy).",
     "Without placement GKE creates independent single-host VMs, not one slice joined by ICI; the topology must "
     "be one the catalogue lays out on the pool's machine type.",
@@ -115,18 +130,33 @@ def multihost_placement(view: StackView) -> Findings:
             continue
         if pool.placed:
             if placement.get("type") != "COMPACT":
-                yield r, (f"node pool {pool.name}: placementPolicy.type is {placement.get('type')!r}; a multi-host "
-                          "TPU slice needs COMPACT")
+                yield (
+                    r,
+                    (
+                        f"node pool {pool.name}: placementPolicy.type is {placement.get('type')!r}; a multi-host "
+                        "TPU slice needs COMPACT"
+                    ),
+                )
             name = placement.get("policyName")
             if name and is_known(name) and not placement.get("tpuTopology"):
                 policy = slices.workload_policy(view, name)
                 if policy is None:
-                    yield r, (f"node pool {pool.name}: placementPolicy.policyName {name} names no "
-                              "gcp:compute/resourcePolicy:ResourcePolicy of this stack, so the slice's topology "
-                              "cannot be checked")
+                    yield (
+                        r,
+                        (
+                            f"node pool {pool.name}: placementPolicy.policyName {name} names no "
+                            "gcp:compute/resourcePolicy:ResourcePolicy of this stack, so the slice's topology "
+                            "cannot be checked"
+                        ),
+                    )
                 elif policy.get("workloadPolicy.type") != "HIGH_THROUGHPUT":
-                    yield r, (f"node pool {pool.name}: workload policy {policy.name} has workloadPolicy.type "
-                              f"{policy.get('workloadPolicy.type')!r}; TPU slices need HIGH_THROUGHPUT")
+                    yield (
+                        r,
+                        (
+                            f"node pool {pool.name}: workload policy {policy.name} has workloadPolicy.type "
+                            f"{policy.get('workloadPolicy.type')!r}; TPU slices need HIGH_THROUGHPUT"
+                        ),
+                    )
         yield from _expected_topologies(pool, ray_groups)
 
 
@@ -141,19 +171,34 @@ def _expected_topologies(pool: slices.TpuPool, ray_groups: list[slices.WorkerGro
     for topology, names in sorted(expected.items()):
         who = ", ".join(sorted(names))
         if pool.placed:
-            yield pool.resource, (f"node pool {pool.name}: {who} expect a {pool.generation.name} {topology} slice, "
-                                  f"but {pool.source} makes the pool a {pool.topology} slice")
+            yield (
+                pool.resource,
+                (
+                    f"node pool {pool.name}: {who} expect a {pool.generation.name} {topology} slice, "
+                    f"but {pool.source} makes the pool a {pool.topology} slice"
+                ),
+            )
             continue
         try:
             shape = catalog.resolve(pool.generation.name, topology, pool.machine.name)
         except catalog.CatalogError as problem:
-            yield pool.resource, (f"node pool {pool.name}: {who} expect a {pool.generation.name} {topology} slice, "
-                                  f"which {pool.machine.name} hosts cannot form: {problem}")
+            yield (
+                pool.resource,
+                (
+                    f"node pool {pool.name}: {who} expect a {pool.generation.name} {topology} slice, "
+                    f"which {pool.machine.name} hosts cannot form: {problem}"
+                ),
+            )
             continue
-        yield pool.resource, (f"node pool {pool.name}: {who} expect a {pool.generation.name} {topology} slice "
-                              f"({shape.hosts} hosts of {pool.machine.name}), but the pool has no placementPolicy, "
-                              f"so its nodes are separate {pool.topology} single-host slices; set "
-                              f"placementPolicy.type COMPACT and tpuTopology {topology}")
+        yield (
+            pool.resource,
+            (
+                f"node pool {pool.name}: {who} expect a {pool.generation.name} {topology} slice "
+                f"({shape.hosts} hosts of {pool.machine.name}), but the pool has no placementPolicy, "
+                f"so its nodes are separate {pool.topology} single-host slices; set "
+                f"placementPolicy.type COMPACT and tpuTopology {topology}"
+            ),
+        )
 
 
 def node_bounds(resource: Resource) -> tuple[str, object, object]:
@@ -168,7 +213,8 @@ def node_bounds(resource: Resource) -> tuple[str, object, object]:
 
 
 @stack_rule(
-    "tpu-pool-node-count", MANDATORY,
+    "tpu-pool-node-count",
+    MANDATORY,
     "Every multi-host TPU node pool has exactly its slice's hosts, in one zone.",
     "A multi-host slice exists only whole: fewer nodes never become ready, more cannot be placed; autoscaling "
     "goes from 0 to all hosts at once, and node counts are per zone.",
@@ -184,24 +230,45 @@ def pool_node_count(view: StackView) -> Findings:
         shape = f"{pool.generation.name} {pool.shape.topology} from {pool.source}"
         if what == "autoscaling":
             if high != hosts:
-                yield r, (f"node pool {pool.name}: autoscaling allows up to {high} nodes, but a {shape} slice has "
-                          f"{hosts} hosts: maxNodeCount must be {hosts}")
+                yield (
+                    r,
+                    (
+                        f"node pool {pool.name}: autoscaling allows up to {high} nodes, but a {shape} slice has "
+                        f"{hosts} hosts: maxNodeCount must be {hosts}"
+                    ),
+                )
             if low not in (0, hosts):
-                yield r, (f"node pool {pool.name}: autoscaling minimum is {low}; a {shape} slice is either absent "
-                          f"(0) or whole ({hosts})")
+                yield (
+                    r,
+                    (
+                        f"node pool {pool.name}: autoscaling minimum is {low}; a {shape} slice is either absent "
+                        f"(0) or whole ({hosts})"
+                    ),
+                )
         elif high != hosts:
-            yield r, (f"node pool {pool.name}: nodeCount is {high}, but a {shape} slice has {hosts} hosts: "
-                      f"nodeCount must be {hosts}")
+            yield (
+                r,
+                (
+                    f"node pool {pool.name}: nodeCount is {high}, but a {shape} slice has {hosts} hosts: "
+                    f"nodeCount must be {hosts}"
+                ),
+            )
         zones = r.get("nodeLocations") or []
         location = r.get("location")
         if is_known(zones) and len(zones) != 1 and is_known(location) and not slices.is_zone(location):
-            yield r, (f"node pool {pool.name}: in region {location} it must name exactly one zone in "
-                      f"nodeLocations (a slice is zonal, and node counts repeat per zone); it names "
-                      f"{len(zones)}")
+            yield (
+                r,
+                (
+                    f"node pool {pool.name}: in region {location} it must name exactly one zone in "
+                    f"nodeLocations (a slice is zonal, and node counts repeat per zone); it names "
+                    f"{len(zones)}"
+                ),
+            )
 
 
 @stack_rule(
-    "ray-after-cluster", MANDATORY,
+    "ray-after-cluster",
+    MANDATORY,
     "Every KubeRay object depends on the GKE cluster and on the TPU node pools or ComputeClass it runs on.",
     "Created before them, the Ray object meets no KubeRay CRDs or TPU webhook (the add-on is not up yet) and "
     "its pods wait for nodes that are not there.",
@@ -227,8 +294,7 @@ def ray_after_cluster(view: StackView) -> Findings:
         for group in slices.tpu_worker_groups(r):
             compute_class = classes.get(group.node_selector.get(slices.COMPUTE_CLASS_LABEL))
             if compute_class is not None and compute_class.urn not in r.dependencies:
-                yield r, (f"{label} {group.label} selects ComputeClass {compute_class.name} but does not depend "
-                          "on it")
+                yield r, (f"{label} {group.label} selects ComputeClass {compute_class.name} but does not depend on it")
 
 
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
@@ -250,15 +316,22 @@ def _kuberay_install(r: Resource) -> str | None:
 
 
 @stack_rule(
-    "no-kuberay-beside-addon", MANDATORY,
+    "no-kuberay-beside-addon",
+    MANDATORY,
     "No KubeRay CRD or operator is installed in a cluster that runs the GKE Ray Operator add-on.",
     "The add-on serves the KubeRay CRDs and runs the operator and the TPU webhook; a second copy fights it over "
     "the same objects and CRD versions.",
 )
 def no_kuberay_beside_addon(view: StackView) -> Findings:
-    addon = [c for c in view.clusters
-             if any(isinstance(x, dict) and x.get("enabled") is True
-                    for x in (c.get("addonsConfig.rayOperatorConfigs") or []) if is_known(x))]
+    addon = [
+        c
+        for c in view.clusters
+        if any(
+            isinstance(x, dict) and x.get("enabled") is True
+            for x in (c.get("addonsConfig.rayOperatorConfigs") or [])
+            if is_known(x)
+        )
+    ]
     if not addon:
         return
     names = ", ".join(c.name for c in addon)
@@ -269,7 +342,8 @@ def no_kuberay_beside_addon(view: StackView) -> Findings:
 
 
 @resource_rule(
-    "k8s-label-values", MANDATORY,
+    "k8s-label-values",
+    MANDATORY,
     "Every node selector and label of a Ray object's pods is a valid Kubernetes label key and value.",
     "The API server refuses a pod whose node selector value holds a '/' or more than 63 characters (a shared "
     "reservation's full path, say), so the group never gets a pod (admission rule k8s-label-value).",
@@ -289,7 +363,8 @@ def label_values(resource: Resource) -> Messages:
 
 
 @resource_rule(
-    "tpu-pod-fits-host", MANDATORY,
+    "tpu-pod-fits-host",
+    MANDATORY,
     "Every TPU worker pod requests no more CPU and memory than its TPU host allocates to pods.",
     "A pod larger than what the node allocates (capacity less GKE's reservations, eviction threshold and DaemonSets) "
     "never schedules, and the slice's chips sit idle (admission rules gke-node-allocatable, pod-fits-node).",
@@ -306,5 +381,7 @@ def pod_fits_host(resource: Resource) -> Messages:
         cpu, memory = admission.pod_requests(group.pod_spec, [admission.GCS_FUSE_SIDECAR] * gcs)
         free_cpu, free_memory = admission.allocatable(hosts[0].vcpus, hosts[0].memory_gib)
         if cpu > free_cpu or memory > free_memory:
-            yield (f"{slices.ray_label(resource)} {group.label}: requests {cpu:g} CPU and {memory:.1f} GiB with its "
-                   f"sidecars; a {hosts[0].name} host allocates {free_cpu:.1f} CPU and {free_memory:.1f} GiB to pods")
+            yield (
+                f"{slices.ray_label(resource)} {group.label}: requests {cpu:g} CPU and {memory:.1f} GiB with its "
+                f"sidecars; a {hosts[0].name} host allocates {free_cpu:.1f} CPU and {free_memory:.1f} GiB to pods"
+            )

@@ -30,8 +30,12 @@ def latency_chart(report: dict, path: Path) -> None:
         for side in report["serving"]:
             values = side["latenciesMs"].get(name) or []
             if values:
-                ax.step(values, [(i + 1) / len(values) for i in range(len(values))], where="post",
-                        label=f"{side['name']} ({len(values)})")
+                ax.step(
+                    values,
+                    [(i + 1) / len(values) for i in range(len(values))],
+                    where="post",
+                    label=f"{side['name']} ({len(values)})",
+                )
         ax.set_xscale("log")
         ax.set_title(name)
         ax.set_xlabel("latency from scheduled send (ms)")
@@ -50,15 +54,25 @@ def replicas_chart(report: dict, path: Path) -> None:
     for ax, side in zip(axes[:, 0], sides):
         offered = side["timeline"]["offered"]
         load = ax.twinx()
-        load.bar([o["t"] + 0.5 for o in offered], [o["rps"] for o in offered], width=1.0, color="#cfd8dc",
-                 label="offered requests/s")
+        load.bar(
+            [o["t"] + 0.5 for o in offered],
+            [o["rps"] for o in offered],
+            width=1.0,
+            color="#cfd8dc",
+            label="offered requests/s",
+        )
         load.set_ylabel("offered requests/s")
         ax.set_zorder(load.get_zorder() + 1)
         ax.patch.set_visible(False)
         points = side["timeline"]["replicas"]
         ax.step([p["t"] for p in points], [p["running"] for p in points], where="post", label="replicas RUNNING")
-        ax.step([p["t"] for p in points], [p["target"] or 0 for p in points], where="post", linestyle="--",
-                label="Serve's target")
+        ax.step(
+            [p["t"] for p in points],
+            [p["target"] or 0 for p in points],
+            where="post",
+            linestyle="--",
+            label="Serve's target",
+        )
         for name, (start, _) in side["timeline"]["windows"].items():
             ax.axvline(start, color="#90a4ae", linewidth=0.8)
             ax.text(start, 0.02, f" {name}", transform=ax.get_xaxis_transform(), fontsize=7)

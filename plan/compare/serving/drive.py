@@ -34,18 +34,32 @@ def wait_app(api: serve_state.ServeApi, app: str, timeout: float, sleep=time.sle
 
 
 def run_json(run: load.LoadRun) -> dict:
-    return {"pattern": run.pattern, "startedAt": run.started_at,
-            "outcomes": [{**o.to_json(), **({"reply": o.reply} if o.reply is not None else {})}
-                         for o in run.outcomes]}
+    return {
+        "pattern": run.pattern,
+        "startedAt": run.started_at,
+        "outcomes": [{**o.to_json(), **({"reply": o.reply} if o.reply is not None else {})} for o in run.outcomes],
+    }
 
 
-def traffic(seen: dict, url: str, patterns: list[Pattern], body: dict, *, timeout_s: float, cold_timeout_s: float,
-            say=print) -> None:
-    """The first request, then every pattern, into `seen` ("cold", "patterns")."""
+def traffic(
+    seen: dict,
+    url: str,
+    patterns: list[Pattern],
+    body: dict,
+    *,
+    timeout_s: float,
+    cold_timeout_s: float,
+    say=print,
+    ready=lambda: None,
+) -> None:
+    """The first request, then every pattern, into `seen` ("cold", "patterns"); `ready()` returns when the first
+    request may leave (locally: when every side of the wave is there, so that the sides start together). The patterns
+    follow at once: a wait between them would leave the service idle, and a service at min_replicas 0 would scale to
+    zero in it."""
+    ready()
     seen["cold"] = run_json(load.run(COLD, url, body, timeout_s=cold_timeout_s, keep_replies=True))
     for pattern in patterns:
         say(f"{seen['name']}: {pattern.name}, {pattern.requests} requests over {pattern.duration_s:g} s")
         # Sparse requests meet a service scaled to zero: each may wait for a node and a replica.
         done = load.run(pattern, url, body, timeout_s=cold_timeout_s if pattern.gap_s else timeout_s)
-        seen["patterns"][pattern.name] = {"startedAt": done.started_at, "endedAt": time.time(),
-                                          "run": run_json(done)}
+        seen["patterns"][pattern.name] = {"startedAt": done.started_at, "endedAt": time.time(), "run": run_json(done)}

@@ -47,8 +47,12 @@ def ready_at(obj: dict) -> Optional[float]:
 
 def port_forward(kubectl, namespace: str, target: str, port: int, timeout_s: float = 60.0):
     """`kubectl port-forward` to a free loopback port: (http://127.0.0.1:PORT, the process to end)."""
-    process = subprocess.Popen([*kubectl.base, "port-forward", "-n", namespace, target, f":{port}"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [*kubectl.base, "port-forward", "-n", namespace, target, f":{port}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.time() + timeout_s
     while time.time() < deadline:
         line = process.stdout.readline()
@@ -73,8 +77,9 @@ class ClusterWatch:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def poll(self) -> None:
-        pods = self.kubectl.items("pods", "-n", self.namespace, "-l", f"{CLUSTER_LABEL}={self.cluster},"
-                                                                    f"{TYPE_LABEL}=worker")
+        pods = self.kubectl.items(
+            "pods", "-n", self.namespace, "-l", f"{CLUSTER_LABEL}={self.cluster},{TYPE_LABEL}=worker"
+        )
         for pod in pods:
             name, node = pod["metadata"]["name"], (pod.get("spec") or {}).get("nodeName")
             entry = self.pods.setdefault(name, {"name": name, "node": node, "readyAt": None})
@@ -86,8 +91,7 @@ class ClusterWatch:
             if node["metadata"]["name"] in wanted:
                 seen[node["metadata"]["name"]] = node
         for name in wanted:
-            entry = self.nodes.setdefault(name, {"name": name, "createdAt": None, "readyAt": None,
-                                                 "removedAt": None})
+            entry = self.nodes.setdefault(name, {"name": name, "createdAt": None, "readyAt": None, "removedAt": None})
             if name in seen:
                 entry["createdAt"] = entry["createdAt"] or epoch(seen[name]["metadata"].get("creationTimestamp"))
                 entry["readyAt"] = entry["readyAt"] or ready_at(seen[name])
@@ -119,8 +123,9 @@ def _wait_head(kubectl, side: ServiceSide, name: str, timeout: float, sleep, clo
     while clock() < deadline:
         obj = kubectl.get("rayservice", name, side.namespace) or {}
         status = obj.get("status") or {}
-        cluster = ((status.get("pendingServiceStatus") or {}).get("rayClusterName")
-                   or (status.get("activeServiceStatus") or {}).get("rayClusterName"))
+        cluster = (status.get("pendingServiceStatus") or {}).get("rayClusterName") or (
+            status.get("activeServiceStatus") or {}
+        ).get("rayClusterName")
         if cluster:
             heads = kubectl.items("pods", "-n", side.namespace, "-l", f"{CLUSTER_LABEL}={cluster},{TYPE_LABEL}=head")
             ready = [p for p in heads if ready_at(p) is not None]
@@ -130,14 +135,31 @@ def _wait_head(kubectl, side: ServiceSide, name: str, timeout: float, sleep, clo
     raise LiveError(f"RayService {side.namespace}/{name}: no head pod Ready within {timeout:.0f} s")
 
 
-def run_side(kubectl, side: ServiceSide, run_id: str, patterns: list[Pattern], body: dict, *, timeout_s: float,
-             forward: Callable = port_forward, keep: bool = False, poll_s: float = POLL_S, sleep=time.sleep,
-             clock=time.time, say=print) -> dict:
+def run_side(
+    kubectl,
+    side: ServiceSide,
+    run_id: str,
+    patterns: list[Pattern],
+    body: dict,
+    *,
+    timeout_s: float,
+    forward: Callable = port_forward,
+    keep: bool = False,
+    poll_s: float = POLL_S,
+    sleep=time.sleep,
+    clock=time.time,
+    say=print,
+) -> dict:
     manifest = run_manifest(side, run_id)
     name = manifest["metadata"]["name"]
     created = kubectl.json("create", "-f", "-", stdin=json.dumps(manifest))
-    seen: dict = {"name": side.name, "service": name, "patterns": {}, "problems": [],
-                  "appliedAt": epoch(created["metadata"].get("creationTimestamp")) or clock()}
+    seen: dict = {
+        "name": side.name,
+        "service": name,
+        "patterns": {},
+        "problems": [],
+        "appliedAt": epoch(created["metadata"].get("creationTimestamp")) or clock(),
+    }
     forwards, poller, watch = [], None, None
     try:
         say(f"{side.name}: RayService {side.namespace}/{name} created; waiting for its head")
@@ -170,8 +192,9 @@ def run_side(kubectl, side: ServiceSide, run_id: str, patterns: list[Pattern], b
             watch.stop()
             seen["nodes"] = list(watch.nodes.values())
             sent = (seen.get("cold") or {}).get("startedAt")
-            ready = sorted(p["readyAt"] for p in watch.pods.values() if p["readyAt"] and (sent is None
-                                                                                          or p["readyAt"] >= sent - 1))
+            ready = sorted(
+                p["readyAt"] for p in watch.pods.values() if p["readyAt"] and (sent is None or p["readyAt"] >= sent - 1)
+            )
             seen["podReadyAt"] = ready[0] if ready else None
     return seen
 

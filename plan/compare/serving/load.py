@@ -41,8 +41,10 @@ def target_allowed(url: str) -> str:
     except ValueError:
         loopback = False
     if not loopback:
-        raise TargetError(f"{url!r} is not on loopback; allowed: 127.0.0.1, ::1 or localhost (the local Serve proxy, "
-                          "or a cluster's service through kubectl port-forward)")
+        raise TargetError(
+            f"{url!r} is not on loopback; allowed: 127.0.0.1, ::1 or localhost (the local Serve proxy, "
+            "or a cluster's service through kubectl port-forward)"
+        )
     return url
 
 
@@ -67,8 +69,14 @@ class Outcome:
         return None if self.done is None else self.done - self.due
 
     def to_json(self) -> dict:
-        return {"label": self.label, "due": round(self.due, 6), "sent": _round(self.sent), "done": _round(self.done),
-                "status": self.status, "error": self.error}
+        return {
+            "label": self.label,
+            "due": round(self.due, 6),
+            "sent": _round(self.sent),
+            "done": _round(self.done),
+            "status": self.status,
+            "error": self.error,
+        }
 
 
 def _round(value: Optional[float]) -> Optional[float]:
@@ -82,8 +90,9 @@ class LoadRun:
     outcomes: list[Outcome]
 
 
-async def _one(client, url: str, body: bytes, outcome: Outcome, zero: float, clock: Callable[[], float],
-               keep: bool) -> None:
+async def _one(
+    client, url: str, body: bytes, outcome: Outcome, zero: float, clock: Callable[[], float], keep: bool
+) -> None:
     import httpx
 
     delay = zero + outcome.due - clock()
@@ -106,8 +115,15 @@ async def _one(client, url: str, body: bytes, outcome: Outcome, zero: float, clo
     outcome.done = clock() - zero
 
 
-async def run_async(pattern: Pattern, url: str, body: dict, *, timeout_s: float = DEFAULT_TIMEOUT_S,
-                    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT, keep_replies: bool = False) -> LoadRun:
+async def run_async(
+    pattern: Pattern,
+    url: str,
+    body: dict,
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+    keep_replies: bool = False,
+) -> LoadRun:
     import httpx
 
     target_allowed(url)

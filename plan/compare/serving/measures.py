@@ -24,12 +24,16 @@ def _summary(outcomes: list, seconds: float) -> dict:
     answered = [o.latency_s for o in outcomes if o.ok]
     failed = [o.error or f"http {o.status}" for o in outcomes if not o.ok]
     lags = [o.sent - o.due for o in outcomes if o.sent is not None]
-    return {"requests": len(outcomes), "errors": len(failed), "timeouts": failed.count("timeout"),
-            "errorKinds": dict(sorted(Counter(failed).items())),
-            "offeredRps": round(len(outcomes) / seconds, 3) if seconds else None,
-            "latencyMs": latency_ms(answered),
-            # how late this client sent, at worst: a large value means the client, not the service, was the bottleneck
-            "maxSendLagMs": round(max(lags) * 1000, 3) if lags else None}
+    return {
+        "requests": len(outcomes),
+        "errors": len(failed),
+        "timeouts": failed.count("timeout"),
+        "errorKinds": dict(sorted(Counter(failed).items())),
+        "offeredRps": round(len(outcomes) / seconds, 3) if seconds else None,
+        "latencyMs": latency_ms(answered),
+        # how late this client sent, at worst: a large value means the client, not the service, was the bottleneck
+        "maxSendLagMs": round(max(lags) * 1000, 3) if lags else None,
+    }
 
 
 def pattern_summary(run: LoadRun, pattern: Pattern) -> dict:
@@ -39,9 +43,14 @@ def pattern_summary(run: LoadRun, pattern: Pattern) -> dict:
     summary["durationS"] = pattern.duration_s
     summary["params"] = pattern.params
     if pattern.gap_s is None:  # sparse's phases are single requests: their latencies are the pattern's
-        summary["phases"] = [{"label": phase.label, "rps": phase.rps,
-                              **_summary([o for o in run.outcomes if o.label == phase.label], phase.seconds)}
-                             for phase in pattern.phases]
+        summary["phases"] = [
+            {
+                "label": phase.label,
+                "rps": phase.rps,
+                **_summary([o for o in run.outcomes if o.label == phase.label], phase.seconds),
+            }
+            for phase in pattern.phases
+        ]
     else:
         summary["coldLatenciesMs"] = [round(o.latency_s * 1000, 3) if o.ok else None for o in run.outcomes]
     return summary
@@ -50,8 +59,11 @@ def pattern_summary(run: LoadRun, pattern: Pattern) -> dict:
 def max_rps_under_slo(summaries: dict[str, dict], slo_ms: float, quantile: str = "p95") -> dict:
     """The highest offered rate among the constant-rate phases measured (steady, and burst's low and high steps)
     whose `quantile` latency stayed within the objective with no error: `rps` 0 when none held."""
-    held = [phase["rps"] for summary in summaries.values() for phase in summary.get("phases", [])
-            if phase["requests"] and not phase["errors"] and phase["latencyMs"]
-            and phase["latencyMs"][quantile] <= slo_ms]
+    held = [
+        phase["rps"]
+        for summary in summaries.values()
+        for phase in summary.get("phases", [])
+        if phase["requests"] and not phase["errors"] and phase["latencyMs"] and phase["latencyMs"][quantile] <= slo_ms
+    ]
     tried = sorted({phase["rps"] for summary in summaries.values() for phase in summary.get("phases", [])})
     return {"sloMs": slo_ms, "quantile": quantile, "rps": max(held, default=0.0), "ratesTried": tried}

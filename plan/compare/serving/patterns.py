@@ -78,33 +78,44 @@ def _positive(flag: str, value: float, most: float) -> float:
 
 def _bounded(pattern: Pattern, flag: str) -> Pattern:
     if pattern.duration_s > MAX_DURATION_S:
-        raise PatternError(f"{flag}: the {pattern.name} pattern lasts {pattern.duration_s:g} s; allowed: at most "
-                           f"{MAX_DURATION_S:g} s")
+        raise PatternError(
+            f"{flag}: the {pattern.name} pattern lasts {pattern.duration_s:g} s; allowed: at most {MAX_DURATION_S:g} s"
+        )
     if pattern.requests > MAX_REQUESTS:
-        raise PatternError(f"{flag}: the {pattern.name} pattern sends {pattern.requests} requests; allowed: at most "
-                           f"{MAX_REQUESTS}")
+        raise PatternError(
+            f"{flag}: the {pattern.name} pattern sends {pattern.requests} requests; allowed: at most {MAX_REQUESTS}"
+        )
     if pattern.requests < 1:
-        raise PatternError(f"{flag}: the {pattern.name} pattern sends no request; allowed: a rate x duration of "
-                           "at least 1")
+        raise PatternError(
+            f"{flag}: the {pattern.name} pattern sends no request; allowed: a rate x duration of at least 1"
+        )
     return pattern
 
 
 def steady(rps: float, seconds: float) -> Pattern:
     rps, seconds = _positive("--steady-rps", rps, MAX_RPS), _positive("--steady-s", seconds, MAX_DURATION_S)
-    return _bounded(Pattern("steady", (Phase("steady", rps, seconds),), params={"rps": rps, "seconds": seconds}),
-                    "--steady-rps/--steady-s")
+    return _bounded(
+        Pattern("steady", (Phase("steady", rps, seconds),), params={"rps": rps, "seconds": seconds}),
+        "--steady-rps/--steady-s",
+    )
 
 
 def burst(low_rps: float, high_rps: float, low_s: float, high_s: float, after_s: float) -> Pattern:
-    low_rps, high_rps = _positive("--burst-rps (low)", low_rps, MAX_RPS), _positive("--burst-rps (high)", high_rps,
-                                                                                     MAX_RPS)
+    low_rps, high_rps = (
+        _positive("--burst-rps (low)", low_rps, MAX_RPS),
+        _positive("--burst-rps (high)", high_rps, MAX_RPS),
+    )
     if high_rps <= low_rps:
-        raise PatternError(f"--burst-rps: the high rate {high_rps:g} is not above the low one {low_rps:g}; allowed: "
-                           "LOW,HIGH with HIGH > LOW")
+        raise PatternError(
+            f"--burst-rps: the high rate {high_rps:g} is not above the low one {low_rps:g}; allowed: "
+            "LOW,HIGH with HIGH > LOW"
+        )
     low_s, high_s, after_s = (_positive("--burst-s", s, MAX_DURATION_S) for s in (low_s, high_s, after_s))
     phases = (Phase("low", low_rps, low_s), Phase("high", high_rps, high_s), Phase("after", low_rps, after_s))
-    return _bounded(Pattern("burst", phases, params={"lowRps": low_rps, "highRps": high_rps,
-                                                     "seconds": [low_s, high_s, after_s]}), "--burst-rps/--burst-s")
+    return _bounded(
+        Pattern("burst", phases, params={"lowRps": low_rps, "highRps": high_rps, "seconds": [low_s, high_s, after_s]}),
+        "--burst-rps/--burst-s",
+    )
 
 
 def sparse(requests: int, gap_s: float, downscale_delay_s: float | None = None) -> Pattern:
@@ -112,12 +123,16 @@ def sparse(requests: int, gap_s: float, downscale_delay_s: float | None = None) 
         raise PatternError(f"--sparse-requests: {requests!r} is not allowed; allowed: a whole number of at least 1")
     gap_s = _positive("--sparse-gap-s", gap_s, MAX_DURATION_S)
     if downscale_delay_s is not None and gap_s <= downscale_delay_s:
-        raise PatternError(f"--sparse-gap-s: {gap_s:g} s is not longer than the Serve downscale delay "
-                           f"({downscale_delay_s:g} s), so no gap reaches the cold path; allowed: more than "
-                           f"{downscale_delay_s:g}")
+        raise PatternError(
+            f"--sparse-gap-s: {gap_s:g} s is not longer than the Serve downscale delay "
+            f"({downscale_delay_s:g} s), so no gap reaches the cold path; allowed: more than "
+            f"{downscale_delay_s:g}"
+        )
     phases = tuple(Phase(f"single-{i}", 1.0 / gap_s, gap_s) for i in range(requests))
-    return _bounded(Pattern("sparse", phases, gap_s=gap_s, params={"requests": requests, "gapS": gap_s}),
-                    "--sparse-requests/--sparse-gap-s")
+    return _bounded(
+        Pattern("sparse", phases, gap_s=gap_s, params={"requests": requests, "gapS": gap_s}),
+        "--sparse-requests/--sparse-gap-s",
+    )
 
 
 def parse_names(text: str) -> tuple[str, ...]:
@@ -125,6 +140,8 @@ def parse_names(text: str) -> tuple[str, ...]:
     names = tuple(n.strip() for n in text.split(",") if n.strip())
     unknown = [n for n in names if n not in NAMES]
     if unknown or not names or len(set(names)) != len(names):
-        raise PatternError(f"--patterns: {text!r} is not allowed; allowed: a comma-separated list of distinct names "
-                           f"from {', '.join(NAMES)}")
+        raise PatternError(
+            f"--patterns: {text!r} is not allowed; allowed: a comma-separated list of distinct names "
+            f"from {', '.join(NAMES)}"
+        )
     return names

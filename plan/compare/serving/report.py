@@ -19,8 +19,10 @@ DEFAULT_SLO_MS = 500.0
 
 
 def load_run(data: dict) -> LoadRun:
-    outcomes = [Outcome(o["label"], o["due"], o.get("sent"), o.get("done"), o.get("status"), o.get("error"),
-                        o.get("reply")) for o in data["outcomes"]]
+    outcomes = [
+        Outcome(o["label"], o["due"], o.get("sent"), o.get("done"), o.get("status"), o.get("error"), o.get("reply"))
+        for o in data["outcomes"]
+    ]
     return LoadRun(data["pattern"], data["startedAt"], outcomes)
 
 
@@ -66,8 +68,10 @@ def cold_start(side: ServiceSide, seen: dict) -> tuple[Optional[dict], Optional[
         problems.append(f"{side.name}: coldStartS.replicaStartS: the first answer carries no replica start-up figures")
     phases = {"totalS": _positive(answered - created), "rayStartS": _positive(sent - created)}
     if node is None:
-        problems.append(f"{side.name}: coldStartS.capacityAndNodeS: no node became Ready after the first request "
-                        "(was one up already?)")
+        problems.append(
+            f"{side.name}: coldStartS.capacityAndNodeS: no node became Ready after the first request "
+            "(was one up already?)"
+        )
         base = sent
     else:
         phases["capacityAndNodeS"] = _positive(node["readyAt"] - sent)
@@ -96,8 +100,11 @@ def _pattern_entry(side: ServiceSide, pattern: Pattern, data: dict, nodes: list[
     billed = billed_seconds(nodes, run.started_at, end)
     answered = summary["requests"] - summary["errors"]
     summary["billedNodeS"] = round(billed, 3)
-    summary["costPerMillionUsd"] = (round(billed * side.node_hourly / 3600 / answered * 1e6, 4)
-                                    if side.node_hourly is not None and answered else None)
+    summary["costPerMillionUsd"] = (
+        round(billed * side.node_hourly / 3600 / answered * 1e6, 4)
+        if side.node_hourly is not None and answered
+        else None
+    )
     return summary
 
 
@@ -114,12 +121,45 @@ def _offered(seen: dict, patterns: list[Pattern], since: float) -> list[dict]:
     return [{"t": t, "rps": n} for t, n in sorted(counts.items())]
 
 
-def side_entry(side: ServiceSide, seen: dict, patterns: list[Pattern], *, slo_ms: float,
-               simulated: bool) -> tuple[dict, list[str]]:
+def _no_reaction(samples: list[dict], step: float, decided_by: float, burst: Pattern) -> str:
+    """Why the burst shows no reaction, from Serve's state: no decision, or a decision no added replica followed."""
+    decided = serve_state.upscale(samples, step, decided_by)
+    at_step = ([s for s in samples if s["at"] <= step] or [None])[-1]
+    if decided is None and at_step is not None and (at_step["target"] or 0) > serve_state.running(at_step):
+        return (
+            f"Serve had raised its replica target to {at_step['target']} before the burst's step, with "
+            f"{serve_state.running(at_step)} RUNNING: the load before the step already asked for more replicas "
+            "(lower --steady-rps or the burst's LOW rate)"
+        )
+    if decided is None:
+        return (
+            f"Serve raised no replica target after the burst's step to {burst.phases[1].rps:g} requests/s while "
+            "its requests were in flight (raise --burst-rps HIGH or its --burst-s, or lower target_ongoing_requests)"
+        )
+    before, decision = decided
+    return (
+        f"Serve raised its replica target from {before['target']} to {decision['target']} "
+        f"{decision['at'] - step:.1f} s after the burst's step, and no added replica was seen RUNNING after it "
+        "(stopped while it started, as when Serve scales back down first: lengthen the burst's high step, "
+        "or the downscale delay)"
+    )
+
+
+def side_entry(
+    side: ServiceSide, seen: dict, patterns: list[Pattern], *, slo_ms: float, simulated: bool
+) -> tuple[dict, list[str]]:
     problems = list(seen.get("problems", []))
-    entry: dict = {"name": side.name, "kind": side.kind, "simulated": simulated, "accelerator": side.accelerator,
-                   "runsOn": side.item, "capacity": side.capacity, "nodeHourlyUsd": side.node_hourly,
-                   "application": side.application.get("import_path"), "autoscalingConfig": side.autoscaling}
+    entry: dict = {
+        "name": side.name,
+        "kind": side.kind,
+        "simulated": simulated,
+        "accelerator": side.accelerator,
+        "runsOn": side.item,
+        "capacity": side.capacity,
+        "nodeHourlyUsd": side.node_hourly,
+        "application": side.application.get("import_path"),
+        "autoscalingConfig": side.autoscaling,
+    }
     if side.node_hourly is None:
         problems.append(f"{side.name}: costs: {side.price_problem}")
     entry["coldStartS"], entry["replicaStartup"], found = cold_start(side, seen)
@@ -133,8 +173,9 @@ def side_entry(side: ServiceSide, seen: dict, patterns: list[Pattern], *, slo_ms
         summary = entry["patterns"][pattern.name] = _pattern_entry(side, pattern, data, seen.get("nodes", []))
         if pattern.gap_s is not None:  # which sparse requests Serve's state shows meeting zero replicas RUNNING
             run = load_run(data["run"])
-            summary["sentAtZeroReplicas"] = [_replicas_at(seen.get("samples", []), run.started_at + o.due) == 0
-                                             for o in run.outcomes]
+            summary["sentAtZeroReplicas"] = [
+                _replicas_at(seen.get("samples", []), run.started_at + o.due) == 0 for o in run.outcomes
+            ]
         if summary["latencyMs"] is None:
             problems.append(f"{side.name}: patterns.{pattern.name}.latencyMs: no request was answered")
     entry["maxRpsUnderSlo"] = max_rps_under_slo(entry["patterns"], slo_ms)
@@ -143,35 +184,53 @@ def side_entry(side: ServiceSide, seen: dict, patterns: list[Pattern], *, slo_ms
     burst = next((p for p in patterns if p.name == "burst"), None)
     if burst is not None and "burst" in seen["patterns"]:
         step = seen["patterns"]["burst"]["run"]["startedAt"] + burst.phases[0].seconds
-        # Serve's decision may come after the high step (its look-back and metric pushes lag), not after the burst.
-        reacted = serve_state.reaction(samples, step,
-                                       decided_by=step + burst.phases[1].seconds + burst.phases[2].seconds)
+        # Serve's decision may come after the high step (its look-back and metric pushes lag), while the burst's
+        # requests are still in flight, not once the last of them was answered or given up on.
+        decided_by = seen["patterns"]["burst"]["endedAt"]
+        reacted = serve_state.reaction(samples, step, decided_by=decided_by)
         entry["autoscale"] = {"stepAt": step, **(reacted or {})}
         if reacted is None:
-            problems.append(f"{side.name}: autoscaleReactionS: Serve added no replica during the burst, after its step "
-                            f"to {burst.phases[1].rps:g} requests/s (raise --burst-rps HIGH, or lower "
-                            "target_ongoing_requests)")
+            problems.append(f"{side.name}: autoscaleReactionS: {_no_reaction(samples, step, decided_by, burst)}")
         else:
             entry["autoscaleReactionS"] = reacted["reactionS"]
     least = side.autoscaling.get("min_replicas", 1)
-    entry["idleCostPerHourUsd"] = (round(side.nodes_for(least) * side.node_hourly, 4)
-                                   if side.node_hourly is not None else None)
+    entry["idleCostPerHourUsd"] = (
+        round(side.nodes_for(least) * side.node_hourly, 4) if side.node_hourly is not None else None
+    )
     entry["idleNodes"] = side.nodes_for(least)
     since = seen["appliedAt"]
-    entry["timeline"] = {"replicas": serve_state.timeline(samples, since), "offered": _offered(seen, patterns, since),
-                         "windows": {name: [round(d["run"]["startedAt"] - since, 3), round(d["endedAt"] - since, 3)]
-                                     for name, d in seen["patterns"].items()}}
-    entry["nodes"] = [{k: (round(v - since, 3) if isinstance(v, float) else v) for k, v in n.items()}
-                      for n in seen.get("nodes", [])]
+    entry["timeline"] = {
+        "replicas": serve_state.timeline(samples, since),
+        "offered": _offered(seen, patterns, since),
+        "windows": {
+            name: [round(d["run"]["startedAt"] - since, 3), round(d["endedAt"] - since, 3)]
+            for name, d in seen["patterns"].items()
+        },
+    }
+    entry["nodes"] = [
+        {k: (round(v - since, 3) if isinstance(v, float) else v) for k, v in n.items()} for n in seen.get("nodes", [])
+    ]
     if not samples:
         problems.append(f"{side.name}: Serve's state: never read ({seen.get('pollErrors', 0)} failed reads)")
-    entry["latenciesMs"] = {name: sorted(round(o.latency_s * 1000, 3) for o in load_run(d["run"]).outcomes if o.ok)
-                            for name, d in seen["patterns"].items()}
+    entry["latenciesMs"] = {
+        name: sorted(round(o.latency_s * 1000, 3) for o in load_run(d["run"]).outcomes if o.ok)
+        for name, d in seen["patterns"].items()
+    }
     return entry, problems
 
 
-def build(stack: str, mode: str, run_id: str, sides: list[ServiceSide], seen: list[dict], patterns: list[Pattern],
-          *, slo_ms: float, context: Optional[str] = None, facts: Optional[dict] = None) -> dict:
+def build(
+    stack: str,
+    mode: str,
+    run_id: str,
+    sides: list[ServiceSide],
+    seen: list[dict],
+    patterns: list[Pattern],
+    *,
+    slo_ms: float,
+    context: Optional[str] = None,
+    facts: Optional[dict] = None,
+) -> dict:
     simulated = mode == "local"
     entries, problems = [], []
     by_name = {s["name"]: s for s in seen}
@@ -182,9 +241,18 @@ def build(stack: str, mode: str, run_id: str, sides: list[ServiceSide], seen: li
         entry, found = side_entry(side, by_name[side.name], patterns, slo_ms=slo_ms, simulated=simulated)
         entries.append(entry)
         problems += found
-    document = {"schema": REPORT_SCHEMA, "stack": stack, "mode": mode, "run": run_id, "simulated": simulated,
-                "sloMs": slo_ms, "patterns": {p.name: p.params for p in patterns}, "serving": entries,
-                "problems": problems, "complete": not problems and len(entries) == len(sides)}
+    document = {
+        "schema": REPORT_SCHEMA,
+        "stack": stack,
+        "mode": mode,
+        "run": run_id,
+        "simulated": simulated,
+        "sloMs": slo_ms,
+        "patterns": {p.name: p.params for p in patterns},
+        "serving": entries,
+        "problems": problems,
+        "complete": not problems and len(entries) == len(sides),
+    }
     if context:
         document["context"] = context
     if facts:

@@ -47,10 +47,21 @@ def sample(document: dict, app: str, deployment: str, at: float) -> dict:
     """One poll's view of the measured deployment."""
     application = (document.get("applications") or {}).get(app) or {}
     details = (application.get("deployments") or {}).get(deployment) or {}
-    return {"at": at, "appStatus": application.get("status"), "status": details.get("status"),
-            "target": details.get("target_num_replicas"),
-            "replicas": [{"id": r.get("replica_id"), "state": r.get("state"), "startedAt": r.get("start_time_s"),
-                          "node": r.get("node_id")} for r in details.get("replicas") or []]}
+    return {
+        "at": at,
+        "appStatus": application.get("status"),
+        "status": details.get("status"),
+        "target": details.get("target_num_replicas"),
+        "replicas": [
+            {
+                "id": r.get("replica_id"),
+                "state": r.get("state"),
+                "startedAt": r.get("start_time_s"),
+                "node": r.get("node_id"),
+            }
+            for r in details.get("replicas") or []
+        ],
+    }
 
 
 def running(s: dict) -> int:
@@ -60,8 +71,14 @@ def running(s: dict) -> int:
 class Poller:
     """Polls the API every `interval_s` on a thread of its own; `samples` grows until `stop()`."""
 
-    def __init__(self, read: Callable[[], dict], app: str, deployment: str, interval_s: float = 0.5,
-                 clock: Callable[[], float] = time.time):
+    def __init__(
+        self,
+        read: Callable[[], dict],
+        app: str,
+        deployment: str,
+        interval_s: float = 0.5,
+        clock: Callable[[], float] = time.time,
+    ):
         self.read, self.app, self.deployment, self.interval_s, self.clock = read, app, deployment, interval_s, clock
         self.samples: list[dict] = []
         self.errors: list[str] = []
@@ -95,6 +112,7 @@ class Poller:
 
 # --- what the samples say ----------------------------------------------------------------------------------------
 
+
 def timeline(samples: list[dict], since: float) -> list[dict]:
     """Replicas over time: seconds from `since`, RUNNING replicas, Serve's target."""
     return [{"t": round(s["at"] - since, 3), "running": running(s), "target": s["target"]} for s in samples]
@@ -116,25 +134,38 @@ def first_replica(samples: list[dict], after: float) -> Optional[dict]:
     return None
 
 
-def reaction(samples: list[dict], step_at: float, decided_by: Optional[float] = None) -> Optional[dict]:
-    """The autoscaler's reaction to a load step at `step_at`: Serve's first upscale decision after the step (its
-    `target_num_replicas` rising from one poll to the next; `decisionS`) and when a replica beyond those RUNNING
-    before that decision was seen RUNNING (`reactionS`), both from the step. None when Serve raised no target by
-    `decided_by` or no replica came of it."""
+def upscale(samples: list[dict], step_at: float, decided_by: Optional[float] = None) -> Optional[tuple[dict, dict]]:
+    """Serve's first upscale decision after a load step at `step_at`: the poll before and the poll at which its
+    `target_num_replicas` rose, or None when it did not rise by `decided_by`."""
     after = [s for s in samples if s["at"] > step_at]
     previous = ([s for s in samples if s["at"] <= step_at] or [None])[-1]
-    for i, s in enumerate(after):
+    for s in after:
         if decided_by is not None and s["at"] > decided_by:
             return None
-        before = previous if i == 0 else after[i - 1]
-        if before is None or (s["target"] or 0) <= (before["target"] or 0):
-            continue
-        base = running(before)
-        known = {r["id"] for r in before["replicas"] if r["state"] == RUNNING}
-        for later in after[i:]:
-            added = [r for r in later["replicas"] if r["state"] == RUNNING and r["id"] not in known]
-            if running(later) > base and added:
-                return {"fromReplicas": base, "toReplicas": running(later), "decisionS": round(s["at"] - step_at, 3),
-                        "reactionS": round(later["at"] - step_at, 3), "replica": added[0]["id"]}
+        if previous is not None and (s["target"] or 0) > (previous["target"] or 0):
+            return previous, s
+        previous = s
+    return None
+
+
+def reaction(samples: list[dict], step_at: float, decided_by: Optional[float] = None) -> Optional[dict]:
+    """The autoscaler's reaction to a load step at `step_at`: Serve's first upscale decision after the step
+    (`decisionS`, from `upscale`) and when a replica beyond those RUNNING before that decision was seen RUNNING
+    (`reactionS`), both from the step. None when Serve raised no target by `decided_by` or no replica came of it."""
+    decided = upscale(samples, step_at, decided_by)
+    if decided is None:
         return None
+    before, decision = decided
+    base = running(before)
+    known = {r["id"] for r in before["replicas"] if r["state"] == RUNNING}
+    for later in (s for s in samples if s["at"] >= decision["at"]):
+        added = [r for r in later["replicas"] if r["state"] == RUNNING and r["id"] not in known]
+        if running(later) > base and added:
+            return {
+                "fromReplicas": base,
+                "toReplicas": running(later),
+                "decisionS": round(decision["at"] - step_at, 3),
+                "reactionS": round(later["at"] - step_at, 3),
+                "replica": added[0]["id"],
+            }
     return None

@@ -64,8 +64,9 @@ class ServiceSide:
     @property
     def per_replica(self) -> float:
         options = self.deployment.get("ray_actor_options") or {}
-        return float((options.get("resources") or {}).get("TPU", 0) if self.kind == "tpu" else
-                     options.get("num_gpus", 0)) or float(self.units_per_node)
+        return float(
+            (options.get("resources") or {}).get("TPU", 0) if self.kind == "tpu" else options.get("num_gpus", 0)
+        ) or float(self.units_per_node)
 
     @property
     def replicas_per_node(self) -> int:
@@ -97,8 +98,10 @@ def _entry(values: dict, key: str, name: Optional[str]) -> dict:
 
 def _price(plan: dict, kind: str, item: str, units: int) -> tuple[Optional[float], Optional[str], dict, Optional[str]]:
     wanted = "tpuSlice" if kind == "tpu" else "gpuPool"
-    cost = next((i for i in (plan.get("cost") or {}).get("items") or []
-                 if i.get("kind") == wanted and i.get("name") == item), None)
+    cost = next(
+        (i for i in (plan.get("cost") or {}).get("items") or [] if i.get("kind") == wanted and i.get("name") == item),
+        None,
+    )
     if cost is None or "hourly" not in (cost.get("rate") or {}):
         return None, f"the plan's cost has no hourly rate for {item}", {}, None
     rate = dict(cost["rate"])
@@ -121,12 +124,13 @@ def services(plan: dict, values: dict) -> list[ServiceSide]:
             kind, units = _limits_kind(group)
             if kind is None:
                 continue
-            entry = next((g for g in configured.get("workerGroups") or [] if g.get("name") == group["groupName"]),
-                         {})
+            entry = next((g for g in configured.get("workerGroups") or [] if g.get("name") == group["groupName"]), {})
             item = entry.get("slice") if kind == "tpu" else entry.get("gpuPool")
             if not item:
-                raise ServiceError(f"RayService {namespace}/{name} group {group['groupName']}: the stack names no "
-                                   f"{'slice' if kind == 'tpu' else 'gpuPool'} for it")
+                raise ServiceError(
+                    f"RayService {namespace}/{name} group {group['groupName']}: the stack names no "
+                    f"{'slice' if kind == 'tpu' else 'gpuPool'} for it"
+                )
             found.append(_side(plan, values, manifest, kind, group, item, units))
             break
     return sorted(found, key=lambda s: s.kind != "tpu")
@@ -141,23 +145,36 @@ def _side(plan, values, manifest, kind, group, item, units) -> ServiceSide:
         extra = {"topology": entry.get("topology"), "generation": entry.get("generation")}
     else:
         entry = _entry(values, "gpuPools", item)
-        accelerator = f"{units} x {entry.get('accelerator')}" + (f" on {entry['machineType']}"
-                                                                  if entry.get("machineType") else "")
+        accelerator = f"{units} x {entry.get('accelerator')}" + (
+            f" on {entry['machineType']}" if entry.get("machineType") else ""
+        )
     hourly, problem, rate, capacity = _price(plan, kind, item, units)
     cluster = manifest["spec"]["rayClusterConfig"]
     idle = (cluster.get("autoscalerOptions") or {}).get("idleTimeoutSeconds")
     return ServiceSide(
-        name=manifest["metadata"]["name"], namespace=manifest["metadata"].get("namespace", "default"), kind=kind,
-        group=group["groupName"], item=item, accelerator=accelerator, hosts=hosts, units_per_node=units,
+        name=manifest["metadata"]["name"],
+        namespace=manifest["metadata"].get("namespace", "default"),
+        kind=kind,
+        group=group["groupName"],
+        item=item,
+        accelerator=accelerator,
+        hosts=hosts,
+        units_per_node=units,
         max_group_replicas=int(group.get("maxReplicas", group.get("replicas", 1))),
-        serve_config=yaml.safe_load(manifest["spec"]["serveConfigV2"]), manifest=copy.deepcopy(manifest),
-        idle_timeout_s=None if idle is None else float(idle), capacity=capacity, node_hourly=hourly,
-        price_problem=problem, rate=rate, **extra)
+        serve_config=yaml.safe_load(manifest["spec"]["serveConfigV2"]),
+        manifest=copy.deepcopy(manifest),
+        idle_timeout_s=None if idle is None else float(idle),
+        capacity=capacity,
+        node_hourly=hourly,
+        price_problem=problem,
+        rate=rate,
+        **extra,
+    )
 
 
 def service_name(side: ServiceSide, run: str) -> str:
     suffix = run_suffix(run)
-    return f"{side.name[:MAX_RAYSERVICE_NAME - len(suffix) - 1].rstrip('-')}-{suffix}"
+    return f"{side.name[: MAX_RAYSERVICE_NAME - len(suffix) - 1].rstrip('-')}-{suffix}"
 
 
 def run_manifest(side: ServiceSide, run: str) -> dict:
@@ -167,7 +184,12 @@ def run_manifest(side: ServiceSide, run: str) -> dict:
     metadata["name"] = service_name(side, run)
     metadata.pop("annotations", None)  # Pulumi's: this object is not Pulumi's
     labels = {k: v for k, v in (metadata.get("labels") or {}).items() if k != "app.kubernetes.io/managed-by"}
-    labels.update({RUN_LABEL: label_value(run), SIDE_LABEL: label_value(side.name),
-                   "app.kubernetes.io/component": "compare-serve"})
+    labels.update(
+        {
+            RUN_LABEL: label_value(run),
+            SIDE_LABEL: label_value(side.name),
+            "app.kubernetes.io/component": "compare-serve",
+        }
+    )
     metadata["labels"] = labels
     return manifest

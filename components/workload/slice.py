@@ -3,7 +3,7 @@
 The Ray programs take the slice from their command line, or from the environment: every Ray pod of a worker group
 carries its group's shape (`SLICE_GENERATION`, `SLICE_TOPOLOGY`, `SLICE_HOSTS`, `SLICE_CHIPS_PER_HOST`, and
 `SLICE_COUNT`, the group's replicas: slices). Generation names are the stack's (`tpuSlices[].generation`,
-components/catalog/tpu.py). No Ray import: `plan.verify` builds these arguments too.
+components/catalog/tpu.py). No Ray import: `ray-tpu-gke verify` builds these arguments too.
 """
 
 from __future__ import annotations
@@ -23,8 +23,12 @@ RAY_VERSIONS = {"v4": "v4", "v5e": "v5litepod", "v5p": "v5p", "v6e": "v6e", "tpu
 # tensorcores_per_chip says the same (tests/test_workloads_smoke.py compares them, and Ray's own inference).
 CORES_PER_CHIP = {"v4": 2, "v5e": 1, "v5p": 2, "v6e": 1, "tpu7x": 2}
 
-ENV = {"generation": "SLICE_GENERATION", "topology": "SLICE_TOPOLOGY", "hosts": "SLICE_HOSTS",
-       "chips_per_host": "SLICE_CHIPS_PER_HOST"}
+ENV = {
+    "generation": "SLICE_GENERATION",
+    "topology": "SLICE_TOPOLOGY",
+    "hosts": "SLICE_HOSTS",
+    "chips_per_host": "SLICE_CHIPS_PER_HOST",
+}
 COUNT_ENV = "SLICE_COUNT"  # slices of the worker group (its replicas), beside ENV on every pod of the group
 
 
@@ -47,8 +51,10 @@ class SliceSpec:
         if self.hosts < 1 or self.chips_per_host < 1:
             raise ValueError("hosts and chips per host must be at least 1")
         if self.hosts * self.chips_per_host != self.chips:
-            raise ValueError(f"{self.hosts} hosts of {self.chips_per_host} chips are not the {self.chips} chips of "
-                             f"topology {self.topology}")
+            raise ValueError(
+                f"{self.hosts} hosts of {self.chips_per_host} chips are not the {self.chips} chips of "
+                f"topology {self.topology}"
+            )
 
     @property
     def chips(self) -> int:
@@ -76,23 +82,41 @@ class SliceSpec:
         return f"TPU-{self.pod_type}-head"
 
     def to_args(self) -> list[str]:
-        return ["--generation", self.generation, "--topology", self.topology, "--hosts", str(self.hosts),
-                "--chips-per-host", str(self.chips_per_host)]
+        return [
+            "--generation",
+            self.generation,
+            "--topology",
+            self.topology,
+            "--hosts",
+            str(self.hosts),
+            "--chips-per-host",
+            str(self.chips_per_host),
+        ]
 
     def to_json(self) -> dict:
-        return {"generation": self.generation, "topology": self.topology, "hosts": self.hosts,
-                "chips_per_host": self.chips_per_host, "pod_type": self.pod_type,
-                "accelerator_type": self.accelerator_type}
+        return {
+            "generation": self.generation,
+            "topology": self.topology,
+            "hosts": self.hosts,
+            "chips_per_host": self.chips_per_host,
+            "pod_type": self.pod_type,
+            "accelerator_type": self.accelerator_type,
+        }
 
 
 def add_arguments(parser: argparse.ArgumentParser, environ: Mapping[str, str] = os.environ) -> None:
     group = parser.add_argument_group("the slice, as the stack declares it (or $SLICE_*)")
-    group.add_argument("--generation", default=environ.get(ENV["generation"]), choices=sorted(RAY_VERSIONS),
-                       help="tpuSlices[].generation")
+    group.add_argument(
+        "--generation",
+        default=environ.get(ENV["generation"]),
+        choices=sorted(RAY_VERSIONS),
+        help="tpuSlices[].generation",
+    )
     group.add_argument("--topology", default=environ.get(ENV["topology"]), help="tpuSlices[].topology, e.g. 4x4")
     group.add_argument("--hosts", type=int, default=environ.get(ENV["hosts"]), help="hosts (worker pods) per slice")
-    group.add_argument("--chips-per-host", type=int, default=environ.get(ENV["chips_per_host"]),
-                       help="google.com/tpu per worker pod")
+    group.add_argument(
+        "--chips-per-host", type=int, default=environ.get(ENV["chips_per_host"]), help="google.com/tpu per worker pod"
+    )
 
 
 def from_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> SliceSpec:
@@ -117,8 +141,10 @@ def contradictions(given: Mapping[str, object], environ: Mapping[str, str]) -> l
         declared = environ.get(variables[name])
         if value is None or declared is None or str(value) == declared.strip():
             continue
-        problems.append(f"--{name.replace('_', '-')} {value} contradicts ${variables[name]}={declared} "
-                        "(the shape of the worker group this job runs on)")
+        problems.append(
+            f"--{name.replace('_', '-')} {value} contradicts ${variables[name]}={declared} "
+            "(the shape of the worker group this job runs on)"
+        )
     return problems
 
 

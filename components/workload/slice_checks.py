@@ -1,14 +1,14 @@
-"""The checks of TPU slices in a live cluster, one implementation for both callers: `python -m plan.verify` (from the
+"""The checks of TPU slices in a live cluster, one implementation for both callers: `ray-tpu-gke verify` (from the
 deployer's machine, through kubectl) and `python -m workloads.slice_health` (the in-cluster CronJob, through the
-Kubernetes API). Pure functions over the JSON the Kubernetes API and Ray's dashboard return: no Ray, Pulumi or
-library import, so they run in the workloads image and in the project's own virtualenv alike.
+Kubernetes API). Pure functions over the JSON the Kubernetes API and Ray's dashboard return: no Ray or Pulumi
+import, so they run in the workloads image and in the toolchain's virtualenv alike.
 
 - `pool_checks`: the nodes of one TPU node pool (count, GKE's TPU labels, Ready);
 - `object_checks`: a KubeRay object exists and is ready (RayJob: not failed);
 - `group_checks`: the worker pods of one TPU worker group (whole slices, running, chips, the TPU webhook's
   environment with TPU_WORKER_ID 0..n-1 once per slice, the nodes they run on);
 - `ray_view_checks`: a Ray head's own view of the group (its nodes' `ray.io/tpu-*` labels, hosts per slice), with the
-  label checks of the smoke test (`workloads.tpu_smoke.slice_checks`).
+  label checks of the smoke test (`ray_labels.label_checks`).
 """
 
 from __future__ import annotations
@@ -16,10 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from workloads import tpu_smoke
-from workloads.slice import SliceSpec
-
-PASS, FAIL, SKIP = "pass", "fail", "skip"
+from . import ray_labels
+from .ray_labels import FAIL, PASS, SKIP
+from .slice import SliceSpec
 
 # --- what GKE, KubeRay and the TPU webhook put on nodes, pods and Ray objects ---------------------------------------
 
@@ -96,10 +95,21 @@ class GroupPlan:
     slice: str = ""  # the tpuSlices entry it runs on
 
     def to_json(self) -> dict:
-        return {"group": self.group, "spec": {"generation": self.spec.generation, "topology": self.spec.topology,
-                                              "hosts": self.spec.hosts, "chips_per_host": self.spec.chips_per_host},
-                "selector": dict(self.selector), "replicas": self.replicas, "min_replicas": self.min_replicas,
-                "max_replicas": self.max_replicas, "autoscaling": self.autoscaling, "slice": self.slice}
+        return {
+            "group": self.group,
+            "spec": {
+                "generation": self.spec.generation,
+                "topology": self.spec.topology,
+                "hosts": self.spec.hosts,
+                "chips_per_host": self.spec.chips_per_host,
+            },
+            "selector": dict(self.selector),
+            "replicas": self.replicas,
+            "min_replicas": self.min_replicas,
+            "max_replicas": self.max_replicas,
+            "autoscaling": self.autoscaling,
+            "slice": self.slice,
+        }
 
     @classmethod
     def from_json(cls, data: dict) -> "GroupPlan":
@@ -129,11 +139,14 @@ def listing(items: list[str], limit: int = 6) -> str:
 
 def tpu_container(pod_spec: dict) -> Optional[dict]:
     """The container that asks for TPU chips (the one the TPU webhook injects its environment into)."""
-    return next((c for c in pod_spec.get("containers", [])
-                 if TPU_RESOURCE in ((c.get("resources") or {}).get("limits") or {})), None)
+    return next(
+        (c for c in pod_spec.get("containers", []) if TPU_RESOURCE in ((c.get("resources") or {}).get("limits") or {})),
+        None,
+    )
 
 
 # --- node pools ----------------------------------------------------------------------------------------------------
+
 
 def pool_checks(pool: PoolPlan, nodes: list[dict]) -> list[Check]:
     subject = f"node pool {pool.name}"
@@ -141,24 +154,48 @@ def pool_checks(pool: PoolPlan, nodes: list[dict]) -> list[Check]:
     hosts = pool.hosts
     if not mine and pool.autoscaled_from_zero:
         detail = f"0 nodes: the pool autoscales from zero ({hosts} when in use)"
-        return [Check(subject, "nodes", SKIP, detail), Check(subject, "labels", SKIP, "no nodes"),
-                Check(subject, "ready", SKIP, "no nodes")]
+        return [
+            Check(subject, "nodes", SKIP, detail),
+            Check(subject, "labels", SKIP, "no nodes"),
+            Check(subject, "ready", SKIP, "no nodes"),
+        ]
     want = f"0 or {hosts}" if pool.autoscaled_from_zero else str(hosts)
     short = "" if len(mine) == hosts else f", expected {want} (hosts of {pool.slice})"
     checks = [Check(subject, "nodes", PASS if len(mine) == hosts else FAIL, f"{len(mine)} nodes{short}")]
-    expected = {ACCELERATOR_LABEL: pool.accelerator, TOPOLOGY_LABEL: pool.topology, SLICE_LABEL: pool.slice,
-                INSTANCE_TYPE_LABEL: pool.machine_type}
-    problems = [f"{name_of(n)} {key}={labels_of(n).get(key)!r}" for n in mine for key, value in expected.items()
-                if labels_of(n).get(key) != value]
-    checks.append(Check(subject, "labels", _status(problems), listing(problems) or ", ".join(
-        f"{k}={v}" for k, v in expected.items())))
+    expected = {
+        ACCELERATOR_LABEL: pool.accelerator,
+        TOPOLOGY_LABEL: pool.topology,
+        SLICE_LABEL: pool.slice,
+        INSTANCE_TYPE_LABEL: pool.machine_type,
+    }
+    problems = [
+        f"{name_of(n)} {key}={labels_of(n).get(key)!r}"
+        for n in mine
+        for key, value in expected.items()
+        if labels_of(n).get(key) != value
+    ]
+    checks.append(
+        Check(
+            subject,
+            "labels",
+            _status(problems),
+            listing(problems) or ", ".join(f"{k}={v}" for k, v in expected.items()),
+        )
+    )
     problems = [name_of(n) for n in mine if not is_ready(n)]
-    checks.append(Check(subject, "ready", _status(problems),
-                        f"not Ready: {listing(problems)}" if problems else f"{len(mine)} nodes Ready"))
+    checks.append(
+        Check(
+            subject,
+            "ready",
+            _status(problems),
+            f"not Ready: {listing(problems)}" if problems else f"{len(mine)} nodes Ready",
+        )
+    )
     return checks
 
 
 # --- Ray objects ---------------------------------------------------------------------------------------------------
+
 
 def field_at(obj: Any, path: tuple[str, ...]) -> Any:
     for key in path:
@@ -166,8 +203,9 @@ def field_at(obj: Any, path: tuple[str, ...]) -> Any:
     return obj
 
 
-def object_checks(subject: str, kind: str, name: str, live: Optional[dict],
-                  cluster_selector: Optional[str] = None) -> tuple[list[Check], Optional[str]]:
+def object_checks(
+    subject: str, kind: str, name: str, live: Optional[dict], cluster_selector: Optional[str] = None
+) -> tuple[list[Check], Optional[str]]:
     """Whether the object exists and is ready (a RayJob: has not failed), and the name of the Ray cluster its pods
     belong to (None when it has none yet)."""
     if live is None:
@@ -216,6 +254,7 @@ def job_finished(status: dict) -> bool:
 
 # --- the worker pods of a TPU worker group -------------------------------------------------------------------------
 
+
 def _env(container: dict) -> dict:
     return {e["name"]: e.get("value") for e in container.get("env") or [] if "name" in e}
 
@@ -230,15 +269,27 @@ def group_checks(subject: str, group: GroupPlan, pods: list[dict], nodes: dict[s
     low, high = (group.min_replicas, group.max_replicas) if group.autoscaling else (group.replicas, group.replicas)
     bounds = f"{low}" if low == high else f"{low} to {high}"
     ok = rest == 0 and low <= slices <= high
-    checks.append(Check(subject, "pods", PASS if ok else FAIL,
-                        f"{len(pods)} worker pods: {slices} slices of {spec.hosts}" + ("" if rest == 0 else
-                        f" and {rest} over") + (f"; expected {bounds} slices" if not ok else f" ({bounds} planned)")))
+    checks.append(
+        Check(
+            subject,
+            "pods",
+            PASS if ok else FAIL,
+            f"{len(pods)} worker pods: {slices} slices of {spec.hosts}"
+            + ("" if rest == 0 else f" and {rest} over")
+            + (f"; expected {bounds} slices" if not ok else f" ({bounds} planned)"),
+        )
+    )
     if not pods:
-        return checks + [Check(subject, name, SKIP, "no worker pods") for name in
-                         ("running", "tpu request", "webhook env", "slices", "nodes")]
+        return checks + [
+            Check(subject, name, SKIP, "no worker pods")
+            for name in ("running", "tpu request", "webhook env", "slices", "nodes")
+        ]
 
-    problems = [f"{name_of(p)} {p.get('status', {}).get('phase', 'unknown')}" + ("" if is_ready(p) else ", not Ready")
-                for p in pods if p.get("status", {}).get("phase") != "Running" or not is_ready(p)]
+    problems = [
+        f"{name_of(p)} {p.get('status', {}).get('phase', 'unknown')}" + ("" if is_ready(p) else ", not Ready")
+        for p in pods
+        if p.get("status", {}).get("phase") != "Running" or not is_ready(p)
+    ]
     checks.append(Check(subject, "running", _status(problems), listing(problems) or f"{len(pods)} pods Running"))
 
     containers = {name_of(p): tpu_container(p.get("spec", {})) for p in pods}
@@ -251,15 +302,30 @@ def group_checks(subject: str, group: GroupPlan, pods: list[dict], nodes: dict[s
         got = [str((resources.get(k) or {}).get(TPU_RESOURCE)) for k in ("requests", "limits")]
         if got != [str(spec.chips_per_host)] * 2:
             problems.append(f"{pod} requests/limits {TPU_RESOURCE} {'/'.join(got)}")
-    checks.append(Check(subject, "tpu request", _status(problems),
-                        listing(problems) or f"{TPU_RESOURCE} {spec.chips_per_host} per pod"))
+    checks.append(
+        Check(
+            subject,
+            "tpu request",
+            _status(problems),
+            listing(problems) or f"{TPU_RESOURCE} {spec.chips_per_host} per pod",
+        )
+    )
 
     wanted = [WORKER_ID_ENV, NAME_ENV] + ([HOSTNAMES_ENV] if spec.hosts > 1 else [])
     envs = {pod: _env(c) for pod, c in containers.items() if c is not None}
-    problems = [f"{pod} lacks {', '.join(k for k in wanted if not env.get(k))}" for pod, env in envs.items()
-                if not all(env.get(k) for k in wanted)]
-    checks.append(Check(subject, "webhook env", _status(problems),
-                        listing(problems) or f"{', '.join(wanted)} on every TPU container"))
+    problems = [
+        f"{pod} lacks {', '.join(k for k in wanted if not env.get(k))}"
+        for pod, env in envs.items()
+        if not all(env.get(k) for k in wanted)
+    ]
+    checks.append(
+        Check(
+            subject,
+            "webhook env",
+            _status(problems),
+            listing(problems) or f"{', '.join(wanted)} on every TPU container",
+        )
+    )
     if problems:
         checks.append(Check(subject, "slices", SKIP, "the TPU webhook's environment is missing"))
     else:
@@ -306,12 +372,17 @@ def pools_of(pods: list[dict], nodes: dict[str, dict]) -> set[str]:
     return {labels_of(n).get(NODE_POOL_LABEL, "?") for n in scheduled if n}
 
 
-def _slice_check(subject: str, group: GroupPlan, pods: list[dict], envs: dict[str, dict],
-                 nodes: dict[str, dict]) -> Check:
+def _slice_check(
+    subject: str, group: GroupPlan, pods: list[dict], envs: dict[str, dict], nodes: dict[str, dict]
+) -> Check:
     by_slice = slice_problems(group, pods, nodes)
     problems = [p for name in sorted(by_slice) for p in by_slice[name]]
-    return Check(subject, "slices", _status(problems),
-                 listing(problems) or f"{len(by_slice)} slices, {WORKER_ID_ENV} 0..{group.spec.hosts - 1} in each")
+    return Check(
+        subject,
+        "slices",
+        _status(problems),
+        listing(problems) or f"{len(by_slice)} slices, {WORKER_ID_ENV} 0..{group.spec.hosts - 1} in each",
+    )
 
 
 def _node_check(subject: str, group: GroupPlan, pods: list[dict], nodes: dict[str, dict]) -> Check:
@@ -325,10 +396,17 @@ def _node_check(subject: str, group: GroupPlan, pods: list[dict], nodes: dict[st
         if node is None:
             problems.append(f"{name_of(pod)} runs on {node_name}, which is not a node of the cluster")
             continue
-        problems += [f"{node_name} {key}={labels_of(node).get(key)!r}, expected {value!r}"
-                     for key, value in group.selector.items() if labels_of(node).get(key) != value]
-    return Check(subject, "nodes", _status(problems), listing(problems) or "every pod on a node with " + ", ".join(
-        f"{k}={v}" for k, v in group.selector.items()))
+        problems += [
+            f"{node_name} {key}={labels_of(node).get(key)!r}, expected {value!r}"
+            for key, value in group.selector.items()
+            if labels_of(node).get(key) != value
+        ]
+    return Check(
+        subject,
+        "nodes",
+        _status(problems),
+        listing(problems) or "every pod on a node with " + ", ".join(f"{k}={v}" for k, v in group.selector.items()),
+    )
 
 
 def slice_of_pods(pods: list[dict]) -> dict[str, str]:
@@ -345,6 +423,7 @@ def slice_of_pods(pods: list[dict]) -> dict[str, str]:
 
 # --- Ray's own view ------------------------------------------------------------------------------------------------
 
+
 def ray_nodes_of_state_api(answer: Any) -> Optional[list[dict]]:
     """The nodes of a Ray dashboard's `GET /api/v0/nodes` answer in the shape of `ray.nodes()`, which the smoke
     test's label checks read; None when the answer is not a successful one.
@@ -357,13 +436,22 @@ def ray_nodes_of_state_api(answer: Any) -> Optional[list[dict]]:
     rows = field_at(answer, ("data", "result", "result"))
     if not isinstance(rows, list):
         return None
-    return [{"NodeID": n.get("node_id", ""), "NodeManagerAddress": n.get("node_ip", ""),
-             "Alive": n.get("state") == "ALIVE", "Labels": n.get("labels") or {},
-             "Resources": n.get("resources_total") or {}} for n in rows if isinstance(n, dict)]
+    return [
+        {
+            "NodeID": n.get("node_id", ""),
+            "NodeManagerAddress": n.get("node_ip", ""),
+            "Alive": n.get("state") == "ALIVE",
+            "Labels": n.get("labels") or {},
+            "Resources": n.get("resources_total") or {},
+        }
+        for n in rows
+        if isinstance(n, dict)
+    ]
 
 
-def ray_view_checks(subject: str, group: GroupPlan, ray_nodes: Optional[list[dict]], expected_slices: int,
-                    error: str = "") -> tuple[list[Check], dict[str, list[str]]]:
+def ray_view_checks(
+    subject: str, group: GroupPlan, ray_nodes: Optional[list[dict]], expected_slices: int, error: str = ""
+) -> tuple[list[Check], dict[str, list[str]]]:
     """Ray's view of one TPU worker group: as many whole, correctly labelled slices as the group has pods for, each
     with the slice's hosts. Returns the checks and, per Ray slice name, what is wrong with it (empty: whole).
 
@@ -371,13 +459,16 @@ def ray_view_checks(subject: str, group: GroupPlan, ray_nodes: Optional[list[dic
     subject = f"{subject} group {group.group}"
     if ray_nodes is None:
         return [Check(subject, "ray view", FAIL, f"the Ray head did not answer: {error or 'no answer'}")], {}
-    observed = tpu_smoke.observe(ray_nodes, group.group)
-    found, _ = tpu_smoke.label_checks(observed, group.spec, expected_slices)
+    observed = ray_labels.observe(ray_nodes, group.group)
+    found, _ = ray_labels.label_checks(observed, group.spec, expected_slices)
     problems = [f"{c.slice + ': ' if c.slice else ''}{c.name}: {c.detail}" for c in found if c.status == FAIL]
     per_slice: dict[str, list[str]] = {name: [] for name in observed.slices}
     for c in found:
         if c.slice and c.status == FAIL:
             per_slice[c.slice].append(c.name)
-    detail = (listing(problems) if problems else
-              f"{len(observed.slices)} slices of {group.spec.hosts} hosts with ray.io/tpu-* labels as declared")
+    detail = (
+        listing(problems)
+        if problems
+        else f"{len(observed.slices)} slices of {group.spec.hosts} hosts with ray.io/tpu-* labels as declared"
+    )
     return [Check(subject, "ray view", _status(problems), detail)], per_slice

@@ -1,0 +1,81 @@
+"""How the local serving rehearsal puts sides on its one Ray cluster (plan/compare/serving/local.py): sides of
+different accelerators run at once, in one Serve config that keeps each side's application apart, and each side's
+simulated nodes are its own. Pure: the compare stack's planned sides, no Ray."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from plan.compare import __main__ as compare_cli
+from plan.compare.serving import local, services
+
+
+@functools.lru_cache(maxsize=None)
+def sides() -> tuple[services.ServiceSide, ...]:
+    plan, values = compare_cli.load_plan("compare")
+    return tuple(services.services(plan, values))
+
+
+def test_a_tpu_and_a_gpu_side_run_at_once_and_two_of_a_kind_one_after_the_other():
+    tpu, gpu = (next(s for s in sides() if s.kind == kind) for kind in ("tpu", "gpu"))
+    second_tpu = dataclasses.replace(tpu, name="serve-tpu-b")
+    assert [[s.name for s in w] for w in local.waves([tpu, gpu])] == [["serve-tpu", "serve-gpu"]]
+    assert [[s.name for s in w] for w in local.waves([tpu, second_tpu, gpu])] == [
+        ["serve-tpu", "serve-gpu"], ["serve-tpu-b"]]
+
+
+def test_one_serve_config_holds_each_sides_application_apart_with_the_local_delays():
+    wave = list(sides())
+    planned = [s.serve_config for s in wave]
+    config = local.local_config(wave, 8123)
+    apps = config["applications"]
+    assert [a["name"] for a in apps] == [s.name for s in wave]
+    assert [a["route_prefix"] for a in apps] == [f"/{s.name}" for s in wave]  # the stack's route is /
+    assert config["http_options"] == {"host": "127.0.0.1", "port": 8123} and config["proxy_location"] == "HeadOnly"
+    for app, side in zip(apps, wave):
+        assert app["import_path"] == side.application["import_path"]
+        assert app["runtime_env"]["env_vars"]["LM_PRESET"] == "tiny"
+        scaling = app["deployments"][0]["autoscaling_config"]
+        assert scaling == {**side.autoscaling, **local.LOCAL_AUTOSCALING}
+        assert app["deployments"][0]["ray_actor_options"] == side.deployment["ray_actor_options"]
+    assert [s.serve_config for s in wave] == planned  # the plan's own configs untouched
+
+
+def test_node_spans_follow_each_nodes_events_and_drop_a_node_that_never_registered():
+    events = [
+        {"event": "node", "action": "requested", "name": "a", "at": 1.0},
+        {"event": "node", "action": "requested", "name": "b", "at": 1.5},
+        {"event": "node", "action": "ready", "name": "a", "at": 4.0},
+        {"event": "node", "action": "failed", "name": "b", "at": 31.5},
+        {"event": "node", "action": "removed", "name": "a", "at": 9.0, "why": "idle 1.2 s"},
+    ]
+    assert local.node_spans(events) == [
+        {"name": "a", "requestedAt": 1.0, "readyAt": 4.0, "removedAt": 9.0, "removedBecause": "idle 1.2 s"}]
+
+
+def test_the_first_request_waits_for_the_wave_and_the_patterns_follow_at_once(monkeypatch):
+    from plan.compare.serving import drive, load, patterns
+
+    calls = []
+    monkeypatch.setattr(load, "run", lambda pattern, *a, **k: calls.append(pattern.name) or load.LoadRun(
+        pattern.name, 0.0, []))
+    chosen = [patterns.steady(2, 1), patterns.burst(1, 2, 1, 1, 1)]
+    drive.traffic({"name": "serve-tpu", "patterns": {}}, "http://127.0.0.1:1/", chosen, {}, timeout_s=1,
+                  cold_timeout_s=1, say=lambda _: None, ready=lambda: calls.append("ready"))
+    assert calls == ["ready", "cold", "steady", "burst"]  # a wait between patterns would let Serve scale to zero
+
+
+def test_a_side_that_fails_breaks_the_waves_barrier_so_the_other_side_stops_waiting():
+    import threading
+
+    class Failed:  # Serve's state: the side's application could not deploy
+        def applications(self):
+            return {"applications": {"serve-tpu": {"status": "DEPLOY_FAILED"}}}
+
+    tpu = next(s for s in sides() if s.kind == "tpu")
+    together, seen = threading.Barrier(2), {"name": tpu.name, "patterns": {}}
+    failures = local._at_once([together.wait, lambda: local._drive(Failed(), 1, tpu, seen, [], {}, 1.0, together,
+                                                                    lambda _: None)])
+    assert sorted(type(f).__name__ for f in failures) == ["BrokenBarrierError", "DriveError"]
+    assert "endedAt" in seen
