@@ -10,6 +10,10 @@ STACK ?= dev
 # Checkov (tests/test_cis.py) cannot share .venv: it pins packaging<24, which pulumi and pytest exclude.
 CHECKOV_VENV ?= .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.requirements-installed
+# pip's network patience, unless the environment sets its own: a read that stalls for pip's default 15 s, five
+# times, fails the whole install (the workloads venv alone is 1.3 GB installed).
+export PIP_DEFAULT_TIMEOUT ?= 120
+export PIP_RETRIES ?= 10
 
 # The supported Pythons are pyproject.toml's requires-python, stated nowhere else. Checked before a venv is created;
 # plain re and tuples, so that even an old python3 prints this one line instead of a traceback.

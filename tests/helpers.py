@@ -108,10 +108,19 @@ def workloads_python() -> str:
 
 def run_workloads_script(script: str, tmp_path_factory, what: str, timeout: float) -> dict:
     """The script half of a local Ray test module (`python SCRIPT OUT.json` in the workloads interpreter), and the
-    JSON document it wrote; the test fails with the script's last stderr when it wrote none."""
+    JSON document it wrote; the test fails with the script's last stderr when it wrote none or outran `timeout`.
+
+    Each timeout in these modules guards against a hang, not a slow run: a loaded two-core machine has taken more
+    than 300 s for a multislice recovery and 290 s for two short fits (docs/benchmarks.md)."""
     python = workloads_python()
     out = tmp_path_factory.mktemp(Path(script).stem) / "seen.json"
-    run = subprocess.run([python, str(script), str(out)], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    try:
+        run = subprocess.run([python, str(script), str(out)], cwd=ROOT, capture_output=True, text=True,
+                             timeout=timeout)
+    except subprocess.TimeoutExpired as hung:
+        printed = hung.stderr or b""  # bytes whatever `text` says (subprocess.run, POSIX)
+        printed = printed.decode(errors="replace") if isinstance(printed, bytes) else printed
+        pytest.fail(f"{what} did not end within {timeout:.0f} s:\n{printed[-6000:]}")
     if run.returncode != 0 or not out.exists():
         pytest.fail(f"{what} failed ({run.returncode}):\n{run.stderr[-6000:]}")
     return json.loads(out.read_text())

@@ -36,7 +36,7 @@ def compared(tmp_path_factory):
                            str(STEPS), "--report-every", str(EVERY), "--inject-failure", f"bench-tpu={INJECT}",
                            "--entrypoint", f"bench-a100={OWN_JOB}", "--tolerance", str(TOLERANCE)],
                           cwd=ROOT, env={**os.environ, "WORKLOADS_PYTHON": python}, capture_output=True, text=True,
-                          timeout=900)
+                          timeout=1800)
     written = out / "report.json"
     if not written.exists():
         pytest.fail(f"no report (exit {done.returncode}):\n{done.stderr[-6000:]}")

@@ -43,11 +43,13 @@ STEPS_RECOVER, EVERY, KILL_AFTER = 30, 5, 10
 # Script half: runs under the workloads interpreter.
 # --------------------------------------------------------------------------------------------------------------------
 
-def _train(address: str, argv: list[str], on_event=None, timeout: float = 300) -> dict:
+def _train(address: str, argv: list[str], on_event=None, timeout: float = 600) -> dict:
     """`python -m workloads.train ARGV` as a RayJob's driver. on_event(event) runs in this (the main) thread for each
-    event line as it comes: Ray starts a raylet only from the main thread (it sets signal handlers)."""
+    event line as it comes: Ray starts a raylet only from the main thread (it sets signal handlers). The driver writes
+    unbuffered, as plan/compare/local_run.py has it, or its workers' lines would come a pipe buffer at a time."""
     command = [sys.executable, "-m", "workloads.train", "--simulate", "--result-dir", "", *argv]
-    process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "RAY_ADDRESS": address}, text=True,
+    process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "RAY_ADDRESS": address, "PYTHONUNBUFFERED": "1"},
+                               text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     lines: dict[str, list[str]] = {"stdout": [], "stderr": []}
     events: queue.Queue = queue.Queue()
@@ -126,7 +128,7 @@ if __name__ != "__main__":
 
     @pytest.fixture(scope="module")
     def seen(tmp_path_factory):
-        return run_workloads_script(__file__, tmp_path_factory, "the local multislice run", timeout=900)
+        return run_workloads_script(__file__, tmp_path_factory, "the local multislice run", timeout=1200)
 
 
 def _completed(run: dict) -> dict:

@@ -183,7 +183,7 @@ if __name__ != "__main__":
 
     @pytest.fixture(scope="module")
     def seen(tmp_path_factory):
-        return run_workloads_script(__file__, tmp_path_factory, "the local Ray cluster run", timeout=600)
+        return run_workloads_script(__file__, tmp_path_factory, "the local Ray cluster run", timeout=1200)
 
 
 def failing(result: dict) -> list[str]:

@@ -46,7 +46,7 @@ STEPS = 8
 
 def _train(address: str, argv: list[str], result_dir: Path) -> dict:
     run = subprocess.run([sys.executable, "-m", "workloads.train", "--result-dir", str(result_dir), *argv], cwd=ROOT,
-                         env={**os.environ, "RAY_ADDRESS": address}, capture_output=True, text=True, timeout=300)
+                         env={**os.environ, "RAY_ADDRESS": address}, capture_output=True, text=True, timeout=600)
     return {"returncode": run.returncode, "stdout": run.stdout, "stderr": run.stderr,
             "lastStdout": (run.stdout.strip().splitlines() or [""])[-1],
             "lastStderr": (run.stderr.strip().splitlines() or [""])[-1],
@@ -285,7 +285,7 @@ if __name__ != "__main__":
 
     @pytest.fixture(scope="module")
     def seen(tmp_path_factory):
-        return run_workloads_script(__file__, tmp_path_factory, "the local training runs", timeout=900)
+        return run_workloads_script(__file__, tmp_path_factory, "the local training runs", timeout=1800)
 
 
 def _document(run: dict) -> dict:

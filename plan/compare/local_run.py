@@ -88,6 +88,10 @@ def run_side(cluster, side: dict, spec: dict) -> dict:
         "RAY_ADDRESS": cluster.address,
         "PYTHONPATH": spec["root"],
         "JAX_PLATFORMS": "cpu",
+        # The steps are read from the driver's output as it prints them (the failure injection waits on one). Ray's
+        # driver prints its workers' lines without a flush (ray/_private/worker.py print_worker_logs), so into a pipe
+        # they would arrive a buffer at a time, or at exit, unless Python writes unbuffered.
+        "PYTHONUNBUFFERED": "1",
         # A busy machine may start the workers slower than Ray Train's 60 s default (Ray 2.55
         # ray/train/v2/_internal/constants.py DEFAULT_WORKER_GROUP_START_TIMEOUT_S; propagated from the driver to
         # the controller, ENV_VARS_TO_PROPAGATE): wait as long as the plan lets a TPU training head wait.

@@ -32,6 +32,12 @@ import queue  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
+# The replicas' workers run this much below the head's (a niceness increment), not at Ray's default 15: still behind
+# Serve's controller and proxy (a weight of 335 to 1024 under Linux's scheduler, sched_prio_to_weight), and ahead of
+# other Ray programs' default workers on the machine (36 each). At 15, beside a multislice JAX training (four workers
+# of many threads each, tests/test_workloads_multislice.py), a replica of the tiny model answered the steady pattern's
+# 2 requests a second in 0.6 to 9.8 s (p50 to p99 of both sides), and Serve scaled up before the burst.
+REPLICA_NICENESS = 5
 POLL_S = 0.5  # how often the demand and idleness are read (Ray's autoscaler: every 5 s, AUTOSCALER_UPDATE_INTERVAL_S)
 _lock = threading.Lock()  # one line at a time on stdout
 
@@ -178,21 +184,22 @@ def _start(local_cluster, attempts: int = 3):
     fixed 30 s for a raylet to register (ray/_private/node.py raylet_start_wait_time_s), which a busy two-core machine
     can miss.
 
-    The head's workers (Serve's controller and its HTTP proxy) run at this process's priority, the simulated nodes'
-    (the replicas) at Ray's default niceness 15 (ray_config_def.h worker_niceness, set by $RAY_worker_niceness): on
-    GKE the head pod has CPUs of its own, here it shares two cores with every replica, and a starved controller or
-    proxy reads a busy replica's ongoing requests late or not at all (a replica scaled to zero in a burst)."""
+    The head's workers (Serve's controller and its HTTP proxy) run at this process's priority and the replicas
+    REPLICA_NICENESS below it: on GKE the head pod has CPUs of its own, here it shares two cores with every replica,
+    and a starved controller or proxy reads a busy replica's ongoing requests late or not at all (a replica scaled to
+    zero in a burst)."""
     for attempt in range(1, attempts + 1):
         dashboard_port = local_cluster.free_port()
         try:
-            with local_cluster.environment(RAY_worker_niceness=str(os.nice(0))):
-                cluster = local_cluster.LocalCluster(
-                    head_args={
-                        "include_dashboard": True,
-                        "dashboard_host": "127.0.0.1",
-                        "dashboard_port": dashboard_port,
-                    }
-                )
+            cluster = local_cluster.LocalCluster(
+                head_args={
+                    "include_dashboard": True,
+                    "dashboard_host": "127.0.0.1",
+                    "dashboard_port": dashboard_port,
+                },
+                head_niceness=0,
+                node_niceness=REPLICA_NICENESS,
+            )
             return cluster, dashboard_port
         except Exception as error:
             say(
