@@ -74,10 +74,16 @@ def _simulate(out: Path) -> None:
         seen[name] = tpu_smoke.smoke(spec, group="tpu", platform=options.pop("platform", "cpu"), poll=0.2, **options)
         seen["timings"][name] = round(time.monotonic() - began, 1)
 
-    cluster = LocalCluster()
+    cluster = LocalCluster(head_niceness=10)  # the hosts' workers at Ray's default
     try:
         hosts = [tpu_host(cluster, 0), tpu_host(cluster, 1)]
         ray.init(address=cluster.address, log_to_driver=False)
+
+        def niceness_on(resources: dict) -> int:
+            return ray.get(ray.remote(num_cpus=0, resources=resources)(lambda: os.nice(0)).remote())
+
+        seen["niceness"] = {"driver": os.nice(0), "head": niceness_on({"node:__internal_head__": 0.01}),
+                            "host": niceness_on({"TPU": 1})}
         seen["timings"]["cluster"] = round(time.monotonic() - started, 1)
         seen["labels"] = sorted((n["Labels"] for n in ray.nodes() if n["Resources"].get("TPU")),
                                 key=lambda labels: labels.get(ray_labels.WORKER_ID, ""))
@@ -205,6 +211,13 @@ def test_ray_derives_the_labels_the_smoke_test_expects_from_the_gke_environment(
         assert labels["ray.io/tpu-pod-type"] == spec.pod_type == "v6e-8"
         assert labels["ray.io/accelerator-type"] == spec.accelerator_type == "TPU-V6E"
     assert seen["head_resources"] == [spec.head_resource]  # worker 0 only
+
+
+def test_a_local_clusters_workers_run_at_the_niceness_asked_for_the_head_and_ray_s_default_elsewhere(seen):
+    """$RAY_worker_niceness is an increment on the raylet's own niceness (LocalCluster), 15 by default (Ray 2.55
+    ray_config_def.h worker_niceness): what orders Serve's controller before the replicas in make compare-serve."""
+    nice = seen["niceness"]
+    assert (nice["head"], nice["host"]) == (min(nice["driver"] + 10, 19), min(nice["driver"] + 15, 19))
 
 
 def test_pod_types_agree_with_rays_own_inference(seen):
