@@ -35,7 +35,8 @@ def test_every_module_that_starts_a_local_cluster_is_marked():
     """A module starts one where its script half enters workloads.local_cluster.LocalCluster or it runs the local
     comparison (`plan.compare ... --local`, plan/compare/local_run.py) in a subprocess."""
     modules = {path.name: path.read_text() for path in (ROOT / "tests").glob("test_*.py") if path.name != THIS}
-    starts = {name for name, text in modules.items() if "LocalCluster()" in text or '"--local", "--out"' in text}
+    starts = {name for name, text in modules.items()
+              if re.search(r"\bLocalCluster\(", text) or '"--local", "--out"' in text}
     # `pytestmark = pytest.mark.local_ray`, or a list of marks that holds it (tests/test_package.py)
     marked = {name for name, text in modules.items() if "pytestmark = pytest.mark.local_ray" in text
               or re.search(r"pytestmark = \[[^]]*\bpytest\.mark\.local_ray\b", text)}
