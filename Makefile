@@ -39,7 +39,8 @@ endef
 export CHECK_PYTHON
 GUARD = @$(PYTHON) -c "$$CHECK_PYTHON" pyproject.toml '$(PYTHON)'
 
-.PHONY: plan test test-quick test-tools policy snapshots generate bench clean check-python lint format-check
+.PHONY: plan test test-ray test-all test-quick test-tools policy snapshots generate bench clean check-python lint \
+	format-check
 
 # Fails, with one line on stderr, when $(PYTHON) is outside pyproject.toml's requires-python.
 check-python:
@@ -87,20 +88,29 @@ plan: $(STAMP) $(ON_PATH)
 # The tools the tests run beside the project's venv (Checkov, Ray and JAX); the tests that need them name this target.
 test-tools: $(CHECKOV_STAMP) $(WORKLOADS_STAMP)
 
-# pytest-xdist: one worker per CPU; --dist loadfile sends each test module to one worker, in its order, so the tests
-# that share a module-scoped set-up (one local Ray cluster, one Checkov run, one git repository) get it once.
+# Two lanes. `make test`, the one to run after every change: lint, then every test that needs no local Ray cluster
+# (Pulumi mocks, pure layers, the CLIs, snapshots, Checkov, the wheel), on one pytest-xdist worker per CPU; --dist
+# loadfile sends each test module to one worker, so that a module-scoped set-up (one Checkov run, one git repository,
+# one wheel) is made once. `make test-ray`: the scenarios that start a local Ray cluster (marker local_ray: training
+# with recovery, multislice, the Ray smoke checks, the comparison rehearsals, the wheel's `compare --local`), one
+# module at a time: each is a cluster of several raylets that keeps both cores busy, and two at once only slow each
+# other down. `make test-all` runs both; CI runs it (.ci/run).
 # Not loadgroup: pytest-xdist 3.8.0 groups by a suffix it writes to item._nodeid (xdist/remote.py), which pytest 9.2
 # no longer reads (Node.nodeid is str(self._id), _pytest/nodes.py), so its groups are silently ignored.
-# --no-loadscope-reorder keeps the collection's order, which starts the modules with a local Ray cluster first
-# (tests/conftest.py); pytest-xdist's default order, most tests first, left them for last, the suite's tail.
-# PYTEST_ARGS="-n 0" runs the suite in one process.
-PYTEST_ARGS ?= -n auto --dist loadfile --no-loadscope-reorder
+# PYTEST_ARGS="-n 0" runs the unit lane in one process.
+PYTEST_ARGS ?= -n auto --dist loadfile
 # `make test STACK=name`: only that stack's tests (those parametrized with it) and those across every stack
 # (tests/conftest.py --stack), as a new environment's checklist runs them; STACK from the command line only, so that
 # `make test` alone runs everything whatever `make plan`'s default stack is.
 STACK_ARGS := $(if $(filter command line,$(origin STACK)),--stack $(STACK))
+TOOLS_ENV = CHECKOV=$(abspath $(CHECKOV_VENV))/bin/checkov WORKLOADS_PYTHON=$(abspath $(WORKLOADS_VENV))/bin/python
 test: $(STAMP) $(ON_PATH) $(CHECKOV_STAMP) $(WORKLOADS_STAMP) lint
-	CHECKOV=$(abspath $(CHECKOV_VENV))/bin/checkov WORKLOADS_PYTHON=$(abspath $(WORKLOADS_VENV))/bin/python $(BIN)/python -m pytest -q $(PYTEST_ARGS) $(STACK_ARGS)
+	$(TOOLS_ENV) $(BIN)/python -m pytest -q $(PYTEST_ARGS) -m "not local_ray" $(STACK_ARGS)
+
+test-ray: $(STAMP) $(ON_PATH) $(WORKLOADS_STAMP)
+	$(TOOLS_ENV) $(BIN)/python -m pytest -q -p no:xdist -m local_ray $(STACK_ARGS)
+
+test-all: test test-ray
 
 # ruff's lint and format check and mypy over what the wheel ships (pyproject.toml [tool.ruff], [tool.mypy], with the
 # exceptions written there); `make test` runs it before the suite. `make format-check` is the format check alone.
@@ -112,8 +122,8 @@ lint: $(STAMP) format-check
 format-check: $(STAMP)
 	$(BIN)/ruff format --check $(LINTED)
 
-# The suite without the modules that start a local Ray cluster (marker local_ray), and without building the tools'
-# venvs: the tests that use Checkov or the workloads venv run where they find them (as a plain pytest would), else skip.
+# The unit lane without lint and without building the tools' venvs: the tests that use Checkov or the workloads venv
+# run where they find them (as a plain pytest would), else skip.
 test-quick: $(STAMP) $(ON_PATH)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS) -m "not local_ray"
 

@@ -50,16 +50,12 @@ TOOL_OUTPUT = ("build",)
 
 
 def pytest_collection_modifyitems(config, items):
-    """The modules that start a local Ray cluster first: each takes minutes of mostly waiting, so, started first on
-    workers of their own, they overlap the rest of the suite instead of running last (with
-    `--no-loadscope-reorder`, pytest-xdist hands out modules in this order). Otherwise the order is unchanged.
-    With `--stack NAME`, only that stack's tests and those across every stack are kept."""
+    """With `--stack NAME`, only that stack's tests and those across every stack are kept."""
     stack = config.getoption("--stack")
     if stack:
         kept = [item for item in items if _of_stack(item, stack)]
         config.hook.pytest_deselected(items=[item for item in items if item not in kept])
         items[:] = kept
-    items.sort(key=lambda item: item.get_closest_marker("local_ray") is None)
 
 
 def pytest_sessionstart(session):

@@ -102,7 +102,7 @@ def test_each_side_recovered_from_its_checkpoint_on_a_replacement_node(compared)
         assert len(side["compiledSteps"]) == 2  # each attempt compiles its first step
         lost, replacement = side["billing"]["nodes"]
         assert lost["until"] == replacement["until"] == "removed"
-        assert lost["to"] <= recovery["injectedAt"] + 60 and replacement["from"] >= recovery["injectedAt"]
+        assert lost["from"] < recovery["injectedAt"] <= replacement["from"]  # the replacement came after the loss
 
 
 def test_local_costs_are_the_plans_prices_for_the_real_hardware(compared):

@@ -1,11 +1,15 @@
 """The local serving comparison end to end (`make compare-serve`): the compare stack's two RayServices' Serve
 application on a real local Ray cluster in the workloads interpreter, CPU standing in for the TPU host and the GPU
-node, nodes added and removed as Ray's demand asks, under steady, burst and sparse open-loop traffic; the report
+node, nodes added and removed as Ray's demand asks, under steady, sparse and burst open-loop traffic; the report
 written. One run for the module, many assertions on its artifacts; skipped, saying so, only when there is no
-workloads interpreter. The run is the shortest that still obtains every measure, its flags on the command line: a
-short steady pattern, a burst whose high step makes Serve add a replica (which then starts within Serve's local
-downscale delay, beside other tests too), and one sparse request after the default local gap (longer than Serve's
-local downscale delays and the simulated node's idle timeout)."""
+workloads interpreter.
+
+The run is shortened and arranged so that every event it asserts must happen, whatever the machine's speed: a light
+steady pattern (one replica); one sparse request after a gap that outlasts Serve's scale to zero; then a burst whose
+high step asks far more than one replica can answer (each request generates many tokens), so that Serve must raise
+its target; the 2-to-1 downscale delay is long (`--local-autoscaling`), so that Serve cannot stop the replica it adds
+while that replica starts, and the run waits for the added replica RUNNING (a hang guard, not a race) before it ends.
+No assertion compares one measured time with another."""
 
 from __future__ import annotations
 
@@ -22,14 +26,18 @@ from plan.compare.serving import services
 
 pytestmark = pytest.mark.local_ray
 
+ORDER = ("steady", "sparse", "burst")
+
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     python = workloads_python()
     out = tmp_path_factory.mktemp("compare-serve") / "report"
-    # An objective a busy two-core machine holds at the steady rate, both sides at once, so that maxRpsUnderSlo finds a
-    # rate (the default 500 ms is the user's to judge; here a rehearsal's latencies move with the machine's load).
-    shortest = ["--steady-s", "3", "--burst-s", "1,10,1", "--sparse-requests", "1", "--slo-ms", "3000"]
+    # An objective any machine holds at the steady rate, so that maxRpsUnderSlo finds a rate (the default 500 ms is
+    # the user's to judge; a rehearsal's latencies move with the machine's load), and no request given up on.
+    shortest = ["--patterns", ",".join(ORDER), "--steady-rps", "0.5", "--steady-s", "4", "--sparse-requests", "1",
+                "--sparse-gap-s", "40", "--burst-rps", "0.5,30", "--burst-s", "2,5,1", "--tokens", "256",
+                "--local-autoscaling", "downscale_delay_s=600", "--slo-ms", "600000", "--request-timeout-s", "600"]
     done = subprocess.run([sys.executable, "-m", "plan.compare", "compare", "--serve", "--local", "--out", str(out),
                            *shortest],
                           cwd=ROOT, env={**os.environ, "WORKLOADS_PYTHON": python}, capture_output=True, text=True,
@@ -81,9 +89,9 @@ def test_each_pattern_sent_its_schedule_and_measured_latency(served):
             assert 0 < latency["p50"] <= latency["p95"] <= latency["p99"]
             assert summary["costPerMillionUsd"] > 0 and summary["billedNodeS"] > 0
             assert len(side["latenciesMs"][name]) == summary["requests"] - summary["errors"]
-        # A sparse request sent while Serve had no replica RUNNING waited for a node and a replica.
+        # The sparse request met Serve at zero replicas RUNNING (its state, not a guess) and was answered all the same.
         cold = [v for v, zero in zip(sparse["coldLatenciesMs"], sparse["sentAtZeroReplicas"]) if zero]
-        assert cold and all(v is not None and v > steady["latencyMs"]["p99"] for v in cold)
+        assert cold and all(v is not None and v > 0 for v in cold)
         assert side["maxRpsUnderSlo"]["sloMs"] == document["sloMs"] and side["maxRpsUnderSlo"]["rps"] > 0
 
 
@@ -94,8 +102,10 @@ def test_autoscaling_is_read_from_serves_state_and_nodes_follow_the_demand(serve
         assert "reactionS" in react, document["problems"]
         assert side["autoscaleReactionS"] == react["reactionS"] > 0
         assert react["toReplicas"] > react["fromReplicas"] and 0 <= react["decisionS"] <= react["reactionS"]
+        # From zero, one replica, back to zero in the sparse gap, then at least two in the burst.
         running = [p["running"] for p in side["timeline"]["replicas"]]
-        assert max(running) >= 2 and running[0] == 0 and 0 in running[running.index(max(running)):]
+        first, most = next(i for i, r in enumerate(running) if r), running.index(max(running))
+        assert running[0] == 0 and max(running) >= 2 and 0 in running[first:most]
         # The nodes were asked for by Ray's pending demand, and the idle ones removed before the side ended.
         nodes = side["nodes"]
         assert len(nodes) >= 2 and all(n["requestedAt"] <= n["readyAt"] <= n["removedAt"] for n in nodes)

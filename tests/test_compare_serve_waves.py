@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 
+import pytest
+
 from plan.compare import __main__ as compare_cli
 from plan.compare.serving import local, services
 
@@ -79,3 +81,40 @@ def test_a_side_that_fails_breaks_the_waves_barrier_so_the_other_side_stops_wait
                                                                     lambda _: None)])
     assert sorted(type(f).__name__ for f in failures) == ["BrokenBarrierError", "DriveError"]
     assert "endedAt" in seen
+
+
+def test_a_runs_overrides_replace_the_local_delays_and_are_checked():
+    wave = list(sides())
+    overrides = local.parse_autoscaling("downscale_delay_s=600, look_back_period_s=2")
+    assert overrides == {"downscale_delay_s": 600.0, "look_back_period_s": 2.0}
+    scaling = local.local_config(wave, 8123, overrides)["applications"][0]["deployments"][0]["autoscaling_config"]
+    assert scaling["downscale_delay_s"] == 600.0 and scaling["look_back_period_s"] == 2.0
+    assert scaling["upscale_delay_s"] == local.LOCAL_AUTOSCALING["upscale_delay_s"]
+    for bad in ("downscale_delay_s=0", "downscale_delay_s=nan", "min_replicas=1", "downscale_delay_s", "x=inf"):
+        with pytest.raises(ValueError, match="--local-autoscaling"):
+            local.parse_autoscaling(bad)
+
+
+class _Api:
+    """Serve's state as a list of (target, RUNNING replicas) polls; the last one repeats."""
+
+    def __init__(self, polls):
+        self.polls = list(polls)
+
+    def applications(self):
+        target, running = self.polls.pop(0) if len(self.polls) > 1 else self.polls[0]
+        replicas = [{"replica_id": str(i), "state": "RUNNING"} for i in range(running)]
+        if target > running:
+            replicas.append({"replica_id": "new", "state": "STARTING"})
+        return {"applications": {"app": {"deployments": {"D": {"target_num_replicas": target, "replicas": replicas}}}}}
+
+
+def test_settle_waits_until_serves_target_is_running_and_guards_a_hang():
+    from plan.compare.serving import drive
+
+    clock = iter(range(10_000)).__next__
+    api = _Api([(2, 1), (2, 1), (2, 2)])
+    drive.settle(api, "app", "D", timeout=100, sleep=lambda s: None, clock=clock)
+    assert api.polls == [(2, 2)]  # it polled until the added replica was RUNNING, then stopped
+    with pytest.raises(drive.DriveError, match="target not RUNNING within 5 s"):
+        drive.settle(_Api([(3, 1)]), "app", "D", timeout=5, sleep=lambda s: None, clock=clock)

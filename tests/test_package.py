@@ -1,8 +1,8 @@
 """The artifact an adopter installs: `python -m build` makes the sdist and the wheel (the wheel built from the
 sdist, so the sdist holds what the wheel needs), `twine check` passes both, and the wheel, installed into a fresh
 virtualenv outside the checkout, runs every `ray-tpu-gke` command in projects of their own: `--help` of each, and
-`plan`, `diagram`, `policy`, `verify` (against the stand-in kubectl of tests/data/verify/) and `compare --local` (a
-local Ray cluster in the workloads interpreter, $WORKLOADS_PYTHON) for real.
+`plan`, `diagram`, `policy`, `verify` (against the stand-in kubectl of tests/data/verify/) and, in the Ray lane
+(`make test-ray`), `compare --local` (a local Ray cluster in the workloads interpreter, $WORKLOADS_PYTHON) for real.
 
 One build and one virtualenv for the module (`installed`). The virtualenv gets the wheel alone (`--no-deps`); its
 dependencies come from this interpreter's site-packages through a .pth line, which adds that folder to sys.path but
@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 from helpers import ROOT, git, workloads_python
 
-pytestmark = [pytest.mark.installed_wheel, pytest.mark.local_ray]
+pytestmark = pytest.mark.installed_wheel
 
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 COMMANDS = ("plan", "verify", "compare", "diagram", "policy")
@@ -390,6 +390,7 @@ def test_verify_diagram_and_compare_on_the_existing_cluster_example(installed, t
 PLAIN_JOB = "python ../bench-jobs/plain_job.py --steps 6"
 
 
+@pytest.mark.local_ray  # `make test-ray`: the wheel's `compare --local` starts a local Ray cluster
 def test_compare_runs_locally_on_the_own_config_programs_bench_environment(installed, tmp_path):
     """A program of its own (own-config's bench environment: RayTpuPlatform with a TPU slice, a GPU pool and a
     RayJob template on each) compared locally from the installed wheel: its sides are what its plan registered."""

@@ -68,6 +68,13 @@ def add_arguments(parser) -> None:
         help=f"a request's timeout (default {load.DEFAULT_TIMEOUT_S:g})",
     )
     group.add_argument(
+        "--local-autoscaling",
+        metavar="KEY=SECONDS,...",
+        default="",
+        help="--local only: Serve autoscaling delays instead of the rehearsal's short ones, e.g. "
+        "downscale_delay_s=300 (keys: " + ", ".join(local.LOCAL_AUTOSCALING) + ")",
+    )
+    group.add_argument(
         "--tokens",
         type=int,
         help="greedy tokens each request of the default application generates, 0 for scoring (the "
@@ -85,23 +92,31 @@ def _floats(text: str, count: int, flag: str) -> list[float]:
     return values
 
 
+def local_overrides(args) -> dict:
+    try:
+        return local.parse_autoscaling(getattr(args, "local_autoscaling", "") or "")
+    except ValueError as error:
+        raise patterns.PatternError(str(error)) from None
+
+
 def build_patterns(args, sides: list[services.ServiceSide]) -> list[patterns.Pattern]:
     defaults = LOCAL_DEFAULTS if args.local else LIVE_DEFAULTS
     pick = {key: getattr(args, key) if getattr(args, key) is not None else value for key, value in defaults.items()}
-    downscale = max(
-        (local.LOCAL_AUTOSCALING["downscale_delay_s"] if args.local else s.autoscaling.get("downscale_delay_s", 600.0))
-        for s in sides
-    )  # Serve's default: 600 s
+    delays = [local.autoscaling(local_overrides(args)) if args.local else s.autoscaling for s in sides]
+    downscale = max(d.get("downscale_delay_s", 600.0) for d in delays)  # Serve's default: 600 s
+    # The delay before the last replica goes (Ray 2.55 serve/config.py AutoscalingConfig: downscale_to_zero_delay_s,
+    # downscale_delay_s where unset): a sparse gap shorter than it never meets zero replicas.
+    to_zero = max(d.get("downscale_to_zero_delay_s") or d.get("downscale_delay_s", 600.0) for d in delays)
     gap = args.sparse_gap_s
     if gap is None:
         idle = max((s.idle_timeout_s or 60.0) for s in sides)
-        gap = local.sparse_gap_s() if args.local else downscale * 2 + idle + 60  # + Serve's 30 s look-back
+        gap = local.sparse_gap_s(delays[0]) if args.local else downscale * 2 + idle + 60  # + Serve's 30 s look-back
     built = {
         "steady": lambda: patterns.steady(pick["steady_rps"], pick["steady_s"]),
         "burst": lambda: patterns.burst(
             *_floats(pick["burst_rps"], 2, "--burst-rps"), *_floats(pick["burst_s"], 3, "--burst-s")
         ),
-        "sparse": lambda: patterns.sparse(pick["sparse_requests"], gap, downscale),
+        "sparse": lambda: patterns.sparse(pick["sparse_requests"], gap, to_zero),
     }
     return [built[name]() for name in patterns.parse_names(args.patterns)]
 
@@ -177,7 +192,15 @@ def main(
     started = time.time()
     if args.local:
         try:
-            seen, facts = local.run(sides, chosen, body, workloads_python(), timeout_s=args.request_timeout_s, say=say)
+            seen, facts = local.run(
+                sides,
+                chosen,
+                body,
+                workloads_python(),
+                timeout_s=args.request_timeout_s,
+                autoscaling_overrides=local_overrides(args),
+                say=say,
+            )
         except RuntimeError as error:  # local.LocalError, or no workloads interpreter
             print(f"error: {error}", file=sys.stderr)
             return 1

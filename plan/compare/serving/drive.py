@@ -11,6 +11,9 @@ from .patterns import Pattern, Phase
 
 APP_TIMEOUT_S = 600.0  # the application RUNNING (live: the head pod scheduled and pulled first)
 COLD_TIMEOUT_S = 900.0  # the first request's answer: a node, a pod, a replica started from zero
+# After the last pattern, until a replica Serve added for the load is RUNNING: a replica start from zero at most (a
+# node, a pod, a replica), as COLD_TIMEOUT_S; a hang guard, not a measure.
+SETTLE_TIMEOUT_S = COLD_TIMEOUT_S
 COLD = Pattern("cold", (Phase("cold", 1.0, 1.0),))  # one request, sent at once
 
 
@@ -63,3 +66,21 @@ def traffic(
         # Sparse requests meet a service scaled to zero: each may wait for a node and a replica.
         done = load.run(pattern, url, body, timeout_s=cold_timeout_s if pattern.gap_s else timeout_s)
         seen["patterns"][pattern.name] = {"startedAt": done.started_at, "endedAt": time.time(), "run": run_json(done)}
+
+
+def settle(
+    api: serve_state.ServeApi, app: str, deployment: str, timeout: float, sleep=time.sleep, clock=time.time
+) -> None:
+    """After the last pattern: wait until Serve's target for the measured deployment is what it has RUNNING (a
+    replica Serve added for the load has started, or Serve gave it up), so that the report reads the autoscaler's
+    reaction from Serve's state instead of racing it. A hang guard: DriveError after `timeout`."""
+    deadline = clock() + timeout
+    while clock() < deadline:
+        try:
+            now = serve_state.sample(api.applications(), app, deployment, clock())
+        except Exception:  # the API may be down for a moment: poll again
+            now = None
+        if now is not None and (now["target"] is None or now["target"] <= serve_state.running(now)):
+            return
+        sleep(0.5)
+    raise DriveError(f"application {app}: Serve's replica target not RUNNING within {timeout:.0f} s")

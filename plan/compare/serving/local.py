@@ -62,16 +62,17 @@ LocalError = drive.DriveError
 LOCAL_BUSY_ALLOWANCE_S = 15.0  # about what a start from zero, or a burst's backlog, takes here
 
 
-def sparse_gap_s() -> float:
+def sparse_gap_s(delays: dict | None = None) -> float:
     """An idle gap long enough locally for Serve to scale to zero and the node to go: what still runs when the gap
     begins (the first gap: what Serve still holds of the pattern before, whose requests the client may have given up
     on; a later one: the sparse request before it, which may itself have started from zero, as the schedule is fixed),
     Serve's look-back draining, each downscale delay (2 to 1, 1 to 0) and the idle timeout, with a margin for polls."""
+    delays = delays or LOCAL_AUTOSCALING
     return (
         LOCAL_BUSY_ALLOWANCE_S
-        + LOCAL_AUTOSCALING["look_back_period_s"]
-        + LOCAL_AUTOSCALING["downscale_delay_s"]
-        + LOCAL_AUTOSCALING["downscale_to_zero_delay_s"]
+        + delays["look_back_period_s"]
+        + delays["downscale_delay_s"]
+        + delays["downscale_to_zero_delay_s"]
         + LOCAL_IDLE_TIMEOUT_S
         + 4.0
     )
@@ -87,9 +88,35 @@ def local_route(side: ServiceSide) -> str:
     return "/" + side.name + (side.application.get("route_prefix") or "/").rstrip("/")
 
 
-def local_config(sides: list[ServiceSide], serve_port: int) -> dict:
+def autoscaling(overrides: dict | None = None) -> dict:
+    """LOCAL_AUTOSCALING with a run's overrides (`--local-autoscaling`)."""
+    return {**LOCAL_AUTOSCALING, **(overrides or {})}
+
+
+def parse_autoscaling(text: str) -> dict:
+    """`--local-autoscaling KEY=SECONDS,...`: overrides of LOCAL_AUTOSCALING's keys, each a positive number of
+    seconds (Serve's AutoscalingConfig fields, Ray 2.55 serve/config.py: non-negative delays and a positive
+    look-back)."""
+    found: dict[str, float] = {}
+    for item in (part.strip() for part in text.split(",") if part.strip()):
+        key, _, value = item.partition("=")
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = float("nan")
+        if key not in LOCAL_AUTOSCALING or not (0 < seconds < 86400):
+            raise ValueError(
+                f"--local-autoscaling: {item!r} is not allowed; allowed: KEY=SECONDS joined by commas, KEY one of "
+                f"{', '.join(LOCAL_AUTOSCALING)}, SECONDS a number above 0 and below 86400"
+            )
+        found[key] = seconds
+    return found
+
+
+def local_config(sides: list[ServiceSide], serve_port: int, overrides: dict | None = None) -> dict:
     """One Serve config for the sides of a wave: each side's measured application, renamed and routed after its side,
-    with the local delays and model; Serve's HTTP options (one per Serve instance) from the first side."""
+    with the local delays (and a run's `overrides` of them) and model; Serve's HTTP options (one per Serve instance)
+    from the first side."""
     config = copy.deepcopy(sides[0].serve_config)
     config["http_options"] = {**(config.get("http_options") or {}), "host": "127.0.0.1", "port": serve_port}
     config["proxy_location"] = "HeadOnly"  # one proxy: every simulated node is this machine, one port each is taken
@@ -101,7 +128,7 @@ def local_config(sides: list[ServiceSide], serve_port: int) -> dict:
         runtime_env["env_vars"] = {**(runtime_env.get("env_vars") or {}), **LOCAL_ENV_VARS}
         for deployment in app.get("deployments") or []:
             if isinstance(deployment.get("autoscaling_config"), dict):
-                deployment["autoscaling_config"].update(LOCAL_AUTOSCALING)
+                deployment["autoscaling_config"].update(autoscaling(overrides))
         config["applications"].append(app)
     return config
 
@@ -201,6 +228,7 @@ def run_wave(
     body: dict,
     timeout_s: float,
     say=print,
+    autoscaling_overrides: dict | None = None,
 ) -> list[dict]:
     """The sides of one wave end to end, at once; what was seen of each, in the form report.side_entry reads."""
     first_event = len(half.events)
@@ -213,7 +241,7 @@ def run_wave(
         serve_state.Poller(api.applications, local_name(side), side.deployment.get("name")).start() for side in sides
     ]
     try:
-        api.deploy(local_config(sides, serve_port))
+        api.deploy(local_config(sides, serve_port, autoscaling_overrides))
         # The sides send their first requests together, so that each pattern meets the others' same pattern.
         together = threading.Barrier(len(sides))
         failures = _at_once(
@@ -270,6 +298,7 @@ def _drive(
             say=say,
             ready=together.wait,
         )
+        drive.settle(api, app, side.deployment.get("name"), drive.SETTLE_TIMEOUT_S)
     except BaseException:
         together.abort()
         raise
@@ -336,6 +365,7 @@ def run(
     python: str,
     *,
     timeout_s: float = load.DEFAULT_TIMEOUT_S,
+    autoscaling_overrides: dict | None = None,
     say=print,
 ) -> tuple[list[dict], dict]:
     """Every side on one local Ray cluster, in waves (`waves`); what was seen of each, and facts of the local run."""
@@ -350,7 +380,9 @@ def run(
             seen = [
                 entry
                 for wave in waves(sides)
-                for entry in run_wave(half, api, cluster["servePort"], wave, patterns, body, timeout_s, say)
+                for entry in run_wave(
+                    half, api, cluster["servePort"], wave, patterns, body, timeout_s, say, autoscaling_overrides
+                )
             ]
         finally:
             api.close()
@@ -358,6 +390,6 @@ def run(
         half.close()
     return seen, {
         "clusterStartS": cluster["startS"],
-        "localAutoscaling": LOCAL_AUTOSCALING,
+        "localAutoscaling": autoscaling(autoscaling_overrides),
         "localIdleTimeoutS": LOCAL_IDLE_TIMEOUT_S,
     }
