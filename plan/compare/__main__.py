@@ -296,6 +296,7 @@ def main(
                 inject_step=inject,
                 seed=args.seed,
                 side_timeout=args.timeout or local.SIDE_TIMEOUT_S,
+                results=args.out / output.RESULTS,
             )
         except local.LocalError as error:
             print(f"error: {error}", file=sys.stderr)
@@ -323,6 +324,7 @@ def main(
             print(f"error: cannot follow the jobs on the cluster: {error}", file=sys.stderr)
             return stackfile.EXIT_ERROR
         context = args.context
+    output.keep_jobs_output(runs, run_id, args.out)  # every job's log and result document stay with the report
     document = report.build(
         args.stack,
         "local" if args.local else "live",
@@ -334,7 +336,7 @@ def main(
         prices=_prices(plan),
     )
     if facts is not None:
-        document["localRun"] = facts  # how long the local Ray cluster itself took to start
+        document["localRun"] = facts  # the local Ray cluster's start time, the jobs' folder and interpreter
     output.write(document, args.out)
     return output.say(document, args.out)
 

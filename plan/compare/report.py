@@ -73,6 +73,8 @@ class SideRun:
     injection: Optional[Injection] = None
     injection_problem: Optional[str] = None  # why no failure was injected
     cluster: dict = field(default_factory=dict)  # more the collector saw (image pulls, events by reason)
+    log_file: Optional[str] = None  # the job's whole log, kept in the report's folder (relative to it)
+    result_file: Optional[str] = None  # the job's result document, kept there too
 
 
 # --- arithmetic ----------------------------------------------------------------------------------------------------
@@ -162,6 +164,27 @@ _RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit)\b")
 def _raised(log: str) -> Optional[str]:
     """The last exception a failed job's log names (a traceback's last line), so that the report says why."""
     return next((line.strip()[:300] for line in reversed(log.splitlines()) if _RAISED.match(line.strip())), None)
+
+
+LOG_TAIL_LINES = 20  # the last lines of a failed job's log that its report quotes
+
+
+def log_tail(log: str, lines: int = LOG_TAIL_LINES) -> list[str]:
+    """The last `lines` non-empty lines of a job's log, each cut to 300 characters."""
+    kept = [line.rstrip()[:300] for line in log.splitlines() if line.strip()]
+    return kept[-lines:]
+
+
+def compile_source(result: dict) -> Optional[str]:
+    """Where the job's compile time comes from, by its framework, or None where it measured none (no compile event):
+    JAX's own compile-duration events (jax.monitoring, as workloads.train records them), or the job's measure of its
+    framework's compilation (torch.compile, ...) through `run.compiled`."""
+    if not result.get("compileEvents"):
+        return None
+    framework = result.get("framework")
+    if framework in (None, "jax"):
+        return "jax.monitoring"
+    return f"{framework}, measured by the job"
 
 
 def _restarts(result: Optional[dict], log: events.JobLog) -> list[dict]:
@@ -287,6 +310,10 @@ def side_report(run: SideRun, mode: str, run_id: str, collected_at: float) -> tu
     if not run.succeeded:
         raised = _raised(run.log)
         missing.append(("finished", f"the job did not finish: {run.outcome}" + (f" ({raised})" if raised else "")))
+        out["logTail"] = log_tail(run.log)
+    for key, value in (("logFile", run.log_file), ("resultFile", run.result_file)):
+        if value is not None:
+            out[key] = value
 
     def need(key: str, value, reason: str):
         if value is None:
@@ -323,6 +350,8 @@ def side_report(run: SideRun, mode: str, run_id: str, collected_at: float) -> tu
     if result is not None:
         out.update(limits.side_fields(side, result, stats))
     need("compileS", (result or {}).get("compileS"), no_result)
+    if result is not None:
+        out["compileSource"] = compile_source(result)
     need("finalLoss", (result or {}).get("finalLoss"), no_result)
     if result is not None:
         out["stepTimesS"] = [float(t) for t in result.get("stepTimesS") or []]
