@@ -58,7 +58,14 @@ def test_an_estimate_per_side_from_the_flops_the_peaks_and_the_prices(planned, c
         assert row["costPer1MTokensUsd"]["low"] == pytest.approx(fast / 3600 * side.hourly / 262144 * 1e6)
     # Every printed line and the report's first line say it is an estimate; the chart is written.
     lines = out.splitlines()
-    assert len(lines) == len(found) and all(line.startswith("Estimate, ") and "30%–60% MFU" in line for line in lines)
+    assert all(line.startswith("Estimate, ") and "30%–60% MFU" in line for line in lines[: len(found)])
+    # Then the break-even of the TPU side against each GPU side, and a memory verdict per side (no model declared).
+    assert len([line for line in lines if line.startswith("Break-even (estimate): bench-tpu costs less")]) == 3
+    assert [line for line in lines if line.startswith("Memory (estimate)")] == [
+        f"Memory (estimate): {name}: memory fit not judged (no model declared: --model parameters=N,...)."
+        for name in found
+    ]
+    assert len(lines) == len(found) + 3 + len(found)
     text = (tmp_path / "report.md").read_text()
     assert text.startswith("Estimate, not a measurement") and "| estimated cost per job |" in text
     assert (tmp_path / "estimate.png").read_bytes()[:4] == b"\x89PNG"

@@ -4,6 +4,7 @@ findings, MFU beside each step time. Pure: report.json's document in, Markdown t
 
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 PHASE_NAMES = {
@@ -39,6 +40,19 @@ def usd(value: Optional[float], places: int = 2) -> str:
     if 0 < abs(value) < 0.01 and places <= 2:
         places = 4  # a fraction of a cent still shows
     return f"${value:,.{places}f}"
+
+
+def usd_significant(value: Optional[float], digits: int = 3) -> str:
+    """Dollars to `digits` significant figures, never in exponent notation ($0.0123, $1.23, $1,230)."""
+    if value is None:
+        return NOT_MEASURED
+    if value == 0:
+        return "$0"
+    magnitude = math.floor(math.log10(abs(value)))
+    rounded = round(value, digits - 1 - magnitude)
+    magnitude = math.floor(math.log10(abs(rounded)))  # 0.0099999 rounds up to 0.0100: one place fewer
+    places = max(0, digits - 1 - magnitude)
+    return f"${rounded:,.{places}f}"
 
 
 def _percent(value: float) -> str:
