@@ -72,7 +72,8 @@ def side_fields(side: SidePlan, result: dict, stats: Optional[dict]) -> dict:
             f"the job ran on {devices} device(s), the side stands for {side.devices}: MFU divides by the {devices} it "
             f"ran on; the cost is still the whole side's {side.devices}"
         )
-    model = result.get("model") if isinstance(result.get("model"), dict) else {}
+    declared = result.get("model")
+    model: dict = declared if isinstance(declared, dict) else {}
     tokens_of_step = result.get("tokensPerStep") or model.get("tokensPerStep")
     check = bench.cross_check(flops, bench.from_model(model, tokens_of_step))
     if check is not None:

@@ -39,24 +39,21 @@ def fit(model: Optional[dict], batch: Optional[int], devices: int, hbm_bytes: Op
     activations), `needs sharding` over `shardOver` devices (the smallest n at which states/n and the activations
     fit, n at most the side's devices), or `does not fit` (not even sharded over every device of the side, or the
     activations alone are more than a device holds). None without a declared parameter count or a device memory."""
-    parameters = (model or {}).get("parameters")
-    if not _positive(parameters) or not _positive(hbm_bytes):
+    declared: dict = model or {}
+    parameters = declared.get("parameters")
+    if not _positive(parameters) or hbm_bytes is None or not _positive(hbm_bytes):
         return None
-    assert model is not None and hbm_bytes is not None
-    states = STATE_BYTES_PER_PARAMETER * float(parameters)
-    per_device = -(-int(batch) // devices) if _positive(batch) else None
-    shape = {k: model.get(k) for k in ("layers", "seqLen", "dModel", "heads")}
+    states = STATE_BYTES_PER_PARAMETER * float(parameters)  # type: ignore[arg-type]
+    per_device = -(-int(batch) // devices) if batch is not None and _positive(batch) else None
+    shape = [declared.get(k) for k in ("layers", "seqLen", "dModel", "heads")]
     activations = None
-    if per_device is not None and all(_positive(v) for v in shape.values()):
+    if per_device is not None and all(_positive(v) for v in shape):
+        layers, seq_len, d_model, heads = (int(v) for v in shape)  # type: ignore[arg-type]
         activations = activation_bytes(
-            layers=int(shape["layers"]),
-            seq_len=int(shape["seqLen"]),
-            sequences=per_device,
-            d_model=int(shape["dModel"]),
-            heads=int(shape["heads"]),
+            layers=layers, seq_len=seq_len, sequences=per_device, d_model=d_model, heads=heads
         )
     out: dict[str, Any] = {
-        "parameters": float(parameters),
+        "parameters": float(parameters),  # type: ignore[arg-type]
         "statesGiB": states / GIB,
         "sequencesPerDevice": per_device,
         "activationsGiB": None if activations is None else activations / GIB,
