@@ -16,6 +16,7 @@ from ray_tpu_gke import bench
 
 from . import events, limits
 from .agreement import DEFAULT_TOLERANCE, agreement
+from .job_facts import compile_source, log_tail
 from .sides import SidePlan
 
 REPORT_SCHEMA = "ray-tpu-gke/compare-report/v1"
@@ -164,27 +165,6 @@ _RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit)\b")
 def _raised(log: str) -> Optional[str]:
     """The last exception a failed job's log names (a traceback's last line), so that the report says why."""
     return next((line.strip()[:300] for line in reversed(log.splitlines()) if _RAISED.match(line.strip())), None)
-
-
-LOG_TAIL_LINES = 20  # the last lines of a failed job's log that its report quotes
-
-
-def log_tail(log: str, lines: int = LOG_TAIL_LINES) -> list[str]:
-    """The last `lines` non-empty lines of a job's log, each cut to 300 characters."""
-    kept = [line.rstrip()[:300] for line in log.splitlines() if line.strip()]
-    return kept[-lines:]
-
-
-def compile_source(result: dict) -> Optional[str]:
-    """Where the job's compile time comes from, by its framework, or None where it measured none (no compile event):
-    JAX's own compile-duration events (jax.monitoring, as workloads.train records them), or the job's measure of its
-    framework's compilation (torch.compile, ...) through `run.compiled`."""
-    if not result.get("compileEvents"):
-        return None
-    framework = result.get("framework")
-    if framework in (None, "jax"):
-        return "jax.monitoring"
-    return f"{framework}, measured by the job"
 
 
 def _restarts(result: Optional[dict], log: events.JobLog) -> list[dict]:
