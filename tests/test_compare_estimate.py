@@ -112,6 +112,8 @@ def test_a_dry_run_prints_the_rayjobs_the_quota_and_the_cost_ceiling_and_creates
     for side in found:
         assert f"- {side.name}: RayJob compare/{side.name}-20270115080000 (not suspended)" in out
         assert f"cost ceiling ${side.hourly * (1800 + 60) / 3600:,.2f}" in out
+        assert (f"runtime environment RAY_TPU_GKE_RESULT_DIR=/gcs/compare RAY_TPU_GKE_RUN=compare-20270115080000 "
+                f"RAY_TPU_GKE_SEED=0 RAY_TPU_GKE_SIDE={side.name}\n") in out
     assert "quota TPUS-PER-TPU-FAMILY-per-project-region, tpu_family=CT6E in us-central1: 8 TPU chips" in out
     assert "quota NVIDIA-A100-80GB-GPUS-per-project-region in us-central1: 8 GPUs" in out
     total = sum(s.hourly * 1860 / 3600 for s in found)
