@@ -242,8 +242,14 @@ def sentences(report: dict) -> list[str]:
                 f"{s['name']}: the job's FLOPs per step ({check['jobFlopsPerStep']:.3g}) are {check['gap']:+.1%} off "
                 f"the analytic count ({check['analyticFlopsPerStep']:.3g}: {check['convention']}; "
                 f"{check['fullAttentionFlopsPerStep']:.3g} with the whole attention), more than "
-                f"{check['tolerance']:.0%}: its MFU is off by as much. A counter that misses an operation (PyTorch's "
-                "FlopCounterMode and an attention kernel it does not cover) counts fewer."
+                f"{check['tolerance']:.0%}: its MFU is off by as much. "
+                + (
+                    "A counter that misses an operation (PyTorch's FlopCounterMode and an attention kernel it has "
+                    "no formula for) counts fewer."
+                    if check["gap"] < 0
+                    else "A count of every executed operation (XLA's cost analysis: element-wise work, the whole "
+                    "masked attention) counts more."
+                )
             )
         r = s.get("recovery") or {}
         if r.get("recoveryS") is not None:
