@@ -20,6 +20,7 @@ import pytest
 from helpers import ROOT, workloads_python
 from plan.compare import __main__ as compare_cli
 from plan.compare import sides
+from ray_tpu_gke import bench
 
 pytestmark = pytest.mark.local_ray
 
@@ -83,6 +84,12 @@ def test_the_stack_job_is_the_transformer_language_model_with_xla_flops(compared
     assert result["flopsPerStep"] > 0 and result["flopsSource"].startswith("XLA cost analysis")
     # More than the 6 x parameters x tokens of the matrix products alone: attention and the optimiser add to it.
     assert result["flopsPerStep"] > 6 * result["model"]["parameters"] * result["model"]["tokensPerStep"] * 0.5
+    # Beside the analytic count of the model it declared: XLA's count of the tiny model, element-wise work and the
+    # whole masked attention included, is more than 10 % over it, and flagged.
+    check = side["flopsCheck"]
+    assert check["analyticFlopsPerStep"] == pytest.approx(bench.from_model(result["model"],
+                                                                           result["tokensPerStep"])["total"])
+    assert check["gap"] > 0.10 and check["flagged"] is True
 
 
 def test_a_teams_own_job_outside_workloads_is_a_side_like_any_other(compared):
