@@ -10,7 +10,8 @@ import datetime
 import os
 from typing import Mapping, Optional
 
-from ..bench.environment import settings as bench_settings
+from ray_tpu_gke import bench
+
 from . import lm_config as lm
 from .slice import COUNT_ENV, ENV, SliceSpec, add_arguments, contradictions, from_args
 
@@ -95,7 +96,7 @@ def parse_args(
     environment is an error naming both. No Ray or JAX import: the planner parses the stacks' entrypoints with it."""
     parser = _parser()
     try:  # what the comparison tells the job through the environment: each a default the command line overrides
-        told = bench_settings(environ)
+        told = bench.settings(environ)
     except ValueError as error:
         parser.error(str(error))
     parser.set_defaults(**{("simulate" if k == "simulated" else k): v for k, v in told.items()})
