@@ -153,8 +153,16 @@ clean:
 # standing in for the TPU slice and the GPU pool, one worker failure injected per side; the report (report.json,
 # report.md, PNG charts) in compare-report/ (docs/compare.md). COMPARE_ARGS adds options, e.g. "--steps 120".
 COMPARE_STACK ?= compare
-.PHONY: compare
-compare: $(STAMP) $(ON_PATH) $(WORKLOADS_STAMP)
+# A job's own dependencies (docs/compare.md, "Bring your own job"): `make compare JOB_REQUIREMENTS=path/to/
+# requirements.txt` installs them into the workloads virtualenv, the `python` of every local job, before the run.
+JOB_REQUIREMENTS ?=
+.PHONY: compare workloads-job-deps
+workloads-job-deps: $(WORKLOADS_STAMP)
+ifneq ($(strip $(JOB_REQUIREMENTS)),)
+	$(WORKLOADS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r $(JOB_REQUIREMENTS)
+endif
+
+compare: $(STAMP) $(ON_PATH) $(WORKLOADS_STAMP) workloads-job-deps
 	WORKLOADS_PYTHON=$(abspath $(WORKLOADS_VENV))/bin/python $(BIN)/python -m plan.compare $(COMPARE_STACK) --local --out compare-report $(COMPARE_ARGS)
 
 # The serving comparison on this machine: the compare stack's two RayServices (the same Serve application for the TPU

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import os
 import subprocess
 import sys
 from contextlib import redirect_stdout
@@ -118,10 +119,13 @@ def test_bench_imports_no_framework_and_no_pulumi():
 
 
 def test_the_plain_job_reports_a_complete_result_with_nothing_but_bench(tmp_path):
-    run = subprocess.run([sys.executable, str(EXAMPLES / "plain_job.py"), "--run", "r", "--side", "bench-gpu",
-                          "--result-dir", str(tmp_path), "--simulate", "--steps", "12", "--report-every", "5"],
-                         capture_output=True, text=True, timeout=120)
+    # What the comparison tells it comes through the environment; its command line is its own.
+    told = bench.environment(run="r", side="bench-gpu", result_dir=str(tmp_path), seed=0, simulated=True,
+                             report_every=5)
+    run = subprocess.run([sys.executable, str(EXAMPLES / "plain_job.py"), "--steps", "12"],
+                         capture_output=True, text=True, timeout=120, env={**os.environ, **told})
     assert run.returncode == 0, run.stderr
+    assert json.loads((tmp_path / "r" / "bench-gpu.json").read_text())["run"] == "r"
     found = bench.read(run.stdout)
     doc = found.result
     assert bench.validate(doc) == [] and json.loads(run.stdout.splitlines()[-1]) == doc
@@ -131,7 +135,14 @@ def test_the_plain_job_reports_a_complete_result_with_nothing_but_bench(tmp_path
     assert (doc["platform"], doc["simulated"], doc["kind"]) == ("cpu", True, None)
 
 
-@pytest.mark.parametrize("name", ["torch_job.py", "jax_job.py", "plain_job.py"])
+def test_the_plain_jobs_own_parser_refuses_the_comparisons_flags():
+    """A job whose argument parser knows only its own flags: the comparison never passes one of its own."""
+    refused = subprocess.run([sys.executable, str(EXAMPLES / "plain_job.py"), "--steps", "2", "--run", "r"],
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "unrecognized arguments: --run r" in refused.stderr
+
+
+@pytest.mark.parametrize("name", ["torch_job.py", "jax_job.py"])
 def test_the_example_jobs_import_and_take_the_comparison_flags(name, capsys):
     spec = importlib.util.spec_from_file_location(name[:-3], EXAMPLES / name)
     module = importlib.util.module_from_spec(spec)
@@ -168,3 +179,34 @@ def test_bad_overrides_are_usage_errors(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_:
         compare_cli.parse_args(["compare", "--local", *argv])
     assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_start_reads_what_the_comparison_tells_through_the_environment(tmp_path):
+    told = bench.environment(run="r7", side="bench-h100", result_dir=str(tmp_path), seed=3, simulated=True,
+                             report_every=4)
+    assert told == {"RAY_TPU_GKE_RUN": "r7", "RAY_TPU_GKE_SIDE": "bench-h100", "RAY_TPU_GKE_RESULT_DIR": str(tmp_path),
+                    "RAY_TPU_GKE_SEED": "3", "RAY_TPU_GKE_SIMULATE": "1", "RAY_TPU_GKE_REPORT_EVERY": "4"}
+    assert set(told) == set(bench.VARIABLES.values())
+    assert bench.settings(told) == {"run": "r7", "side": "bench-h100", "result_dir": str(tmp_path), "seed": 3,
+                                    "simulated": True, "report_every": 4}
+    lines: list[str] = []
+    run = bench.start(platform="cpu", environ=told, emit=lines.append)
+    assert (run.facts["run"], run.facts["side"], run.facts["seed"], run.facts["simulated"]) == ("r7", "bench-h100", 3,
+                                                                                                True)
+    assert run.result_dir == str(tmp_path)
+    run.step(1, loss=1.0, step_s=0.1)
+    with redirect_stdout(io.StringIO()):
+        run.finish()
+    assert json.loads((tmp_path / "r7" / "bench-h100.json").read_text())["simulated"] is True
+    # What the job says itself wins over the environment; an unset or empty variable is no setting.
+    mine = bench.start(platform="cpu", run="mine", seed=9, environ=told, emit=lines.append)
+    assert (mine.facts["run"], mine.facts["seed"], mine.facts["side"]) == ("mine", 9, "bench-h100")
+    assert bench.settings({"RAY_TPU_GKE_RUN": "", "RAY_TPU_GKE_SIMULATE": "0"}) == {"simulated": False}
+    with pytest.raises(ValueError, match=r"\$RAY_TPU_GKE_SEED: 'x' is not a whole number"):
+        bench.settings({"RAY_TPU_GKE_SEED": "x"})
+    # bench.add_arguments: each flag defaults to its variable, for a job that keeps the flags too.
+    import argparse
+
+    parsed = bench.add_arguments(argparse.ArgumentParser(), environ=told).parse_args(["--seed", "5"])
+    assert (parsed.run, parsed.side, parsed.seed, parsed.simulate, parsed.report_every) == ("r7", "bench-h100", 5,
+                                                                                             True, 4)

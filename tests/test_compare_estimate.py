@@ -11,7 +11,7 @@ import json
 import pytest
 
 from plan.compare import __main__ as compare_cli
-from plan.compare import estimate, sides
+from plan.compare import estimate, markdown, memory, sides
 from ray_tpu_gke import catalog
 
 FLOPS = 6.0e15  # model FLOPs of one step of a ~100M-parameter language model at a large batch (a stated input)
@@ -58,7 +58,14 @@ def test_an_estimate_per_side_from_the_flops_the_peaks_and_the_prices(planned, c
         assert row["costPer1MTokensUsd"]["low"] == pytest.approx(fast / 3600 * side.hourly / 262144 * 1e6)
     # Every printed line and the report's first line say it is an estimate; the chart is written.
     lines = out.splitlines()
-    assert len(lines) == len(found) and all(line.startswith("Estimate, ") and "30%–60% MFU" in line for line in lines)
+    assert all(line.startswith("Estimate, ") and "30%–60% MFU" in line for line in lines[: len(found)])
+    # Then the break-even of the TPU side against each GPU side, and a memory verdict per side (no model declared).
+    assert len([line for line in lines if line.startswith("Break-even (estimate): bench-tpu costs less")]) == 3
+    assert [line for line in lines if line.startswith("Memory (estimate)")] == [
+        f"Memory (estimate): {name}: memory fit not judged (no model declared: --model parameters=N,...)."
+        for name in found
+    ]
+    assert len(lines) == len(found) + 3 + len(found)
     text = (tmp_path / "report.md").read_text()
     assert text.startswith("Estimate, not a measurement") and "| estimated cost per job |" in text
     assert (tmp_path / "estimate.png").read_bytes()[:4] == b"\x89PNG"
@@ -105,6 +112,8 @@ def test_a_dry_run_prints_the_rayjobs_the_quota_and_the_cost_ceiling_and_creates
     for side in found:
         assert f"- {side.name}: RayJob compare/{side.name}-20270115080000 (not suspended)" in out
         assert f"cost ceiling ${side.hourly * (1800 + 60) / 3600:,.2f}" in out
+        assert (f"runtime environment RAY_TPU_GKE_RESULT_DIR=/gcs/compare RAY_TPU_GKE_RUN=compare-20270115080000 "
+                f"RAY_TPU_GKE_SEED=0 RAY_TPU_GKE_SIDE={side.name}\n") in out
     assert "quota TPUS-PER-TPU-FAMILY-per-project-region, tpu_family=CT6E in us-central1: 8 TPU chips" in out
     assert "quota NVIDIA-A100-80GB-GPUS-per-project-region in us-central1: 8 GPUs" in out
     total = sum(s.hourly * 1860 / 3600 for s in found)
@@ -132,3 +141,113 @@ def test_a_side_missing_from_the_measured_report_borrows_another_sides_flops_and
     tpu, l4 = json.loads((tmp_path / "e" / "report.json").read_text())["sides"]
     assert tpu["flopsSource"] == str(rehearsal) and l4["flopsPerStep"] == 2e12
     assert l4["flopsSource"] == f"{rehearsal} (side bench-tpu: this side declared none)"
+
+
+GPT2_SMALL = "parameters=124e6,layers=12,dModel=768,heads=12,seqLen=1024,batch=256"
+
+
+def test_per_side_mfu_gives_the_break_even_sentence_and_a_memory_verdict_per_side(planned, capsys, tmp_path):
+    code, out, err = run(capsys, "--estimate", "--flops-per-step", str(FLOPS), "--steps", "1000",
+                         "--sides", "bench-tpu,bench-a100,bench-h100", "--mfu", "bench-tpu=0.3,0.5",
+                         "--mfu", "bench-a100=0.4,0.6", "--mfu", "0.35,0.55", "--model", GPT2_SMALL,
+                         "--out", str(tmp_path))
+    assert code == 0, err
+    document = json.loads((tmp_path / "report.json").read_text())
+    tpu, a100, h100 = document["sides"]
+    found = {s.name: s for s in sides.sides(*planned)}
+    # Each side at its own range; a side not named at the bare range.
+    assert [s["mfuRange"] for s in (tpu, a100, h100)] == [{"low": 0.3, "high": 0.5}, {"low": 0.4, "high": 0.6},
+                                                           {"low": 0.35, "high": 0.55}]
+    assert a100["stepTimeS"]["low"] == pytest.approx(FLOPS / (0.6 * 8 * 312e12))
+    # Cost per peak FLOP: the side's price for the time its devices take at 100 % MFU.
+    per_eflop = {name: found[name].hourly / 3600 / (8 * peak) * 1e18
+                 for name, peak in (("bench-tpu", 918e12), ("bench-a100", 312e12), ("bench-h100", 989.5e12))}
+    for row in (tpu, a100, h100):
+        assert row["costPerPeakEflopUsd"] == pytest.approx(per_eflop[row["name"]])
+        assert row["peakPrecision"] == "bf16 dense"
+    # Break-even: the TPU side costs less per job while tpu MFU / gpu MFU > its cost per peak FLOP / the GPU's.
+    pairs = {p["against"]: p for p in document["breakEven"]}
+    assert set(pairs) == {"bench-a100", "bench-h100"} and all(p["side"] == "bench-tpu" for p in pairs.values())
+    ratio_a100 = per_eflop["bench-tpu"] / per_eflop["bench-a100"]
+    ratio_h100 = per_eflop["bench-tpu"] / per_eflop["bench-h100"]
+    assert pairs["bench-a100"]["mfuRatio"] == pytest.approx(ratio_a100)
+    assert 0.30 < ratio_a100 < 0.32 and 0.53 < ratio_h100 < 0.55  # at the stack's prices (v6e $21.60, A100 $23.57)
+    # At the break-even ratio, the two jobs cost the same.
+    assert FLOPS / (ratio_a100 * 0.5 * 8 * 918e12) * found["bench-tpu"].hourly == pytest.approx(
+        FLOPS / (0.5 * 8 * 312e12) * found["bench-a100"].hourly)
+    # 30-50 % against 40-60 %: at worst 0.3/0.6 = 50 % of A100's, above 31 %: cheaper throughout; against the H100
+    # at 35-55 %, 0.3/0.55 = 55 % ... 0.5/0.35: the break-even (54 %) is below the least, so cheaper too.
+    assert pairs["bench-a100"]["atRanges"] == "cheaper"
+    assert pairs["bench-h100"]["rangeRatio"] == pytest.approx({"low": 0.3 / 0.55, "high": 0.5 / 0.35})
+    lines = out.splitlines()
+    assert (f"Break-even (estimate): bench-tpu costs less per job than bench-a100 while its MFU is at least "
+            f"{ratio_a100:.0%} of bench-a100's") in out
+    # Memory: 16 bytes per parameter; per layer s*b*h*(34 + 5*a*s/h) bytes at 256/8 = 32 sequences per device.
+    states = 16 * 124e6
+    activations = 12 * 1024 * 32 * 768 * (34 + 5 * 12 * 1024 / 768)
+    assert a100["memoryFit"]["verdict"] == "fits" and a100["memoryFit"]["perDeviceGiB"] == pytest.approx(
+        (states + activations) / 2**30)
+    assert activations > 32e9 and tpu["memoryFit"]["verdict"] == "does not fit"  # v6e: 32 GB per chip
+    assert "Memory (estimate): bench-a100: fits (" in out and "Memory (estimate): bench-tpu: does not fit (" in out
+    assert sum(line.startswith("Memory (estimate)") for line in lines) == 3
+    text = (tmp_path / "report.md").read_text()
+    assert "| memory fit of the model (estimate) | does not fit" in text
+    assert "| MFU assumed | 30%–50% | 40%–60% | 35%–55% |" in text
+
+
+def test_the_declared_model_gives_the_flops_where_the_job_declares_none(planned, capsys, tmp_path):
+    code, out, err = run(capsys, "--estimate", "--model", GPT2_SMALL, "--sides", "bench-h100",
+                         "--out", str(tmp_path))
+    assert code == 0, err
+    (h100,) = json.loads((tmp_path / "report.json").read_text())["sides"]
+    tokens = 256 * 1024
+    assert h100["tokensPerStep"] == tokens and h100["flopsSource"] == estimate.ANALYTIC_SOURCE
+    assert h100["flopsPerStep"] == pytest.approx(6 * 124e6 * tokens + 6 * 12 * 768 * 1024 * tokens)
+    # Cost per 1M tokens to three significant figures.
+    span = h100["costPer1MTokensUsd"]
+    shown = f"{markdown.usd_significant(span['low'])} – {markdown.usd_significant(span['high'])} per 1M tokens"
+    assert shown in out
+
+
+def test_memory_fit_verdicts():
+    hbm = 80e9
+    small = {"parameters": 1e9, "layers": 2, "seqLen": 128, "dModel": 256, "heads": 4}
+    assert memory.fit(small, 8, 8, hbm)["verdict"] == "fits"
+    # 7B parameters: 112 GB of states; with ~0 activations they need ceil(112 / 80) = 2 devices' share.
+    big = {**small, "parameters": 7e9}
+    verdict = memory.fit(big, 8, 8, hbm)
+    acts = memory.activation_bytes(layers=2, seq_len=128, sequences=1, d_model=256, heads=4)
+    assert verdict["verdict"] == "needs sharding" and verdict["shardOver"] == 2 == -(-16 * 7e9 // (hbm - acts))
+    assert "needs sharding over 2 devices" in memory.sentence("s", verdict)
+    # 70B: 1.12 TB of states, more than 8 x 80 GB: does not fit on the side's 8 devices.
+    huge = memory.fit({**small, "parameters": 70e9}, 8, 8, hbm)
+    assert huge["verdict"] == "does not fit" and huge["shardOver"] == 15
+    assert "even split over all 8 devices it would need 15" in memory.sentence("s", huge)
+    # No shape: the states alone are judged, and it says the activations were not counted.
+    bare = memory.fit({"parameters": 1e9}, None, 8, hbm)
+    assert bare["verdict"] == "fits" and bare["activationsGiB"] is None and "activationsNote" in bare
+    assert memory.fit(None, 8, 8, hbm) is None and memory.fit({"parameters": 1e9}, 8, 8, None) is None
+
+
+def test_mfu_per_side_and_model_arguments():
+    assert estimate.parse_mfu_args(None) == ((0.3, 0.6), {})
+    assert estimate.parse_mfu_args(["0.2,0.4", "bench-tpu=0.3,0.5"]) == ((0.2, 0.4), {"bench-tpu": (0.3, 0.5)})
+    for bad in (["=0.3,0.5"], ["bench-tpu=0.6,0.3"], ["bench-tpu=30,60"]):
+        with pytest.raises(ValueError):
+            estimate.parse_mfu_args(bad)
+    assert estimate.parse_model("parameters=1.5e9,layers=24") == {"parameters": 1.5e9, "layers": 24}
+    for bad in ("layers=2", "parameters=1e9,width=3", "parameters=1e9,layers=2.5", "parameters=-1"):
+        with pytest.raises(ValueError):
+            estimate.parse_model(bad)
+
+
+def test_an_mfu_for_a_side_not_in_the_estimate_is_refused(planned, capsys, tmp_path):
+    code, _, err = run(capsys, "--estimate", "--flops-per-step", "1e12", "--sides", "bench-tpu",
+                       "--mfu", "bench-v100=0.3,0.5", "--out", str(tmp_path))
+    assert code == 2 and "--mfu names bench-v100, not a side of this estimate; its sides: bench-tpu" in err
+
+
+@pytest.mark.parametrize("value,shown", [(0.012345, "$0.0123"), (1.2345, "$1.23"), (1234.5, "$1,230"),
+                                         (0.0099999, "$0.0100"), (0.000123456, "$0.000123"), (12.0, "$12.0")])
+def test_money_to_three_significant_figures(value, shown):
+    assert markdown.usd_significant(value) == shown

@@ -15,12 +15,14 @@ import functools
 import json
 
 import pytest
+import yaml
 
 import kuberay_schema
 from helpers import ROOT, InProcessKubectl
 from plan.compare import __main__ as compare_cli
 from plan.compare import sides as sides_module
 from plan.verify import kubectl as kubectl_module
+from ray_tpu_gke import bench
 
 DATA = ROOT / "tests" / "data" / "compare"
 CONTEXT = "gke_acme-ml-bench_us-central1_ray-compare"
@@ -253,9 +255,11 @@ def test_fresh_valid_rayjobs_released_soon_and_a_node_still_up_billed_until_the_
         assert job["metadata"]["labels"][sides_module.RUN_LABEL] == RUN
         command = spec["entrypoint"]
         side = job["metadata"]["labels"][sides_module.SIDE_LABEL]
-        for flag, value in (("--run", RUN), ("--side", side), ("--result-dir", "/gcs/compare"), ("--seed", "0"),
-                            ("--name", side), ("--steps", "300")):
+        for flag, value in (("--run", None), ("--side", None), ("--name", side), ("--steps", "300")):
             assert sides_module.flag_value(command, flag) == value, (command, flag)
+        # What the run tells the job goes through the RayJob's runtime environment, not the job's command line.
+        told = yaml.safe_load(spec["runtimeEnvYAML"])["env_vars"]
+        assert told == bench.environment(run=RUN, side=side, result_dir="/gcs/compare", seed=0)
         assert len(name) <= sides_module.MAX_RAYJOB_NAME
     assert sorted(state["deleted"]["rayjobs"]) == sorted(created)  # the collector cleans up after itself
     assert "pods" not in state["deleted"]  # no --inject-failure: nothing deleted

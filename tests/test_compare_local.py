@@ -1,10 +1,12 @@
-"""The local comparison end to end (`make compare`, shortened): the compare stack's two sides on a real local Ray
-cluster in .venv-workloads, CPU standing in for the TPU slice and the GPU pool; the TPU side runs the stack's own
-`workloads.train` and loses a node when its job reports step 12 (a replacement added), the GPU side runs a team's own
-job instead (`--entrypoint bench-a100=...`: examples/bench-jobs/plain_job.py, plain Python that reports through
-`ray_tpu_gke.bench` and nothing else), and the report is written. One run for the module (its tests share it, so they
-run on one pytest-xdist worker, like the other Ray tests' shared clusters); skipped, saying so, only when there is no
-workloads interpreter ($WORKLOADS_PYTHON or .venv-workloads/bin/python)."""
+"""The local comparison end to end (`make compare`, shortened): the compare stack's sides on a real local Ray cluster
+in .venv-workloads, CPU standing in for the TPU slice and the GPU pools; the TPU side runs the stack's own
+`workloads.train` and loses a node when its job reports step 12 (a replacement added), the A100 side runs a team's
+own job instead (`--entrypoint bench-a100=...`: examples/bench-jobs/plain_job.py, plain Python that reports through
+`ray_tpu_gke.bench` and nothing else, with an argument parser of its own that refuses any flag it does not know, run
+from its own folder by a shell command line), and the H100 side a job that fails after reporting its result
+(tests/data/compare/failing_job.py), whose log and result document the report folder keeps. One run for the module
+(its tests share it, so they run on one pytest-xdist worker, like the other Ray tests' shared clusters); skipped,
+saying so, only when there is no workloads interpreter ($WORKLOADS_PYTHON or .venv-workloads/bin/python)."""
 
 from __future__ import annotations
 
@@ -18,11 +20,15 @@ import pytest
 from helpers import ROOT, workloads_python
 from plan.compare import __main__ as compare_cli
 from plan.compare import sides
+from ray_tpu_gke import bench
 
 pytestmark = pytest.mark.local_ray
 
 STEPS, INJECT, EVERY = 30, 12, 10
-OWN_JOB = "python examples/bench-jobs/plain_job.py --steps 20"
+# A shell command line, run in the folder the command runs in (here the checkout's root); its `python` is the
+# workloads interpreter. The job's own parser would refuse --run, --side or any flag it does not know.
+OWN_JOB = "cd examples/bench-jobs && python plain_job.py --steps 20"
+FAILING_JOB = "python tests/data/compare/failing_job.py"
 # Two different programs (a transformer language model and a linear fit): their evaluation losses are not expected to
 # agree, so the tolerance admits any difference, and the tests check what was compared.
 TOLERANCE = 1.0
@@ -34,7 +40,8 @@ def compared(tmp_path_factory):
     out = tmp_path_factory.mktemp("compare") / "report"
     done = subprocess.run([sys.executable, "-m", "plan.compare", "compare", "--local", "--out", str(out), "--steps",
                            str(STEPS), "--report-every", str(EVERY), "--inject-failure", f"bench-tpu={INJECT}",
-                           "--entrypoint", f"bench-a100={OWN_JOB}", "--tolerance", str(TOLERANCE)],
+                           "--entrypoint", f"bench-a100={OWN_JOB}", "--entrypoint", f"bench-h100={FAILING_JOB}",
+                           "--sides", "bench-tpu,bench-a100,bench-h100", "--tolerance", str(TOLERANCE)],
                           cwd=ROOT, env={**os.environ, "WORKLOADS_PYTHON": python}, capture_output=True, text=True,
                           timeout=1800)
     written = out / "report.json"
@@ -47,13 +54,17 @@ def by_name(document: dict) -> dict:
     return {s["name"]: s for s in document["sides"]}
 
 
-def test_make_compare_locally_writes_a_complete_simulated_report(compared):
+def test_make_compare_locally_writes_a_simulated_report_incomplete_only_for_the_failed_job(compared):
     done, document, out = compared
-    assert document["problems"] == [] and done.returncode == 0, done.stderr[-4000:]
+    assert done.returncode == 1 and document["problems"] == [
+        "bench-h100: finished: the job did not finish: FAILED (exit 1) (AssertionError: the evaluation diverged "
+        "after training)"], done.stderr[-4000:]
     assert document["mode"] == "local" and document["simulated"] is True
-    assert sorted(p.name for p in out.iterdir()) == ["cost.png", "report.json", "report.md", "step-times.png",
-                                                     "time.png"]
-    for side in document["sides"]:
+    assert sorted(p.name for p in out.iterdir()) == ["cost.png", "logs", "report.json", "report.md", "results",
+                                                     "step-times.png", "time.png"]
+    # The jobs ran in the folder the command ran in, with the workloads interpreter as their `python`.
+    assert document["localRun"]["workdir"] == str(ROOT) and document["localRun"]["python"] == workloads_python()
+    for side in document["sides"][:2]:
         assert (side["platform"], side["simulated"]) == ("cpu", True)
         assert set(side["startup"]) == {"capacityWaitS", "rayStartS", "firstStepS"}
         assert all(value > 0 for value in side["startup"].values())
@@ -73,6 +84,12 @@ def test_the_stack_job_is_the_transformer_language_model_with_xla_flops(compared
     assert result["flopsPerStep"] > 0 and result["flopsSource"].startswith("XLA cost analysis")
     # More than the 6 x parameters x tokens of the matrix products alone: attention and the optimiser add to it.
     assert result["flopsPerStep"] > 6 * result["model"]["parameters"] * result["model"]["tokensPerStep"] * 0.5
+    # Beside the analytic count of the model it declared: XLA's count of the tiny model, element-wise work and the
+    # whole masked attention included, is more than 10 % over it, and flagged.
+    check = side["flopsCheck"]
+    assert check["analyticFlopsPerStep"] == pytest.approx(bench.from_model(result["model"],
+                                                                           result["tokensPerStep"])["total"])
+    assert check["gap"] > 0.10 and check["flagged"] is True
 
 
 def test_a_teams_own_job_outside_workloads_is_a_side_like_any_other(compared):
@@ -88,6 +105,37 @@ def test_a_teams_own_job_outside_workloads_is_a_side_like_any_other(compared):
     assert agreement["values"] == [tpu["evalMetric"]["value"], result["evalMetric"]["value"]]
     assert tpu["evalMetric"]["value"] != result["evalMetric"]["value"]
     assert agreement["fingerprint"]["comparable"] is False  # predictions on different inputs: not compared
+
+
+def test_a_job_with_its_own_strict_parser_runs_unchanged_and_its_mfu_would_count_its_one_device(compared):
+    _, document, out = compared
+    side = by_name(document)["bench-a100"]
+    assert side["outcome"] == "SUCCEEDED" and side["steps"] == 20
+    log = (out / side["logFile"]).read_text()
+    assert "unrecognized arguments" not in log
+    # The comparison's settings reached it through the environment: its result is this run's, this side's, seeded.
+    result = json.loads((out / side["resultFile"]).read_text())
+    assert (result["run"], result["side"], result["simulated"], result["seed"]) == (document["run"], "bench-a100",
+                                                                                    True, 0)
+    # It ran on 1 device of a side that stands for 8 GPUs: MFU (none, simulated) would divide by 1, and it says so.
+    assert (side["mfuDevices"], side["sideDevices"], side["mfu"]) == (1, 8, None)
+    text = (out / "report.md").read_text()
+    assert f"- bench-a100: {side['devicesNote']}." in text
+    assert "none (simulated) (over the 1 device(s) the job ran on; the side stands for 8)" in text
+
+
+def test_a_failed_jobs_log_and_result_stay_in_the_report_folder(compared):
+    _, document, out = compared
+    side = by_name(document)["bench-h100"]
+    assert side["outcome"] == "FAILED (exit 1)"
+    log = (out / side["logFile"]).read_text()
+    assert "AssertionError: the evaluation diverged after training" in log
+    assert side["logTail"][-1] == "AssertionError: the evaluation diverged after training"
+    kept = json.loads((out / "results" / document["run"] / "bench-h100.json").read_text())
+    assert kept["evaluation"] == "diverged" and side["resultFile"] == f"results/{document['run']}/bench-h100.json"
+    text = (out / "report.md").read_text()
+    assert "### bench-h100: the job's last log lines (kept: `logs/bench-h100.log`" in text
+    assert "AssertionError: the evaluation diverged after training\n```" in text
 
 
 def test_each_side_recovered_from_its_checkpoint_on_a_replacement_node(compared):

@@ -222,7 +222,7 @@ def test_fingerprints_from_different_seeds_or_predictions_disagree():
     close = {"seed": 0, "values": [v + 1e-4 for v in values], "sha256": "y"}
     assert fingerprint_agreement(RESULT["fingerprint"], close, 0.02)["agree"] is True
     seeded = fingerprint_agreement(RESULT["fingerprint"], {**close, "seed": 1}, 0.02)
-    assert seeded == {"seeds": [0, 1], "sameSha256": False, "tolerance": 0.02, "agree": False,
+    assert seeded == {"seeds": [0, 1], "sameSha256": False, "checked": True, "tolerance": 0.02, "agree": False,
                       "reason": "the sides used different seeds"}
 
 
@@ -337,7 +337,7 @@ def test_a_simulated_report_says_it_is_a_rehearsal_and_states_no_ratio(tmp_path)
     assert f"Agreement ({markdown.SAME_CPU}): the sides agree" in text
     # The sentence names the metric the agreement compared (these fixtures declare none: the final loss).
     assert f"their {document['agreement']['metric']} values differ by" in text and "final losses" not in text
-    assert "| MFU (FLOPs / (p50 x devices x peak)) | none (simulated) | none (simulated) |" in text
+    assert "| MFU (FLOPs / (p50 x devices run on x bf16 dense peak)) | none (simulated) | none (simulated) |" in text
     assert "per steady step (batch / p50)" in text and "compiling step included (the job's)" in text
     assert "steps redone: the job resumes from the last checkpoint Ray Train had registered" in text
 

@@ -9,12 +9,14 @@ import shlex
 import shutil
 
 import pytest
+import yaml
 
 import kuberay_schema
 from helpers import ROOT
 from plan import project as projects
 from plan.compare import __main__ as compare_cli
 from plan.compare import local, sides
+from ray_tpu_gke import bench
 from workloads import train
 
 RUN = "compare-20270115080000"
@@ -70,11 +72,15 @@ def test_a_runs_rayjob_is_fresh_valid_and_released_a_minute_after_the_job():
         # The stack's template is suspended; the run's copy is not, or it would never start.
         assert side.manifest["spec"]["suspend"] is True and job["spec"]["suspend"] is False
         assert job["spec"]["ttlSecondsAfterFinished"] == sides.TTL_AFTER_FINISHED_S == 60
-        # The job's own parser reads what the run adds: its run, side, result folder and seed, and a checkpoint
-        # folder of the side's own (the two sides share the run id).
+        # What the run tells the job (its run, side, result folder and seed) is in the RayJob's runtime environment,
+        # which Ray gives the entrypoint and every worker; the command line gains only a checkpoint folder of the
+        # side's own (the two sides share the run id), a flag of workloads.train itself.
         words = shlex.split(job["spec"]["entrypoint"])
         assert words[:3] == ["python", "-m", "workloads.train"]
-        _, args = train.parse_args(words[3:], environ={})
+        assert not {"--run", "--side", "--result-dir", "--seed"} & set(words)
+        told = yaml.safe_load(job["spec"]["runtimeEnvYAML"])["env_vars"]
+        assert told == bench.environment(run=RUN, side=side.name, result_dir="/gcs/compare", seed=7)
+        _, args = train.parse_args(words[3:], environ=told)
         assert (args.run, args.side, args.result_dir, args.seed) == (RUN, side.name, "/gcs/compare", 7)
         assert args.storage_path == f"/gcs/ray-train/{side.name}" and args.simulate is False
         assert args.steps == train.parse_args(shlex.split(side.entrypoint)[3:], environ={})[1].steps
@@ -98,13 +104,17 @@ def test_the_local_job_is_simulated_short_and_checkpoints_locally(tmp_path):
     spec = local.side_spec(tpu, RUN, steps=30, report_every=5, inject_step=12, seed=0, result_dir=tmp_path / "r",
                            storage=tmp_path / "c")
     assert (spec["generation"], spec["topology"], spec["hosts"], spec["unitsPerNode"]) == ("v6e", "2x4", 1, 8)
-    _, args = train.parse_args(spec["command"][3:], environ={})
+    words = shlex.split(spec["command"])
+    assert not {"--run", "--side", "--result-dir", "--seed", "--simulate", "--report-every"} & set(words)
+    assert spec["env"] == bench.environment(run=RUN, side="bench-tpu", result_dir=str(tmp_path / "r"), seed=0,
+                                            simulated=True, report_every=5)
+    _, args = train.parse_args(words[3:], environ=spec["env"])
     assert args.simulate is True and (args.steps, args.report_every) == (30, 5)
     assert args.storage_path == str(tmp_path / "c" / "bench-tpu") and args.result_dir == str(tmp_path / "r")
     assert args.throttle_s == local.THROTTLE_S
     gpu_spec = local.side_spec(gpu, RUN, steps=30, report_every=5, inject_step=12, seed=0, result_dir=tmp_path,
                                storage=tmp_path)
-    assert train.parse_args(gpu_spec["command"][3:], environ={})[1].gpus == 8
+    assert train.parse_args(shlex.split(gpu_spec["command"])[3:], environ={})[1].gpus == 8
 
 
 @pytest.mark.parametrize("command,flags,expected", [

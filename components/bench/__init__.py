@@ -17,14 +17,22 @@ an epoch `time`) while it runs, and its result document (`"schema": "ray-tpu-gke
 at the end, also written to `<result_dir>/<run>/<side>.json`. `bench.read(log)` finds both in a job's log, whatever
 Ray put around them. Field by field: docs/workloads.md "Result document"; the comparison's flags: docs/compare.md.
 
-The package's modules, one concern each: `contract` (the schema, the fields and `validate`), `writing` (event lines,
-fingerprints, the flags and the document), `recorder` (`start` and `Run`), `reading` (`read`). All of them are
+What the comparison tells a job (run id, side, result folder, seed, simulated, checkpoint cadence) comes through the
+environment (`bench.VARIABLES`: $RAY_TPU_GKE_RUN, $RAY_TPU_GKE_SIDE, $RAY_TPU_GKE_RESULT_DIR, $RAY_TPU_GKE_SEED,
+$RAY_TPU_GKE_SIMULATE, $RAY_TPU_GKE_REPORT_EVERY), which `bench.start()` reads: the job's command line is its own.
+`bench.settings()` returns them typed, for a job that reads them in its driver and hands them to its workers.
+
+The package's modules, one concern each: `contract` (the schema, the fields and `validate`), `environment` (the
+settings' variables), `writing` (event lines, fingerprints, the flags and the document), `recorder` (`start` and
+`Run`), `reading` (`read`), `flops` (the analytic FLOPs count a job's own is checked against). All of them are
 standard-library only, and everything is imported from `ray_tpu_gke.bench` itself.
 """
 
 from __future__ import annotations
 
 from .contract import EVENTS, FIELDS, KINDS, PLATFORMS, REPORTER, RESTART_FIELDS, SCHEMA, WORKER_FIELDS, validate
+from .environment import VARIABLES, environment, settings
+from .flops import GAP_TOLERANCE, analytic, cross_check, from_model
 from .reading import JobLog, objects, read
 from .recorder import Run, start
 from .writing import (
@@ -41,23 +49,30 @@ from .writing import (
 
 __all__ = [
     "EVENTS",
+    "GAP_TOLERANCE",
     "FIELDS",
     "KINDS",
     "PLATFORMS",
     "REPORTER",
     "RESTART_FIELDS",
     "SCHEMA",
+    "VARIABLES",
     "WORKER_FIELDS",
     "JobLog",
     "Run",
     "add_arguments",
+    "analytic",
+    "cross_check",
     "document",
+    "environment",
     "event_line",
     "fingerprint",
+    "from_model",
     "objects",
     "print_result",
     "process_start_time",
     "read",
+    "settings",
     "start",
     "steady",
     "steady_indices",

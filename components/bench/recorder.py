@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from .contract import KINDS, PLATFORMS
+from .environment import settings
 from .writing import document, event_line, print_result, process_start_time, write_result
 
 
@@ -205,20 +206,27 @@ def start(
     kind: Optional[str] = None,
     platform: str,
     args: Optional[argparse.Namespace] = None,
+    environ: Optional[Mapping[str, str]] = None,
     **facts: Any,
 ) -> Run:
     """The run starts: prints its `start` event and returns the recorder of its steps. `kind`: what the job was asked
     to run on, "tpu" or "gpu", or None to leave it to the side it runs as; `platform`: what it runs on ("tpu",
-    "gpu", "cpu"). `run`, `side`, `result_dir`,
-    `seed` and `simulated` may come from `args` (parsed with `bench.add_arguments`). Keyword facts: devices,
-    device_kind, processes, slices, simulated, steps, batch_size, seed, framework, framework_version, attempt,
-    from_step, result_dir, flops_per_step, ray_version, jax_version, warmup_steps."""
+    "gpu", "cpu"). `run`, `side`, `result_dir`, `seed` and `simulated` come, where not given here, from `args`
+    (parsed with `bench.add_arguments`), else from the environment the comparison sets (`bench.VARIABLES`:
+    $RAY_TPU_GKE_RUN, ...). Keyword facts: devices, device_kind, processes, slices, simulated, steps, batch_size,
+    seed, framework, framework_version, attempt, from_step, result_dir, flops_per_step, ray_version, jax_version,
+    warmup_steps."""
     if args is not None:
         run = run or getattr(args, "run", None)
         side = side or getattr(args, "side", None)
         for name in ("result_dir", "seed", "simulate"):
             if getattr(args, name, None) is not None:
                 facts.setdefault("simulated" if name == "simulate" else name, getattr(args, name))
+    told = settings(environ)
+    run, side = run or told.get("run"), side or told.get("side")
+    for name in ("result_dir", "seed", "simulated"):
+        if name in told:
+            facts.setdefault(name, told[name])
     side = side or kind or "job"
     run = run or f"{side}-{time.strftime('%Y%m%d%H%M%S', time.gmtime())}"
     return Run(run=run, side=side, kind=kind, platform=platform, **facts).begin()

@@ -66,14 +66,39 @@ def process_start_time() -> float:
         return time.time()
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The flags every comparison job takes (docs/compare.md "Bring your own job"): the collector passes them."""
-    parser.add_argument("--run", help="run id of the comparison")
-    parser.add_argument("--side", help="this job's side in the comparison report")
-    parser.add_argument("--result-dir", default="", help="write the result document to DIR/<run>/<side>.json")
-    parser.add_argument("--seed", type=int, default=0, help="data, initial parameters and evaluation input")
-    parser.add_argument("--simulate", action="store_true", help="run on the CPU standing in for the accelerator")
-    parser.add_argument("--report-every", type=int, default=50, help="steps between checkpoints")
+def add_arguments(parser: argparse.ArgumentParser, environ=None) -> argparse.ArgumentParser:
+    """The flags of the comparison's settings, each defaulting to its environment variable (`bench.VARIABLES`: the
+    comparison sets those and passes no flag); for a job that wants the settings on its command line too."""
+    from .environment import settings
+
+    given = settings(environ)
+    parser.add_argument("--run", default=given.get("run"), help="run id of the comparison ($RAY_TPU_GKE_RUN)")
+    parser.add_argument(
+        "--side", default=given.get("side"), help="this job's side in the comparison report ($RAY_TPU_GKE_SIDE)"
+    )
+    parser.add_argument(
+        "--result-dir",
+        default=given.get("result_dir", ""),
+        help="write the result document to DIR/<run>/<side>.json ($RAY_TPU_GKE_RESULT_DIR)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=given.get("seed", 0),
+        help="data, initial parameters and evaluation input ($RAY_TPU_GKE_SEED)",
+    )
+    parser.add_argument(
+        "--simulate",
+        action="store_true",
+        default=given.get("simulated", False),
+        help="run on the CPU standing in for the accelerator ($RAY_TPU_GKE_SIMULATE=1)",
+    )
+    parser.add_argument(
+        "--report-every",
+        type=int,
+        default=given.get("report_every", 50),
+        help="steps between checkpoints ($RAY_TPU_GKE_REPORT_EVERY)",
+    )
     return parser
 
 

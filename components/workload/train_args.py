@@ -10,6 +10,8 @@ import datetime
 import os
 from typing import Mapping, Optional
 
+from ray_tpu_gke import bench
+
 from . import lm_config as lm
 from .slice import COUNT_ENV, ENV, SliceSpec, add_arguments, contradictions, from_args
 
@@ -93,6 +95,11 @@ def parse_args(
     not given, from the worker group's environment ($SLICE_*, $SLICE_COUNT); an argument that contradicts the
     environment is an error naming both. No Ray or JAX import: the planner parses the stacks' entrypoints with it."""
     parser = _parser()
+    try:  # what the comparison tells the job through the environment: each a default the command line overrides
+        told = bench.settings(environ)
+    except ValueError as error:
+        parser.error(str(error))
+    parser.set_defaults(**{("simulate" if k == "simulated" else k): v for k, v in told.items()})
     args = parser.parse_args(argv)
     if min(args.steps, args.batch_size or 1, args.report_every, args.gpus or 1) < 1 or (args.slices or 1) < 1:
         parser.error("--steps, --batch-size, --report-every, --slices and --gpus must be at least 1")

@@ -8,7 +8,9 @@ comparison's agreement compares like with like.
         --entrypoint bench-tpu='python examples/bench-jobs/jax_job.py --chips 8 --steps 300'
 
 Model FLOPs per step come from PyTorch's own counter (`torch.utils.flop_counter.FlopCounterMode`) around the first
-step, times the workers (each counts its share of the batch). The image needs torch and Ray Train beside this package
+step, times the workers (each counts its share of the batch), on the math attention backend: the counter has formulas
+only for the fused attention kernels (torch/utils/flop_counter.py), and the math backend computes attention as matrix
+products it counts (docs/compare.md, "Model FLOPs per step"; this MLP has no attention, a transformer does). The image needs torch and Ray Train beside this package
 (`pip install torch "ray[train]==2.55.0"` and `pip install --no-deps ray-tpu-gke`).
 """
 
@@ -39,6 +41,7 @@ def train_loop(config: dict) -> None:
     import ray.train
     import ray.train.torch
     import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
     context = ray.train.get_context()
@@ -72,7 +75,7 @@ def train_loop(config: dict) -> None:
         y = torch.from_numpy(y_all[rank * share:(rank + 1) * share]).to(device)
         began = time.perf_counter()
         if flops is None:  # count once: every step runs the same operations
-            with FlopCounterMode(display=False) as counter:
+            with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
                 loss = one_step(x, y)
             flops = counter.get_total_flops() * world
         else:

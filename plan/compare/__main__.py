@@ -64,9 +64,16 @@ def parse_args(argv, prog: str = "python -m plan.compare"):
     )
     parser.add_argument(
         "--mfu",
-        default=estimate.DEFAULT_MFU,
-        metavar="LO,HI",
-        help=f"--estimate: the MFU range, fractions (default {estimate.DEFAULT_MFU})",
+        action="append",
+        metavar="[SIDE=]LO,HI",
+        help=f"--estimate: the MFU range, fractions (default {estimate.DEFAULT_MFU}); SIDE=LO,HI for one side "
+        "(repeatable), LO,HI for every side not named",
+    )
+    parser.add_argument(
+        "--model",
+        metavar="parameters=N[,layers=L,dModel=D,heads=H,seqLen=S,batch=B]",
+        help="--estimate: the model whose memory fit each side gets (and whose analytic FLOPs stand in where the "
+        "job declares none); default: the model the --measured job declared",
     )
     parser.add_argument(
         "--flops-per-step",
@@ -158,9 +165,13 @@ def parse_args(argv, prog: str = "python -m plan.compare"):
     if args.estimate and args.report_every is not None:
         parser.error("--report-every is for --local")
     try:
-        args.mfu_range = estimate.parse_mfu(args.mfu)
+        args.mfu_range, args.mfu_by_side = estimate.parse_mfu_args(args.mfu)
     except ValueError as error:
-        parser.error(f"--mfu {args.mfu!r}: {error}")
+        parser.error(f"--mfu {error}")
+    try:
+        args.model = None if args.model is None else estimate.parse_model(args.model)
+    except ValueError as error:
+        parser.error(f"--model {args.model!r}: {error}")
     if min(args.flops_per_step or 1, args.tokens_per_step or 1) <= 0:
         parser.error("--flops-per-step and --tokens-per-step must be positive")
     if (args.timeout is not None and args.timeout <= 0) or min(args.poll, args.wait_for_removal, args.tolerance) < 0:
@@ -296,6 +307,7 @@ def main(
                 inject_step=inject,
                 seed=args.seed,
                 side_timeout=args.timeout or local.SIDE_TIMEOUT_S,
+                results=args.out / output.RESULTS,
             )
         except local.LocalError as error:
             print(f"error: {error}", file=sys.stderr)
@@ -323,6 +335,7 @@ def main(
             print(f"error: cannot follow the jobs on the cluster: {error}", file=sys.stderr)
             return stackfile.EXIT_ERROR
         context = args.context
+    output.keep_jobs_output(runs, run_id, args.out)  # every job's log and result document stay with the report
     document = report.build(
         args.stack,
         "local" if args.local else "live",
@@ -334,7 +347,7 @@ def main(
         prices=_prices(plan),
     )
     if facts is not None:
-        document["localRun"] = facts  # how long the local Ray cluster itself took to start
+        document["localRun"] = facts  # the local Ray cluster's start time, the jobs' folder and interpreter
     output.write(document, args.out)
     return output.say(document, args.out)
 

@@ -19,7 +19,8 @@ def fingerprint_agreement(a: dict, b: dict, tolerance: float) -> dict:
     platforms round differently, so equal bits (sha256) are reported but not required."""
     out: dict[str, Any] = {
         "seeds": [a.get("seed"), b.get("seed")],
-        "sameSha256": a.get("sha256") == b.get("sha256"),
+        "sameSha256": a.get("sha256") is not None and a.get("sha256") == b.get("sha256"),
+        "checked": True,
         "tolerance": tolerance,
     }
     va, vb = list(a.get("values") or []), list(b.get("values") or [])
@@ -65,9 +66,19 @@ def agreement(a: dict, b: dict, results: dict[str, Optional[dict]], tolerance: f
         metric, va, vb = "finalLoss", float(a["finalLoss"]), float(b["finalLoss"])
     difference = relative_difference(va, vb)
     fa, fb = (ra or {}).get("fingerprint") or {}, (rb or {}).get("fingerprint") or {}
-    if fa.get("inputs") != fb.get("inputs"):  # two programs' predictions on different inputs: nothing to compare
+    lacking = [n for n, f in zip(names, (fa, fb)) if not f.get("values")]
+    if lacking:  # the fingerprint is optional: one not declared is not checked, never a disagreement
         prints = {
             "comparable": False,
+            "checked": False,
+            "agree": True,
+            "tolerance": tolerance,
+            "reason": f"{' and '.join(lacking)} declared no output fingerprint: not checked",
+        }
+    elif fa.get("inputs") != fb.get("inputs"):  # two programs' predictions on different inputs: nothing to compare
+        prints = {
+            "comparable": False,
+            "checked": False,
             "agree": True,
             "tolerance": tolerance,
             "reason": f"the jobs predicted on different inputs ({fa.get('inputs')!r}, {fb.get('inputs')!r})",

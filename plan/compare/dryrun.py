@@ -32,6 +32,13 @@ def quota_need(side: SidePlan, region: Optional[str]) -> str:
     return f"{need.key} in {need.region}: {need.chips} {need.unit}"
 
 
+def _env_vars(job: dict) -> dict:
+    """The environment variables of the RayJob's runtime environment: what the run tells its job, and the stack's."""
+    import yaml
+
+    return (yaml.safe_load(job["spec"].get("runtimeEnvYAML") or "") or {}).get("env_vars") or {}
+
+
 def ceiling(side: SidePlan, timeout_s: float) -> Optional[float]:
     """The most the side's hardware can bill in one run: its hourly price for the timeout and KubeRay's minute."""
     return None if side.hourly is None else side.hourly * (timeout_s + TTL_AFTER_FINISHED_S) / 3600.0
@@ -52,6 +59,7 @@ def lines(plan: dict, found: list[SidePlan], run_id: str, seed: int, timeout_s: 
             f"{side.kind.upper()} {side.accelerator} on {side.item} ({side.nodes} node(s), {side.capacity})",
             f"    image {', '.join(side.images) or '?'}",
             f"    entrypoint {job['spec']['entrypoint']}",
+            "    runtime environment " + " ".join(f"{k}={v}" for k, v in sorted(_env_vars(job).items())),
             f"    quota {quota_need(side, region)}",
             f"    cost ceiling {most} ({price} x ({timeout_s:.0f} s --timeout + {TTL_AFTER_FINISHED_S} s until "
             "KubeRay deletes the Ray cluster))",

@@ -16,13 +16,17 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
-from . import limits
+from ray_tpu_gke import bench
+
+from . import limits, memory
 from .sides import SidePlan, flag_value
 
 DEFAULT_MFU = "0.3,0.6"
 DEFAULT_OUT = Path("compare-estimate")  # not compare-report/: that holds the rehearsal the FLOPs may come from
 REPORT_SCHEMA = "ray-tpu-gke/compare-report/v1"
 LABEL = "estimate"
+EFLOP = 1e18
+ANALYTIC_SOURCE = "analytic: 6 x parameters x tokens + causal attention (MaxText's count) of the declared model"
 
 
 class EstimateError(ValueError):
@@ -40,6 +44,49 @@ def parse_mfu(text: str) -> tuple[float, float]:
     return low, high
 
 
+def parse_mfu_args(values: Optional[list[str]]) -> tuple[tuple[float, float], dict[str, tuple[float, float]]]:
+    """Every `--mfu`: `LO,HI` (every side; the last one given wins) or `SIDE=LO,HI` (that side); the range for every
+    side and the ranges by side."""
+    default, by_side = parse_mfu(DEFAULT_MFU), {}
+    for value in values or []:
+        side, equals, span = value.rpartition("=")
+        if equals and not side.strip():
+            raise ValueError(f"{value!r}: SIDE=LO,HI names no side")
+        try:
+            parsed = parse_mfu(span)
+        except ValueError as error:
+            raise ValueError(f"{value!r}: {error}") from None
+        if side.strip():
+            by_side[side.strip()] = parsed
+        else:
+            default = parsed
+    return default, by_side
+
+
+MODEL_KEYS = {"parameters": float, "layers": int, "dModel": int, "heads": int, "seqLen": int, "batch": int}
+
+
+def parse_model(text: str) -> dict:
+    """`--model parameters=124e6,layers=12,dModel=768,heads=12,seqLen=1024,batch=256`: the model whose memory fit and
+    analytic FLOPs the estimate judges (only `parameters` is required; `batch` is sequences per global batch)."""
+    out: dict[str, Any] = {}
+    for part in (p for p in text.split(",") if p.strip()):
+        key, _, value = part.partition("=")
+        key = key.strip()
+        if key not in MODEL_KEYS:
+            raise ValueError(f"{part!r}: allowed keys {', '.join(MODEL_KEYS)}")
+        try:
+            number = float(value)
+        except ValueError:
+            raise ValueError(f"{part!r}: {value.strip()!r} is not a number") from None
+        if not number > 0 or (MODEL_KEYS[key] is int and number != int(number)):
+            raise ValueError(f"{part!r}: a positive {'whole number' if MODEL_KEYS[key] is int else 'number'}")
+        out[key] = MODEL_KEYS[key](number)
+    if "parameters" not in out:
+        raise ValueError("parameters=N is required (the model's trainable parameters)")
+    return out
+
+
 def measured(path: Path) -> dict[str, dict]:
     """FLOPs and tokens per step by side name (None: every side) from a comparison report or a job's result."""
     try:
@@ -51,11 +98,15 @@ def measured(path: Path) -> dict[str, dict]:
     for row in rows if isinstance(rows, list) else []:
         if isinstance(row, dict) and isinstance(row.get("flopsPerStep"), (int, float)) and row["flopsPerStep"] > 0:
             key = row.get("name") or row.get("side")
+            model = row.get("model") if isinstance(row.get("model"), dict) else None
             out[key] = {
                 "flopsPerStep": float(row["flopsPerStep"]),
                 "tokensPerStep": row.get("tokensPerStep"),
                 "simulated": row.get("simulated"),
                 "from": str(path),
+                # The model the job declared (workloads.train: parameters, layers, dModel, heads, seqLen) and its
+                # global batch, for the memory fit.
+                "model": {**model, "batch": row.get("batchSize")} if model else None,
             }
     if not out:
         raise EstimateError(
@@ -77,6 +128,15 @@ def _span(low: Optional[float], high: Optional[float]) -> Optional[dict]:
     return None if low is None or high is None else {"low": min(low, high), "high": max(low, high)}
 
 
+def cost_per_peak_eflop(side: SidePlan) -> Optional[float]:
+    """USD per 10^18 FLOPs at the side's peak: its hardware's price for the time all its devices take to do them at
+    100 % MFU. A job's cost is its FLOPs x this / its MFU, so two sides' ratio of it is the break-even MFU ratio."""
+    peak = limits.peak_of(side)
+    if peak is None or side.hourly is None:
+        return None
+    return side.hourly / 3600.0 / (side.devices * peak.bf16_flops_per_s) * EFLOP
+
+
 def side_estimate(
     side: SidePlan,
     flops: Optional[float],
@@ -84,9 +144,16 @@ def side_estimate(
     steps: Optional[int],
     mfu_range: tuple[float, float],
     source: Optional[str],
+    model: Optional[dict] = None,
 ) -> tuple[dict, list[str]]:
-    """One side of the estimate, and what it could not estimate."""
+    """One side of the estimate, and what it could not estimate. `model`: the declared model (memory fit, and the
+    analytic FLOPs where the job declares none)."""
     peak = limits.peak_of(side)
+    if tokens is None and model and model.get("batch") and model.get("seqLen"):
+        tokens = model["batch"] * model["seqLen"]
+    analytic = bench.from_model(model, tokens)
+    if flops is None and analytic is not None:
+        flops, source = analytic["total"], ANALYTIC_SOURCE
     out: dict[str, Any] = {
         "name": side.name,
         "kind": side.kind,
@@ -95,9 +162,11 @@ def side_estimate(
         "runsOn": side.item,
         "devices": side.devices,
         "peakFlopsPerS": peak.bf16_flops_per_s if peak else None,
+        "peakPrecision": limits.PEAK_PRECISION,
         "peakSource": peak.source if peak else None,
         "hbmGiBPerDevice": round(peak.hbm_gib, 1) if peak else None,
         "hourlyUsd": side.hourly,
+        "costPerPeakEflopUsd": cost_per_peak_eflop(side),
         "flopsPerStep": flops,
         "flopsSource": source,
         "tokensPerStep": tokens,
@@ -105,14 +174,23 @@ def side_estimate(
         "estimate": True,
         "simulated": False,
         "mfuRange": {"low": mfu_range[0], "high": mfu_range[1]},
+        "model": model,
+        "memoryFit": memory.fit(model, (model or {}).get("batch"), side.devices, peak.hbm_bytes if peak else None),
     }
+    if source != ANALYTIC_SOURCE:
+        check = bench.cross_check(flops, analytic)
+        if check is not None:
+            out["flopsCheck"] = check
     problems = []
     if peak is None:
         problems.append(
             f"{side.name}: peakFlopsPerS: the catalogue has no peak for {side.generation or side.gpu_accelerator}"
         )
     if flops is None:
-        problems.append(f"{side.name}: flopsPerStep: not declared (--flops-per-step, or --measured FILE)")
+        problems.append(
+            f"{side.name}: flopsPerStep: not declared (--flops-per-step, --measured FILE, or --model with "
+            "parameters, layers, dModel, heads, seqLen and batch)"
+        )
     if steps is None:
         problems.append(f"{side.name}: steps: the entrypoint has no --steps; pass --steps N")
     if peak is None or flops is None:
@@ -132,6 +210,34 @@ def side_estimate(
     return out, problems
 
 
+def break_even(rows: list[dict]) -> list[dict]:
+    """Per TPU side against each GPU side (or, without both kinds, the first side against each other one): the MFU
+    ratio at which both cost the same per job, from their costs per peak FLOP. The first costs less while its MFU is
+    at least `mfuRatio` x the other's; `atRanges` says what the declared MFU ranges make of it."""
+    tpus, gpus = [r for r in rows if r["kind"] == "tpu"], [r for r in rows if r["kind"] == "gpu"]
+    pairs = [(t, g) for t in tpus for g in gpus] if tpus and gpus else [(rows[0], r) for r in rows[1:]]
+    out = []
+    for a, b in pairs:
+        ca, cb = a.get("costPerPeakEflopUsd"), b.get("costPerPeakEflopUsd")
+        if not ca or not cb:
+            continue
+        ratio = ca / cb
+        low = a["mfuRange"]["low"] / b["mfuRange"]["high"]  # the least favourable pairing of the ranges for `a`
+        high = a["mfuRange"]["high"] / b["mfuRange"]["low"]
+        at = "cheaper" if low >= ratio else "dearer" if high < ratio else "either"
+        out.append(
+            {
+                "side": a["name"],
+                "against": b["name"],
+                "mfuRatio": ratio,
+                "costPerPeakEflopUsd": [ca, cb],
+                "rangeRatio": {"low": low, "high": high},
+                "atRanges": at,
+            }
+        )
+    return out
+
+
 def build(
     stack: str,
     found: list[SidePlan],
@@ -141,9 +247,13 @@ def build(
     by_side: dict[str, dict],
     steps: Optional[int],
     mfu_range: tuple[float, float],
+    mfu_by_side: Optional[dict[str, tuple[float, float]]] = None,
+    model: Optional[dict] = None,
     prices: Optional[dict] = None,
 ) -> dict:
-    """report.json of an estimate: every side at the MFU range, and what could not be estimated."""
+    """report.json of an estimate: every side at its MFU range (`mfu_by_side`, else `mfu_range`), its memory fit for
+    the declared model (`model`, else the one the measured job declared), the break-even MFU ratios, and what could
+    not be estimated."""
     sides, problems = [], []
     for side in found:
         # The side's own declaration; else (a result document, or a report without this side) the first one: the
@@ -155,8 +265,16 @@ def build(
         source = "--flops-per-step" if flops is not None else declared.get("from")
         if flops is None and key not in (side.name, None):
             source = f"{source} (side {key}: this side declared none)"
-        row, lacking = side_estimate(side, side_flops, side_tokens, steps_of(side, steps), mfu_range, source)
-        if flops is None and declared.get("simulated"):
+        row, lacking = side_estimate(
+            side,
+            side_flops,
+            side_tokens,
+            steps_of(side, steps),
+            (mfu_by_side or {}).get(side.name, mfu_range),
+            source,
+            model or declared.get("model"),
+        )
+        if flops is None and declared.get("simulated") and row["flopsSource"] != ANALYTIC_SOURCE:
             row["flopsNote"] = (
                 "declared by the job in a local rehearsal: the FLOPs of the model size it ran, which "
                 "is the live job's only if both run the same size"
@@ -171,6 +289,7 @@ def build(
         "simulated": False,
         "mfuRange": {"low": mfu_range[0], "high": mfu_range[1]},
         "sides": sides,
+        "breakEven": break_even(sides),
         "problems": problems,
         "complete": not problems,
     }
@@ -184,7 +303,15 @@ def main(args, plan: dict, found: list[SidePlan], default_out: Path) -> int:
     from . import output
 
     by_side: dict = {}
-    if args.flops_per_step is None:
+    unknown = sorted(set(args.mfu_by_side) - {s.name for s in found})
+    if unknown:
+        print(
+            f"error: --mfu names {', '.join(unknown)}, not a side of this estimate; its sides: "
+            f"{', '.join(s.name for s in found)}",
+            file=sys.stderr,
+        )
+        return 2
+    if args.flops_per_step is None and not (args.model and args.measured is None):
         path = args.measured or default_out / "report.json"
         if args.measured is None and not path.exists():
             print(
@@ -207,6 +334,8 @@ def main(args, plan: dict, found: list[SidePlan], default_out: Path) -> int:
         by_side=by_side,
         steps=args.steps,
         mfu_range=args.mfu_range,
+        mfu_by_side=args.mfu_by_side,
+        model=args.model,
         prices={"currency": c.get("currency"), "region": c.get("region"), "oldestAsOf": c.get("oldestAsOf")},
     )
     out = DEFAULT_OUT if args.out == default_out else args.out

@@ -2,17 +2,22 @@
 utilisation (MFU) a step time means.
 
 MFU = model FLOPs of one step (the whole job's, every device's share) / (step time x devices x peak dense bf16 FLOP/s
-per device). The FLOPs come from the job (its result document's `flopsPerStep`: XLA's cost analysis of the compiled
-step, PyTorch's FlopCounterMode, or declared); the peak from components/catalog/peaks.py, with its source.
+per device). The devices are those the job ran on (its result document's `devices`), which the report says when they
+are not the side's. The FLOPs come from the job (its result document's `flopsPerStep`: XLA's cost analysis of the
+compiled step, PyTorch's FlopCounterMode, or declared) and are shown beside the analytic count where the job declares
+its model (`ray_tpu_gke.bench.flops`); the peak from components/catalog/peaks.py, with its source.
 """
 
 from __future__ import annotations
 
 from typing import Optional
 
-from ray_tpu_gke import catalog
+from ray_tpu_gke import bench, catalog
 
 from .sides import SidePlan
+
+# The precision and kind of the catalogue's peaks (components/catalog/peaks.py: dense, not "with sparsity", bf16).
+PEAK_PRECISION = "bf16 dense"
 
 
 def peak_of(side: SidePlan) -> Optional[catalog.Peak]:
@@ -51,13 +56,28 @@ def side_fields(side: SidePlan, result: dict, stats: Optional[dict]) -> dict:
     flops = result.get("flopsPerStep") if isinstance(result.get("flopsPerStep"), (int, float)) else None
     p50 = (stats or {}).get("p50")
     simulated = result.get("simulated") is True
+    ran_on = result.get("devices")
+    devices = ran_on if isinstance(ran_on, int) and not isinstance(ran_on, bool) and ran_on > 0 else side.devices
     out: dict = {
         "flopsPerStep": flops,
         "peakFlopsPerS": peak.bf16_flops_per_s if peak else None,
+        "peakPrecision": PEAK_PRECISION,
         "peakSource": peak.source if peak else None,
-        "mfuDevices": side.devices,
-        "mfu": None if simulated else mfu(flops, p50, side.devices, peak.bf16_flops_per_s if peak else None),
+        "mfuDevices": devices,
+        "sideDevices": side.devices,
+        "mfu": None if simulated else mfu(flops, p50, devices, peak.bf16_flops_per_s if peak else None),
     }
+    if devices != side.devices:
+        out["devicesNote"] = (
+            f"the job ran on {devices} device(s), the side stands for {side.devices}: MFU divides by the {devices} it "
+            f"ran on; the cost is still the whole side's {side.devices}"
+        )
+    declared = result.get("model")
+    model: dict = declared if isinstance(declared, dict) else {}
+    tokens_of_step = result.get("tokensPerStep") or model.get("tokensPerStep")
+    check = bench.cross_check(flops, bench.from_model(model, tokens_of_step))
+    if check is not None:
+        out["flopsCheck"] = check
     tokens = result.get("tokensPerStep") if isinstance(result.get("tokensPerStep"), (int, float)) else None
     if tokens is not None:
         out["tokensPerStep"] = tokens

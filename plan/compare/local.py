@@ -4,18 +4,19 @@ accelerators, each side marked simulated; the same report as the live one.
 This half runs in the project's virtualenv (it has the plan); the Ray half, `local_run.py`, runs in the workloads
 virtualenv ($WORKLOADS_PYTHON, default .venv-workloads/bin/python: `workloads_python`) as a subprocess, with what the
 workloads images carry on its path (the workloads package, `ray_tpu_gke.bench` and `ray_tpu_gke.workload`:
-`job_path`), from a checkout or from the installed wheel alike. Each side's job is its stack
-entrypoint, told the run, its side, the seed, `--simulate` and the checkpoint cadence; a `workloads.train` job also
-fewer steps, a local checkpoint folder and a short pause after each step (--throttle-s, outside the step's measured
-time), so that the failure injected at step K lands while the job still runs. Its nodes are the side's own shape
-(hosts, chips or GPUs per node) as simulated Ray nodes.
+`job_path`), from a checkout or from the installed wheel alike. Each side's job is its stack entrypoint (or
+--entrypoint's), a shell command line run by bash in the current folder with the workloads interpreter first on PATH
+(its `python`), told the run, its side, the seed, that it runs simulated and the checkpoint cadence through the
+environment `bench.start()` reads (`ray_tpu_gke.bench.VARIABLES`); a `workloads.train` job is also given fewer steps,
+a local checkpoint folder and a short pause after each step (--throttle-s, outside the step's measured time), so that
+the failure injected at step K lands while the job still runs. Its nodes are the side's own shape (hosts, chips or
+GPUs per node) as simulated Ray nodes.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 import subprocess
 import tempfile
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Optional, Union
 
 from .report import Injection, NodeSpan, SideRun
-from .sides import SidePlan, entrypoint_for_run, runs_train_module
+from .sides import SidePlan, bench_environment, entrypoint_for_run, runs_train_module
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 TOOLS = Path(__file__).resolve().parent.parent  # plan/ in a checkout, ray_tpu_gke_tools/ installed
@@ -100,11 +101,11 @@ def side_spec(
     result_dir: Path,
     storage: Path,
 ) -> dict:
-    """What local_run.py needs to stand a side up: its nodes and its job's command."""
-    extra = {"--simulate": True, "--report-every": report_every}
+    """What local_run.py needs to stand a side up: its nodes, its job's command line (run by bash, as Ray's job
+    supervisor runs a RayJob's entrypoint) and what the comparison tells the job through its environment."""
+    extra: dict = {}
     if runs_train_module(side.entrypoint):  # flags of workloads.train beyond the interface every job takes
-        extra.update({"--steps": steps, "--storage-path": str(storage), "--throttle-s": THROTTLE_S})
-    command = entrypoint_for_run(side, run, str(result_dir), seed, extra=extra)
+        extra = {"--steps": steps, "--storage-path": str(storage), "--throttle-s": THROTTLE_S}
     spec = {
         "name": side.name,
         "kind": side.kind,
@@ -112,7 +113,8 @@ def side_spec(
         "hosts": side.hosts,
         "replicas": side.replicas,
         "unitsPerNode": side.units_per_node,
-        "command": shlex.split(command),
+        "command": entrypoint_for_run(side, extra),
+        "env": bench_environment(side, run, str(result_dir), seed, simulated=True, report_every=report_every),
         "injectStep": inject_step,
     }
     if side.kind == "tpu":
@@ -150,19 +152,26 @@ def run(
     seed: int = 0,
     side_timeout: float = SIDE_TIMEOUT_S,
     quiet: bool = False,
+    results: Optional[Path] = None,
+    workdir: Optional[Path] = None,
 ) -> tuple[list[SideRun], float, dict]:
     """Both sides, one after the other, on one local Ray cluster; what was seen of each, the collection time, and
-    facts of the local run (the cluster's start time). `inject_step`: the step at which each side loses a node, or
-    per side name (a job that does not run on Ray, such as a plain program, has no node to lose)."""
+    facts of the local run (the cluster's start time, the jobs' working folder and interpreter). `inject_step`: the
+    step at which each side loses a node, or per side name (a job that does not run on Ray, such as a plain program,
+    has no node to lose). `results`: the folder the jobs write their result documents into (the report's own, so
+    that a failed job's stays; default a temporary one). `workdir`: where each job's command line runs (default the
+    current folder)."""
     steps_by_side = inject_step if isinstance(inject_step, dict) else {s.name: inject_step for s in sides}
     python = workloads_python()
     with tempfile.TemporaryDirectory(prefix="compare-") as work:
         work_dir = Path(work)
         jobs = job_path(work_dir)
         # Relative paths in an entrypoint (`python my_job.py`) are the caller's, as in its shell.
+        cwd = str((workdir or Path.cwd()).resolve())
         spec = {
             "root": str(jobs),
-            "cwd": os.getcwd(),
+            "cwd": cwd,
+            "bin": str(work_dir / "bin"),
             "sideTimeout": side_timeout,
             "sides": [
                 side_spec(
@@ -172,7 +181,7 @@ def run(
                     report_every=report_every,
                     inject_step=steps_by_side.get(s.name),
                     seed=seed,
-                    result_dir=work_dir / "results",
+                    result_dir=(results or work_dir / "results").resolve(),
                     storage=work_dir / "checkpoints",
                 )
                 for s in sides
@@ -197,4 +206,5 @@ def run(
             raise LocalError(f"the local Ray run failed (exit {done.returncode}): {tail}")
         seen = json.loads(out_path.read_text())
     runs = [side_run(s, seen["sides"].get(s.name, {}), steps_by_side.get(s.name)) for s in sides]
-    return runs, seen["collectedAt"], {"clusterStartS": seen.get("clusterStartS")}
+    facts = {"clusterStartS": seen.get("clusterStartS"), "workdir": cwd, "python": python}
+    return runs, seen["collectedAt"], facts

@@ -68,6 +68,17 @@ class SideNodes:
         return [{k: v for k, v in s.items() if k != "node"} for s in self.spans]
 
 
+def interpreter_bin(folder: Path) -> Path:
+    """A folder whose `python` and `python3` run this interpreter: small scripts that exec it (a symlink would not
+    do: a virtualenv's interpreter finds its environment by the path it was started from)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("python", "python3"):
+        wrapper = folder / name
+        wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+        wrapper.chmod(0o755)
+    return folder
+
+
 def _step(line: str):
     """The step a line reports, or None: read by `ray_tpu_gke.bench.read`, the parser of every collector."""
     from ray_tpu_gke import bench
@@ -97,11 +108,14 @@ def run_side(cluster, side: dict, spec: dict) -> dict:
         # the controller, ENV_VARS_TO_PROPAGATE): wait as long as the plan lets a TPU training head wait.
         "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S": "900",
     }
-    command = [sys.executable if i == 0 and word == "python" else word for i, word in enumerate(side["command"])]
-    progress(f"{side['name']}: {' '.join(side['command'])}")
+    env.update(side.get("env") or {})  # what the comparison tells the job: bench.start() reads it
+    # `python` and `python3` in the command line are this interpreter (the workloads one: Ray and JAX), as the
+    # image's `python` is on a cluster; the rest of PATH is the caller's.
+    env["PATH"] = f"{interpreter_bin(Path(spec['bin']))}{os.pathsep}{env.get('PATH', '')}"
+    progress(f"{side['name']}: {side['command']}")
     driver = subprocess.Popen(
-        command,
-        cwd=spec.get("cwd", spec["root"]),
+        ["bash", "-c", side["command"]],  # a shell command line, as Ray's job supervisor runs an entrypoint
+        cwd=spec["cwd"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

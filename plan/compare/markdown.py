@@ -4,6 +4,7 @@ findings, MFU beside each step time. Pure: report.json's document in, Markdown t
 
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 PHASE_NAMES = {
@@ -41,6 +42,19 @@ def usd(value: Optional[float], places: int = 2) -> str:
     return f"${value:,.{places}f}"
 
 
+def usd_significant(value: Optional[float], digits: int = 3) -> str:
+    """Dollars to `digits` significant figures, never in exponent notation ($0.0123, $1.23, $1,230)."""
+    if value is None:
+        return NOT_MEASURED
+    if value == 0:
+        return "$0"
+    magnitude = math.floor(math.log10(abs(value)))
+    rounded = round(value, digits - 1 - magnitude)
+    magnitude = math.floor(math.log10(abs(rounded)))  # 0.0099999 rounds up to 0.0100: one place fewer
+    places = max(0, digits - 1 - magnitude)
+    return f"${rounded:,.{places}f}"
+
+
 def _percent(value: float) -> str:
     return f"{value:.2%}"
 
@@ -58,10 +72,37 @@ def _recovery(side: dict) -> str:
     )
 
 
+def _devices_note(side: dict) -> str:
+    """Beside an MFU: the devices it divides by, where the job ran on other than the side's."""
+    ran, stands = side.get("mfuDevices"), side.get("sideDevices")
+    if ran is None or stands is None or ran == stands:
+        return ""
+    return f" (over the {ran} device(s) the job ran on; the side stands for {stands})"
+
+
 def _mfu(side: dict) -> str:
     if side.get("simulated"):
-        return "none (simulated)"
-    return NOT_MEASURED if side.get("mfu") is None else f"{side['mfu']:.1%}"
+        return "none (simulated)" + _devices_note(side)
+    return NOT_MEASURED if side.get("mfu") is None else f"{side['mfu']:.1%}" + _devices_note(side)
+
+
+def _flops(side: dict) -> str:
+    """The job's FLOPs per step beside the analytic count, the gap flagged over the tolerance."""
+    if not side.get("flopsPerStep"):
+        return "not declared"
+    text = f"{side['flopsPerStep']:.3g}"
+    check = side.get("flopsCheck")
+    if check:
+        text += f" (analytic {check['analyticFlopsPerStep']:.3g}, {check['gap']:+.1%}"
+        text += f": OFF BY MORE THAN {check['tolerance']:.0%})" if check["flagged"] else ")"
+    return text
+
+
+def _compile(side: dict) -> str:
+    source = side.get("compileSource")
+    if side.get("compileS") is None:
+        return NOT_MEASURED
+    return f"{seconds(side['compileS'])} ({source})" if source else "not measured"
 
 
 def _step_time(side: dict) -> str:
@@ -105,13 +146,10 @@ def _rows(report: dict) -> list[tuple[str, list[str]]]:
         row("devices", lambda s: str(s.get("devices") or NOT_MEASURED)),
         row("steps", lambda s: str(s.get("steps") or NOT_MEASURED)),
         row("step time p50 / p95", _step_time),
-        row(
-            "model FLOPs per step (the job's)",
-            lambda s: f"{s['flopsPerStep']:.3g}" if s.get("flopsPerStep") else "not declared",
-        ),
-        row("peak bf16 per device (catalogue)", lambda s: _per_s(s.get("peakFlopsPerS"))),
-        row("MFU (FLOPs / (p50 x devices x peak))", _mfu),
-        row("compile (jax.monitoring)", lambda s: seconds(s.get("compileS"))),
+        row("model FLOPs per step (the job's; analytic)", _flops),
+        row("peak per device (bf16 dense, catalogue)", lambda s: _per_s(s.get("peakFlopsPerS"))),
+        row("MFU (FLOPs / (p50 x devices run on x bf16 dense peak))", _mfu),
+        row("compile", _compile),
     ]
     rows += [row(PHASE_NAMES[p], lambda s, p=p: seconds(s.get("startup", {}).get(p))) for p in phases]
     rows += [
@@ -190,7 +228,28 @@ def sentences(report: dict) -> list[str]:
             out.append(
                 f"{s['name']}: {seconds(sum(start.values()))} of its {seconds(wall)} wall time "
                 f"({share:.0%}) went to start-up, most of it to {PHASE_NAMES[biggest].split(' (')[0]}; "
-                f"compiling took {seconds(s.get('compileS'))}."
+                + (
+                    f"compiling took {seconds(s.get('compileS'))} ({s['compileSource']})."
+                    if s.get("compileSource")
+                    else "its compile time was not measured."
+                )
+            )
+        if s.get("devicesNote"):
+            out.append(f"{s['name']}: {s['devicesNote']}.")
+        check = s.get("flopsCheck")
+        if check and check["flagged"]:
+            out.append(
+                f"{s['name']}: the job's FLOPs per step ({check['jobFlopsPerStep']:.3g}) are {check['gap']:+.1%} off "
+                f"the analytic count ({check['analyticFlopsPerStep']:.3g}: {check['convention']}; "
+                f"{check['fullAttentionFlopsPerStep']:.3g} with the whole attention), more than "
+                f"{check['tolerance']:.0%}: its MFU is off by as much. "
+                + (
+                    "A counter that misses an operation (PyTorch's FlopCounterMode and an attention kernel it has "
+                    "no formula for) counts fewer."
+                    if check["gap"] < 0
+                    else "A count of every executed operation (XLA's cost analysis: element-wise work, the whole "
+                    "masked attention) counts more."
+                )
             )
         r = s.get("recovery") or {}
         if r.get("recoveryS") is not None:
@@ -214,6 +273,8 @@ def sentences(report: dict) -> list[str]:
         detail = (
             f"predictions on the evaluation batch by {_percent(prints['relativeDifference'])}"
             if "relativeDifference" in prints
+            else f"output fingerprints not compared: {prints.get('reason')}"
+            if prints.get("checked") is False and prints["agree"]
             else f"fingerprints: {prints.get('reason')}"
         )
         label = f"Agreement ({SAME_CPU}): the" if simulated else "The"
@@ -232,6 +293,18 @@ def sentences(report: dict) -> list[str]:
     return out
 
 
+def failed_logs(report: dict) -> list[str]:
+    """Each failed job's last log lines, and where its whole log and result document are kept."""
+    out = []
+    for s in report["sides"]:
+        if not s.get("logTail"):
+            continue
+        kept = ", ".join(f"`{s[k]}`" for k in ("logFile", "resultFile") if s.get(k))
+        out += [f"### {s['name']}: the job's last log lines" + (f" (kept: {kept})" if kept else ""), ""]
+        out += ["```", *s["logTail"], "```", ""]
+    return out
+
+
 def render(report: dict, charts: list[str]) -> str:
     title = f"# Comparison `{report['run']}` of stack `{report['stack']}` ({report['mode']}"
     title += ", simulated)" if report.get("simulated") else ")"
@@ -242,6 +315,7 @@ def render(report: dict, charts: list[str]) -> str:
         parts += [f"![{chart}]({chart})", ""]
     if report["problems"]:
         parts += ["## Missing or failed", "", *[f"- {p}" for p in report["problems"]], ""]
+        parts += failed_logs(report)
     else:
         parts += ["Every measure was obtained and both sides finished.", ""]
     return "\n".join(parts)

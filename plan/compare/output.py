@@ -10,6 +10,29 @@ from pathlib import Path
 from . import charts, markdown
 
 REPORT_JSON, REPORT_MD = "report.json", "report.md"
+LOGS, RESULTS = "logs", "results"
+
+
+def keep_jobs_output(runs: list, run_id: str, out: Path) -> None:
+    """Each side's whole job log into `out`/logs/<side>.log and its result document, where the log holds one and the
+    job has not written it there itself, into `out`/results/<run>/<side>.json: a failed job's evidence stays with its
+    report. Sets each run's `log_file` and `result_file` (relative to `out`)."""
+    from ray_tpu_gke import bench
+
+    (out / LOGS).mkdir(parents=True, exist_ok=True)
+    for run in runs:
+        name = run.side.name
+        log = Path(LOGS) / f"{name}.log"
+        (out / log).write_text(run.log)
+        run.log_file = str(log)
+        result = Path(RESULTS) / run_id / f"{name}.json"
+        if not (out / result).exists():
+            document = bench.read(run.log).result
+            if document is None:
+                continue
+            (out / result).parent.mkdir(parents=True, exist_ok=True)
+            (out / result).write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
+        run.result_file = str(result)
 
 
 def write(report: dict, out: Path) -> list[Path]:

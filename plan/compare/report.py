@@ -16,6 +16,7 @@ from ray_tpu_gke import bench
 
 from . import events, limits
 from .agreement import DEFAULT_TOLERANCE, agreement
+from .job_facts import compile_source, log_tail
 from .sides import SidePlan
 
 REPORT_SCHEMA = "ray-tpu-gke/compare-report/v1"
@@ -73,6 +74,8 @@ class SideRun:
     injection: Optional[Injection] = None
     injection_problem: Optional[str] = None  # why no failure was injected
     cluster: dict = field(default_factory=dict)  # more the collector saw (image pulls, events by reason)
+    log_file: Optional[str] = None  # the job's whole log, kept in the report's folder (relative to it)
+    result_file: Optional[str] = None  # the job's result document, kept there too
 
 
 # --- arithmetic ----------------------------------------------------------------------------------------------------
@@ -287,6 +290,10 @@ def side_report(run: SideRun, mode: str, run_id: str, collected_at: float) -> tu
     if not run.succeeded:
         raised = _raised(run.log)
         missing.append(("finished", f"the job did not finish: {run.outcome}" + (f" ({raised})" if raised else "")))
+        out["logTail"] = log_tail(run.log)
+    for key, value in (("logFile", run.log_file), ("resultFile", run.result_file)):
+        if value is not None:
+            out[key] = value
 
     def need(key: str, value, reason: str):
         if value is None:
@@ -323,6 +330,8 @@ def side_report(run: SideRun, mode: str, run_id: str, collected_at: float) -> tu
     if result is not None:
         out.update(limits.side_fields(side, result, stats))
     need("compileS", (result or {}).get("compileS"), no_result)
+    if result is not None:
+        out["compileSource"] = compile_source(result)
     need("finalLoss", (result or {}).get("finalLoss"), no_result)
     if result is not None:
         out["stepTimesS"] = [float(t) for t in result.get("stepTimesS") or []]

@@ -13,7 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ray_tpu_gke import catalog
+from ray_tpu_gke import bench, catalog
 from ray_tpu_gke.catalog.resource_types import RAY_KIND_PREFIX
 
 RAYJOB_TYPE = RAY_KIND_PREFIX + "RayJob"  # KubeRay RayJobs in the plan's steps (catalog/resource_types.py)
@@ -271,18 +271,36 @@ def job_name(side: SidePlan, run: str) -> str:
     return f"{side.name[: MAX_RAYJOB_NAME - len(suffix) - 1].rstrip('-')}-{suffix}"
 
 
-def entrypoint_for_run(side: SidePlan, run: str, result_dir: str, seed: int, extra: Optional[dict] = None) -> str:
-    """The side's own entrypoint, told the run, its side name, where to write its result and the seed: the flags every
-    comparison job takes (docs/compare.md). A new run id also means fresh checkpoints (workloads.train keeps them per
-    --run), so a run never resumes an earlier one."""
-    flags: dict[str, Any] = {"--run": run, "--side": side.name, "--result-dir": result_dir, "--seed": seed}
-    flags.update(extra or {})
-    if runs_train_module(side.entrypoint):
-        # workloads.train keeps its checkpoints under <storage-path>/<run>: the sides of one run share the run id, so
-        # each gets a folder of its own, or one would resume from the other's checkpoint.
-        storage = flags.get("--storage-path") or flag_value(side.entrypoint, "--storage-path") or TRAIN_STORAGE
-        flags["--storage-path"] = f"{str(storage).rstrip('/')}/{side.name}"
+def entrypoint_for_run(side: SidePlan, extra: Optional[dict] = None) -> str:
+    """The side's own entrypoint, unchanged but for `workloads.train`'s own flags: what the comparison tells every
+    job (run, side, result folder, seed) goes through the environment (`bench_environment`), never its command line.
+    `workloads.train` keeps its checkpoints under <storage-path>/<run>: the sides of one run share the run id, so each
+    gets a folder of its own, or one would resume from the other's checkpoint; `extra` sets more of its flags."""
+    if not runs_train_module(side.entrypoint):
+        return side.entrypoint
+    flags: dict[str, Any] = dict(extra or {})
+    storage = flags.get("--storage-path") or flag_value(side.entrypoint, "--storage-path") or TRAIN_STORAGE
+    flags["--storage-path"] = f"{str(storage).rstrip('/')}/{side.name}"
     return set_flags(side.entrypoint, flags)
+
+
+def bench_environment(side: SidePlan, run: str, result_dir: str, seed: int, **more: Any) -> dict[str, str]:
+    """What the comparison tells the side's job, as the environment variables `bench.start()` reads (`more`:
+    simulated, report_every). A new run id also means fresh checkpoints (workloads.train keeps them per run), so a
+    run never resumes an earlier one."""
+    return bench.environment(run=run, side=side.name, result_dir=result_dir, seed=seed, **more)
+
+
+def with_runtime_env(spec: dict, variables: dict[str, str]) -> None:
+    """Adds `variables` to a RayJob's runtime environment (`spec.runtimeEnvYAML`, KubeRay rayjob_types.go), keeping
+    what the stack's own sets. Ray applies a job's runtime environment to its entrypoint and to every task and actor
+    of the job (Ray docs, "Environment dependencies: Specifying a runtime environment per-job"), so the variables
+    reach the driver and each Ray Train worker."""
+    import yaml
+
+    runtime_env = yaml.safe_load(spec.get("runtimeEnvYAML") or "") or {}
+    runtime_env["env_vars"] = {**(runtime_env.get("env_vars") or {}), **variables}
+    spec["runtimeEnvYAML"] = yaml.safe_dump(runtime_env, sort_keys=True)
 
 
 def run_manifest(side: SidePlan, run: str, seed: int = 0, result_dir: str = DEFAULT_RESULT_DIR) -> dict:
@@ -298,7 +316,8 @@ def run_manifest(side: SidePlan, run: str, seed: int = 0, result_dir: str = DEFA
     )
     metadata["labels"] = labels
     spec = manifest["spec"]
-    spec["entrypoint"] = entrypoint_for_run(side, run, result_dir, seed)
+    spec["entrypoint"] = entrypoint_for_run(side)
+    with_runtime_env(spec, bench_environment(side, run, result_dir, seed))
     spec["shutdownAfterJobFinishes"] = True
     spec["ttlSecondsAfterFinished"] = TTL_AFTER_FINISHED_S
     # The stack's RayJob is a template created suspended (so `pulumi up` runs and bills nothing); this run's copy
