@@ -122,3 +122,19 @@ def test_the_compare_stack_plans_its_serving_pair_at_zero_with_serves_autoscalin
         cluster = spec["spec"]["rayClusterConfig"]
         assert cluster["enableInTreeAutoscaling"] is True
         assert [(g["replicas"], g["minReplicas"]) for g in cluster["workerGroupSpecs"]] == [(0, 0)]
+
+
+@pytest.mark.parametrize("options, group, bad_key, broken", [
+    (TPU4, {"slice": "v6e-8", "maxReplicas": 1}, "ray-tpu-gke:tpuSlices[0].topology",
+     {"tpuSlices": [{"name": "v6e-8", "generation": "v6e", "topology": "3x3"}]}),
+    (GPU4, {"gpuPool": "l4-8", "maxReplicas": 1}, "ray-tpu-gke:gpuPools[0].machineType",
+     {"gpuPools": [{"name": "l4-8", "accelerator": "nvidia-l4", "machineType": "n2-standard-8"}]}),
+])
+def test_a_replica_on_a_slice_or_pool_whose_shape_is_invalid_reports_the_shape_not_a_traceback(options, group,
+                                                                                                bad_key, broken):
+    vals = values(options, SCALE, group)
+    for key, entries in broken.items():
+        vals[f"ray-tpu-gke:{key}"] = entries
+    found = problems(vals)
+    assert [p for p in found if p.startswith(f"{bad_key}:")], found
+    assert not [p for p in found if "serveConfig" in p], found  # the group's capacity is unknown: nothing said of it

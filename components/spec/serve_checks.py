@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-from .. import admission
+from .. import admission, catalog
 from .paths import Paths
 from .problems import Problem, show
 from .ray_models import RayServiceConfig
@@ -100,30 +100,51 @@ def _replica_ask(deployment: dict, path: str) -> tuple[list[Problem], str, float
     return problems, ("tpu" if tpu else "gpu" if gpu else "cpu"), float(tpu or gpu)
 
 
+def _per_host(known: dict, kind: str, target_kind: str, name: str) -> Optional[tuple[str, int, int]]:
+    """(where, accelerators per host or node, hosts per replica of the group) of a group's valid slice or pool of
+    `kind`; None when it is another kind, unknown, or its topology or machine type is itself invalid (reported with the
+    entry)."""
+    try:
+        if kind == "tpu" and target_kind == "slice" and name in known["slice"]:
+            shape = known["slice"][name].shape
+            return (
+                f"slice {name}: {shape.chips_per_host} chips per host, {shape.hosts} host(s)",
+                shape.chips_per_host,
+                shape.hosts,
+            )
+        if kind == "gpu" and target_kind == "gpu_pool" and name in known["gpu_pool"]:
+            gpus = known["gpu_pool"][name].machine.gpus
+            return f"pool {name}: {gpus} GPUs per node", gpus, 1
+    except catalog.CatalogError:
+        return None
+    return None
+
+
+def _unresolved(obj: RayServiceConfig, kind: str, known: dict) -> bool:
+    """Whether a group of `kind` runs on a slice or pool whose shape is invalid: its capacity is unknown, and the
+    entry's own problem is what to report."""
+    target_kind = "slice" if kind == "tpu" else "gpu_pool"
+    return any(
+        group.target[0] == target_kind
+        and group.target[1] in known[target_kind]
+        and _per_host(known, kind, *group.target) is None
+        for group in obj.worker_groups
+    )
+
+
 def _capacity(obj: RayServiceConfig, kind: str, per_replica: float, known: dict) -> list[tuple[str, int, int]]:
     """Per worker group that provides `kind`: (description, accelerators per host or node, replicas the group holds
     at its maximum)."""
     out = []
     for group in obj.worker_groups:
-        target_kind, name = group.target
-        if kind == "tpu" and target_kind == "slice" and name in known["slice"]:
-            shape = known["slice"][name].shape
-            per_host = shape.chips_per_host
+        found = _per_host(known, kind, *group.target)
+        if found is not None:
+            where, per_host, hosts = found
             out.append(
                 (
-                    f"group {group.name} (slice {name}: {per_host} chips per host, {shape.hosts} host(s) x "
-                    f"maxReplicas {group.max})",
+                    f"group {group.name} ({where} x maxReplicas {group.max})",
                     per_host,
-                    int(per_host // per_replica) * shape.hosts * group.max,
-                )
-            )
-        elif kind == "gpu" and target_kind == "gpu_pool" and name in known["gpu_pool"]:
-            per_node = known["gpu_pool"][name].machine.gpus
-            out.append(
-                (
-                    f"group {group.name} (pool {name}: {per_node} GPUs per node x maxReplicas {group.max})",
-                    per_node,
-                    int(per_node // per_replica) * group.max,
+                    int(per_host // per_replica) * hosts * group.max,
                 )
             )
     return out
@@ -158,7 +179,7 @@ def check_service(obj: RayServiceConfig, path: str, known: dict) -> list[Problem
                     )
                 found, most = _autoscaling(autoscaling, f"{dpath}.autoscaling_config")
                 problems += found
-            if kind == "cpu" or found:
+            if kind == "cpu" or found or _unresolved(obj, kind, known):
                 continue
             groups = _capacity(obj, kind, per_replica, known)
             unit = "TPU chips" if kind == "tpu" else "GPUs"
