@@ -1,0 +1,74 @@
+"""Configs a service refuses only at deploy or run time (#39.4), each refused before anything is registered with its
+key path and its rule, in a stack file and in the components' own arguments (the library path): a RayJob entrypoint
+bash cannot read, runtime-environment variables that are not strings."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import minimal_values
+from ray_tpu_gke.spec.component_args import validate_ray_args
+from ray_tpu_gke.spec.config import parse_stack_config
+from ray_tpu_gke.spec.problems import ConfigError
+from ray_tpu_gke.spec.ray_models import RayJobConfig
+
+SLICE = {"name": "v6e-4", "generation": "v6e", "topology": "2x2"}
+
+
+def stack_problems(values: dict) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        parse_stack_config(values, "test")
+    return [str(p) for p in caught.value.problems]
+
+
+def job_values(**job) -> dict:
+    spec = {"name": "job", "entrypoint": "python -m workloads.train", "workerGroups": [{"name": "w", "slice": "v6e-4"}],
+            **job}
+    return minimal_values(rayClusters=[], rayJobs=[spec])
+
+
+def job_args_problems(**job) -> list[str]:
+    """The RayJob component's validation of its arguments (what `RayJob(name, args)` runs first)."""
+    spec = {"name": "job", "entrypoint": "python -m workloads.train",
+            "worker_groups": [{"name": "w", "slice": "v6e-4"}], **job}
+    args = {"kubernetes_provider": object(), "spec": spec, "tpu_slices": [SLICE]}
+    with pytest.raises(ConfigError) as caught:
+        validate_ray_args("RayJob", RayJobConfig, args, "job")
+    return [str(p) for p in caught.value.problems]
+
+
+@pytest.mark.parametrize("entrypoint, quote", [
+    ("python -c 'print(1)", "'...'"),
+    ('python train.py --name "run 1', '"..."'),
+    ("python -c $'print(\\'x\\')", "$'...'"),  # within $'...' a backslash escapes the quote (bash(1) QUOTING)
+])
+def test_an_entrypoint_with_an_unbalanced_quote_is_refused_as_bash_would(entrypoint, quote):
+    # KubeRay v1.7.0 joins `ray job submit ... -- <entrypoint> ;` into one /bin/bash -ce script (common/job.go).
+    (found,) = stack_problems(job_values(entrypoint=entrypoint))
+    assert found.startswith("ray-tpu-gke:rayJobs[0].entrypoint: ") and f"opens a {quote} quote it never closes" in found
+    assert "(kuberay-entrypoint-shell)" in found
+    (found,) = job_args_problems(entrypoint=entrypoint)
+    assert found.startswith("RayJob(job).args.spec.entrypoint: ") and "kuberay-entrypoint-shell" in found
+
+
+@pytest.mark.parametrize("entrypoint", [
+    "python -c 'print(\"it is\")'", "echo it\\'s", "python -c \"print('x')\"", "python -c $'print(\\'x\\')'",
+])
+def test_an_entrypoint_whose_quotes_bash_closes_is_admitted(entrypoint):
+    parse_stack_config(job_values(entrypoint=entrypoint), "test")
+
+
+def test_runtime_env_vars_that_are_not_strings_are_refused_each_with_its_key():
+    env = {"env_vars": {"STEPS": 100, "DEBUG": True, "NAME": "ok", "EMPTY": None}}
+    found = stack_problems(job_values(runtimeEnv=env))
+    # Ray 2.55 _private/runtime_env/validation.py parse_and_validate_env_vars: Dict[str, str]
+    assert [p.split(":", 2)[1] for p in found] == [f"rayJobs[0].runtimeEnv.env_vars.{k}" for k in
+                                                   ("STEPS", "DEBUG", "EMPTY")]
+    assert all("is not a string; allowed: a string" in p and "(ray-runtime-env-vars)" in p for p in found)
+    found = job_args_problems(runtime_env=env)
+    assert [p.split(":")[0] for p in found] == [f"RayJob(job).args.spec.runtime_env.env_vars.{k}" for k in
+                                                ("STEPS", "DEBUG", "EMPTY")]
+
+
+def test_runtime_env_vars_as_strings_or_empty_are_admitted():
+    parse_stack_config(job_values(runtimeEnv={"env_vars": {"STEPS": "100", "DEBUG": "true"}}), "test")
+    parse_stack_config(job_values(runtimeEnv={"env_vars": {}}), "test")
