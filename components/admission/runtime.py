@@ -62,8 +62,8 @@ def check_entrypoint(command: str) -> None:
 def env_vars_problems(env_vars: Any) -> list[tuple[str, str]]:
     """(key under env_vars, what is wrong) for each name or value Ray refuses (RUNTIME_ENV_VARS); [] when all pass.
     An empty one of any kind is taken, as Ray takes it (it returns on len() == 0 before its type check)."""
-    if isinstance(env_vars, (dict, list, str)) and len(env_vars) == 0:
-        return []
+    if env_vars is None or (isinstance(env_vars, (dict, list, str)) and len(env_vars) == 0):
+        return []  # unset, or empty
     if not isinstance(env_vars, dict):
         return [("", f"is not a mapping of names to strings ({RUNTIME_ENV_VARS.id})")]
     problems = []
