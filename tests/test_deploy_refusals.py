@@ -72,3 +72,74 @@ def test_runtime_env_vars_that_are_not_strings_are_refused_each_with_its_key():
 def test_runtime_env_vars_as_strings_or_empty_are_admitted():
     parse_stack_config(job_values(runtimeEnv={"env_vars": {"STEPS": "100", "DEBUG": "true"}}), "test")
     parse_stack_config(job_values(runtimeEnv={"env_vars": {}}), "test")
+
+
+# --- Serve configs as Ray Serve's schema reads them (Ray 2.55 serve/schema.py, serve/_private/utils.py) --------------
+
+SERVICE = "ray-tpu-gke:rayServices[0].serveConfig"
+
+
+def service_values(serve_config: dict) -> dict:
+    spec = {"name": "svc", "serveConfig": serve_config, "workerGroups": [{"name": "w", "slice": "v6e-4"}]}
+    return minimal_values(rayClusters=[], rayServices=[spec], tpuSlices=[{**SLICE, "count": 2}])  # NewCluster: twice
+
+
+def service_args_problems(serve_config: dict) -> list[str]:
+    """The RayService component's validation of its arguments (what `RayService(name, args)` runs first)."""
+    from ray_tpu_gke.spec.ray_models import RayServiceConfig
+
+    spec = {"name": "svc", "serve_config": serve_config, "worker_groups": [{"name": "w", "slice": "v6e-4"}]}
+    args = {"kubernetes_provider": object(), "spec": spec, "tpu_slices": [{**SLICE, "count": 2}]}
+    with pytest.raises(ConfigError) as caught:
+        validate_ray_args("RayService", RayServiceConfig, args, "svc")
+    return [str(p) for p in caught.value.problems]
+
+
+def app(**fields) -> dict:
+    return {"name": "app", "import_path": "workloads.serve_bench:app", **fields}
+
+
+@pytest.mark.parametrize("serve_config, key, message", [
+    ({"proxy_location": "EveryNode"}, "applications", "is required: the Serve applications"),
+    ({"applications": [app(route_prefix="api")]}, "applications[0].route_prefix",
+     '"api" does not start with "/" (serve-route-prefix)'),
+    ({"applications": [app(route_prefix="/api/")]}, "applications[0].route_prefix", '"/api/" ends with "/"'),
+    ({"applications": [app(route_prefix="/{id}")]}, "applications[0].route_prefix", "holds a wildcard"),
+    ({"applications": [app(import_path="app")]}, "applications[0].import_path",
+     '"app" names no module: allowed: module:attribute or module.attribute (serve-import-path)'),
+    ({"applications": [app(import_path="a:b:c")]}, "applications[0].import_path", "has more than one colon"),
+    ({"applications": [app(import_path="workloads.")]}, "applications[0].import_path", 'starts or ends with "."'),
+    ({"applications": [{"name": "app"}]}, "applications[0].import_path", "is required"),
+    ({"applications": [app(route_prefix="/a"), app(route_prefix="/b")]}, "applications[1].name",
+     "\"app\" is also applications[0]'s name; allowed: a name of its own (serve-applications)"),
+    ({"applications": [app(), app(name="other")]}, "applications[1].route_prefix",
+     "\"/\" (unset) is also applications[0]'s route prefix; allowed: a route prefix of its own, or null"),
+    ({"applications": [app(name="")]}, "applications[0].name", '"" is invalid; allowed: a non-empty name'),
+    ({"applications": [app(deployments=[{"name": "D", "num_replicas": 0}])]},
+     "applications[0].deployments[0].num_replicas", "0 is invalid; allowed: a whole number of 1 or more (unquoted)"),
+    ({"applications": [app(deployments=[{"name": "D", "num_replicas": "2"}])]},
+     "applications[0].deployments[0].num_replicas", '"2" is invalid'),  # Ray: `num_replicas` must be an int or "auto"
+    ({"applications": [app(deployments=[{"name": "D", "max_ongoing_requests": 0}])]},
+     "applications[0].deployments[0].max_ongoing_requests", "0 is invalid; allowed: a whole number of 1 or more"),
+    ({"applications": [app(deployments=[{"num_replicas": 1}])]}, "applications[0].deployments[0].name", "is required"),
+    ({"applications": [app(runtime_env={"env_vars": {"WORKERS": 4}})]}, "applications[0].runtime_env.env_vars.WORKERS",
+     "4 is not a string"),
+    ({"applications": [app(deployments=[{"name": "D", "ray_actor_options": {"runtime_env": {"env_vars": {"X": 1}}}}])]},
+     "applications[0].deployments[0].ray_actor_options.runtime_env.env_vars.X", "1 is not a string"),
+])
+def test_serve_configs_ray_refuses_are_refused_with_their_key_path(serve_config, key, message):
+    (found,) = stack_problems(service_values(serve_config))
+    assert found.startswith(f"{SERVICE}.{key}: ") and message in found, found
+    (found,) = service_args_problems(serve_config)
+    assert found.startswith(f"RayService(svc).args.spec.serve_config.{key}: ") and message in found, found
+
+
+@pytest.mark.parametrize("serve_config", [
+    {"applications": [app(route_prefix="/"), app(name="b", route_prefix="/b"), app(name="c", route_prefix=None),
+                      app(name="d", route_prefix=None)]},  # null routes serve no HTTP route: never duplicates
+    {"applications": [app(import_path="workloads.serve_bench.app")]},
+    {"applications": [app(deployments=[{"name": "D", "num_replicas": "auto", "max_ongoing_requests": "8"}])]},
+    {"applications": [app(runtime_env={"env_vars": {"WORKERS": "4"}})]},
+])
+def test_serve_configs_ray_accepts_are_admitted(serve_config):
+    parse_stack_config(service_values(serve_config), "test")

@@ -182,7 +182,7 @@ def _pod_fit(obj: RayServiceConfig, deployment: dict, path: str, kind: str, know
         return problems
     if not any((cpus or 0) <= cpu and (memory or 0) <= gib * 2**30 for _, cpu, gib in pods):
         key = "num_cpus" if (cpus or 0) > max(cpu for _, cpu, _ in pods) else "memory"
-        asked = f"{cpus:g} CPUs" if key == "num_cpus" else f"{memory:g} bytes ({memory / 2**30:.1f} GiB) of memory"
+        asked = f"{cpus:g} CPUs" if key == "num_cpus" else f"{memory / 2**30:.1f} GiB ({memory:.0f} bytes) of memory"
         problems.append(
             Problem(
                 f"{path}.ray_actor_options.{key}",
