@@ -143,3 +143,54 @@ def test_serve_configs_ray_refuses_are_refused_with_their_key_path(serve_config,
 ])
 def test_serve_configs_ray_accepts_are_admitted(serve_config):
     parse_stack_config(service_values(serve_config), "test")
+
+
+# --- Cloud Monitoring's limits on an alert policy (projects.alertPolicies) ------------------------------------------
+
+def test_an_absence_condition_longer_than_23_and_a_half_hours_is_refused():
+    from ray_tpu_gke import admission
+
+    absent = {"displayName": "silent", "conditionAbsent": {"filter": "x", "duration": "84660s"}}
+    (problem,) = admission.alert_condition_problems(absent)
+    assert "longer than 84600 s (23.5 hours) (monitoring-absence-maximum)" in problem
+    longest = {**absent, "conditionAbsent": {"filter": "x", "duration": "84600s"}}
+    assert admission.alert_condition_problems(longest) == []
+
+
+@pytest.mark.parametrize("content", ["x" * 8193, "\u00e9" * 5121])  # 8,193 characters; 5,121 characters in 10,242 bytes
+def test_documentation_past_the_apis_content_limit_is_refused(content):
+    from ray_tpu_gke import admission
+
+    (problem,) = admission.alert_policy_problems({"conditions": [], "documentation": {"content": content}})
+    assert problem.endswith("more than 8192 characters or 10240 bytes (monitoring-documentation-size)")
+    assert admission.alert_policy_problems({"conditions": [], "documentation": {"content": content[:5120]}}) == []
+
+
+def test_alert_after_minutes_whose_silence_alert_outlasts_an_absence_condition_is_refused():
+    values = minimal_values(monitoring={"sliceHealth": {"alertAfterMinutes": 701}})
+    (found,) = stack_problems(values)
+    # the */5 check aligns over 10 min: 701 min is 710 in whole windows, and the silence condition waits twice that
+    assert found.startswith("ray-tpu-gke:monitoring.sliceHealth: ")
+    assert ("makes the alert on a silent slice check wait 1420 minutes, longer than a metric-absence condition may "
+            "(1410 minutes, monitoring-absence-maximum); allowed: at most 700 with the schedule '*/5 * * * *'") in found
+    parse_stack_config(minimal_values(monitoring={"sliceHealth": {"alertAfterMinutes": 700}}), "test")
+    from ray_tpu_gke.spec.config import validate_platform_args
+
+    with pytest.raises(ConfigError) as caught:  # the library path: RayTpuPlatform's own arguments
+        validate_platform_args({"project": "acme-ml-test", "region": "us-east5",
+                                "cluster": {"name": "ray-tpu", "location": "us-east5-b"},
+                                "monitoring": {"slice_health": {"alert_after_minutes": 1440}}})
+    assert any(str(p).startswith("RayTpuPlatform(platform).args.monitoring.slice_health: ") and
+               "monitoring-absence-maximum" in str(p) for p in caught.value.problems), caught.value.problems
+
+
+def test_a_runbook_url_that_pushes_an_alerts_documentation_past_the_limit_is_refused_before_anything_registers():
+    from helpers import run
+
+    values = minimal_values(monitoring={"runbookBaseUrl": "https://git.example.com/" + "a" * 9000})
+    with pytest.raises(ConfigError) as caught:
+        run(values)
+    (found,) = [str(p) for p in caught.value.problems]
+    assert found.startswith("ray-tpu-gke:monitoring.runbookBaseUrl: alert policy ")
+    assert found.endswith("(monitoring-documentation-size)")
+    run(minimal_values(monitoring={"runbookBaseUrl": "https://git.example.com/acme/ray-tpu-gke/blob/main"}))
