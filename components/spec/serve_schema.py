@@ -19,7 +19,8 @@ from .problems import Problem, show
 @functools.cache
 def _adapter(kind: str, bound: float, excluded: bool) -> TypeAdapter:
     limit = Field(gt=bound) if excluded else Field(ge=bound)
-    return TypeAdapter(Annotated[int if kind == "int" else float, limit])
+    number: Any = Annotated[int, limit] if kind == "int" else Annotated[float, limit]
+    return TypeAdapter(number)
 
 
 def ray_number(value: Any, kind: str, bound: float, excluded: bool) -> Optional[float]:
