@@ -10,7 +10,6 @@ import subprocess
 
 import pytest
 from helpers import ROOT, workloads_python
-
 from ray_tpu_gke.spec import serve_checks, serve_schema
 
 
