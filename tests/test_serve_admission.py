@@ -8,6 +8,7 @@ import copy
 
 import pytest
 import yaml
+
 from helpers import minimal_values, plan_of, steps_of_type
 from ray_tpu_gke.spec.config import parse_stack_config
 from ray_tpu_gke.spec.problems import ConfigError
