@@ -50,6 +50,13 @@ def test_an_entrypoint_with_an_unbalanced_quote_is_refused_as_bash_would(entrypo
     assert found.startswith("RayJob(job).args.spec.entrypoint: ") and "kuberay-entrypoint-shell" in found
 
 
+def test_an_entrypoint_ending_in_a_backslash_is_refused():
+    # KubeRay v1.7.0 common/job.go appends " ;" after the trimmed entrypoint: a final backslash escapes that space
+    (found,) = stack_problems(job_values(entrypoint="python -m workloads.train \\"))
+    assert found.startswith("ray-tpu-gke:rayJobs[0].entrypoint: ") and "ends with a backslash" in found
+    parse_stack_config(job_values(entrypoint="python -m workloads.train --name a\\\\"), "test")  # an escaped one
+
+
 @pytest.mark.parametrize("entrypoint", [
     "python -c 'print(\"it is\")'", "echo it\\'s", "python -c \"print('x')\"", "python -c $'print(\\'x\\')'",
 ])

@@ -11,9 +11,10 @@ __all__ = ["ENTRYPOINT_SHELL", "RUNTIME_ENV_VARS", "check_entrypoint", "env_vars
 
 ENTRYPOINT_SHELL = rule(
     "kuberay-entrypoint-shell",
-    "A RayJob's entrypoint is a command line bash can read: every ', \" and $'...' quote it opens is closed. KubeRay's "
-    "submitter joins `ray job submit ... -- <entrypoint> ;` into one script for `/bin/bash -ce`, which fails on an "
-    "unbalanced quote before the job is submitted.",
+    "A RayJob's entrypoint is a command line bash can read: every ', \" and $'...' quote it opens is closed, and it "
+    "does not end in an unescaped backslash. KubeRay's submitter joins `ray job submit ... -- <entrypoint> ;` into "
+    "one script for `/bin/bash -ce`, which fails on an unbalanced quote before the job is submitted (a final "
+    "backslash escapes the space before ` ;`).",
     "ray-project/kuberay v1.7.0 ray-operator/controllers/ray/common/job.go BuildJobSubmitCommand, "
     "rayjob_controller.go configureSubmitterContainer (Args: the command joined with spaces) and utils/util.go "
     "GetContainerCommand (/bin/bash -c[e] --); bash(1) QUOTING",
@@ -28,13 +29,15 @@ RUNTIME_ENV_VARS = rule(
 
 
 def _unclosed_quote(command: str) -> str | None:
-    """The quote left open at the end of `command` as bash reads it, or None. Outside quotes a backslash escapes the
-    next character; nothing is escaped within '...'; within "..." and $'...' a backslash escapes the next character
-    (bash(1) QUOTING)."""
+    """The quote left open at the end of `command` as bash reads it (a backslash when it escapes nothing), or None.
+    Outside quotes a backslash escapes the next character; nothing is escaped within '...'; within "..." and $'...' a
+    backslash escapes the next character (bash(1) QUOTING)."""
     i, n = 0, len(command)
     while i < n:
         c = command[i]
         if c == "\\":
+            if i == n - 1:
+                return "\\"
             i += 2
             continue
         if c == "'" or c == '"' or (c == "$" and command.startswith("$'", i)):
@@ -51,7 +54,13 @@ def _unclosed_quote(command: str) -> str | None:
 
 def check_entrypoint(command: str) -> None:
     """A command line KubeRay's submitter can run (ENTRYPOINT_SHELL); ValueError says which quote is left open."""
-    quote = _unclosed_quote(command)
+    quote = _unclosed_quote(command.strip())  # KubeRay trims the entrypoint (strings.TrimSpace)
+    if quote == "\\":
+        raise ValueError(
+            "ends with a backslash: KubeRay's submitter puts ` ;` after the entrypoint, so it escapes that space and "
+            f"the job gets an argument of one space ({ENTRYPOINT_SHELL.id}); allowed: a command line that does not end "
+            "in an unescaped backslash"
+        )
     if quote is not None:
         raise ValueError(
             f"opens a {quote}...{quote[-1]} quote it never closes; KubeRay's submitter runs the entrypoint with "
