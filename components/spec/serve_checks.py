@@ -83,7 +83,7 @@ def _replica_ask(deployment: dict, path: str) -> tuple[list[Problem], str, float
 
 
 def _per_host(known: dict, kind: str, target_kind: str, name: str) -> Optional[tuple[str, int, int]]:
-    """(where, accelerators per host or node, hosts per replica of the group) of a group's valid slice or pool of
+    """(where, accelerators per host or node, hosts per slice or 1 per node) of a group's valid slice or pool of
     `kind`; None when it is another kind, unknown, or its topology or machine type is itself invalid (reported with the
     entry)."""
     try:
@@ -132,10 +132,10 @@ def _capacity(obj: RayServiceConfig, kind: str, per_replica: float, known: dict)
     return out
 
 
-def _pods(obj: RayServiceConfig, kind: str, known: dict) -> list[tuple[str, int, int]]:
+def _pods(obj: RayServiceConfig, kind: str, known: dict) -> Optional[list[tuple[str, int, int]]]:
     """(group, CPUs, GiB) of the worker pod of each group a replica of `kind` can run on: the Ray worker container's
     requests and limits (render/manifests.py), taken without the GCS FUSE sidecar so that they are the most it may
-    have. Groups whose entry is unknown or invalid are left out (their problems are reported apart)."""
+    have. None when one of those groups runs on an unknown or invalid entry (its problem is reported apart)."""
     out = []
     for group in obj.worker_groups:
         target_kind, name = group.target
@@ -144,18 +144,17 @@ def _pods(obj: RayServiceConfig, kind: str, known: dict) -> list[tuple[str, int,
         entry = known.get(target_kind, {}).get(name)
         try:
             if entry is None:
-                continue
+                return None
             if target_kind == "slice":
-                machine = entry.shape.machine_type
-                vcpus, memory_gib = machine.vcpus, machine.memory_gib
+                vcpus, memory_gib = entry.shape.machine_type.vcpus, entry.shape.machine_type.memory_gib
             elif target_kind == "gpu_pool":
                 vcpus, memory_gib = entry.machine.vcpus, entry.machine.memory_gib
             elif admission.cpu_machine(entry.machine_type) is not None:
                 vcpus, memory_gib = admission.cpu_machine(entry.machine_type)
             else:
-                continue
+                return None
         except catalog.CatalogError:
-            continue
+            return None
         cpu, memory = admission.node_worker_resources(vcpus, memory_gib, gcs_fuse=False)
         out.append((group.name, cpu, memory))
     return out
