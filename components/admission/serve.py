@@ -76,7 +76,7 @@ SERVE_ROUTE_PREFIX = rule(
 SERVE_IMPORT_PATH = rule(
     "serve-import-path",
     "A Serve application's import_path is required and names module:attribute (one colon, neither first nor last) "
-    "or module.attribute (a dot, neither first nor last).",
+    "or module.attribute (its last dot neither first nor last).",
     f"{_SCHEMA} ServeApplicationSchema (import_path required; import_path_format_valid)",
 )
 SERVE_DEPLOYMENT_NUMBERS = rule(
