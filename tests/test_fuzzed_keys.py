@@ -32,6 +32,13 @@ def schedule_values(schedule: str) -> dict:
     ("0 0 30 2 *", "never runs"),
     ("CRON_TZ=UTC 0 * * * *", "cannot name TZ= or CRON_TZ="),
     ("@every 5m", "@every is not taken here"),
+    # robfig/cron v3 parser.go Parse: a schedule starting with @ is a descriptor matched whole; one starting with
+    # white space is split into fields, and "@hourly" alone is one field
+    ("@hourly ", "with no white space around it"),
+    ("\t@daily", "with no white space around it"),
+    # strings.Fields splits on Go's unicode.IsSpace, which U+001C-U+001F are not (Python's str.split takes them)
+    ("0\x1c*\x1c*\x1c*\x1c*", "exactly five fields"),
+    ("0 *\x1f* * * *", "is not a hour number"),
 ])
 def test_schedules_kubernetes_refuses_are_refused_with_the_key_path(schedule, message):
     found = problems(schedule_values(schedule))

@@ -122,3 +122,54 @@ def test_the_compare_stack_plans_its_serving_pair_at_zero_with_serves_autoscalin
         cluster = spec["spec"]["rayClusterConfig"]
         assert cluster["enableInTreeAutoscaling"] is True
         assert [(g["replicas"], g["minReplicas"]) for g in cluster["workerGroupSpecs"]] == [(0, 0)]
+
+
+@pytest.mark.parametrize("options, group, bad_key, broken", [
+    (TPU4, {"slice": "v6e-8", "maxReplicas": 1}, "ray-tpu-gke:tpuSlices[0].topology",
+     {"tpuSlices": [{"name": "v6e-8", "generation": "v6e", "topology": "3x3"}]}),
+    (GPU4, {"gpuPool": "l4-8", "maxReplicas": 1}, "ray-tpu-gke:gpuPools[0].machineType",
+     {"gpuPools": [{"name": "l4-8", "accelerator": "nvidia-l4", "machineType": "n2-standard-8"}]}),
+])
+def test_a_replica_on_a_slice_or_pool_whose_shape_is_invalid_reports_the_shape_not_a_traceback(options, group,
+                                                                                                bad_key, broken):
+    vals = values(options, SCALE, group)
+    for key, entries in broken.items():
+        vals[f"ray-tpu-gke:{key}"] = entries
+    found = problems(vals)
+    assert [p for p in found if p.startswith(f"{bad_key}:")], found
+    assert not [p for p in found if "serveConfig" in p], found  # the group's capacity is unknown: nothing said of it
+
+
+def test_quoted_autoscaling_numbers_are_read_as_ray_reads_them():
+    # Ray 2.55 serve/config.py AutoscalingConfig is a pydantic model in lax mode: "0" is 0, "2" is 2.0.
+    quoted = {key: str(value) for key, value in SCALE.items()}
+    parse_stack_config(values(TPU4, quoted, {"slice": "v6e-8", "maxReplicas": 1}), "test")
+    found = problems(values(TPU4, {**quoted, "max_replicas": "3"}, {"slice": "v6e-8", "maxReplicas": 1}))
+    assert len(found) == 1 and found[0].startswith(f"{SERVICE}.serveConfig.applications: 3 replicas at most")
+    found = problems(values(TPU4, {**quoted, "max_replicas": "0", "smoothing_factor": "x"},
+                            {"slice": "v6e-8", "maxReplicas": 1}))
+    assert found == [f'{DEPLOYMENT}.autoscaling_config.max_replicas: "0" is invalid; allowed: a whole number of 1 or '
+                     "more (Ray Serve AutoscalingConfig)",
+                     f'{DEPLOYMENT}.autoscaling_config.smoothing_factor: "x" is invalid; allowed: a number above 0 '
+                     "(Ray Serve AutoscalingConfig)"]
+
+
+@pytest.mark.parametrize("key", ["metrics_interval_s", "look_back_period_s", "smoothing_factor", "upscaling_factor",
+                                 "downscaling_factor"])
+def test_every_autoscaling_number_ray_wants_positive_is_refused_at_zero(key):
+    found = problems(values(TPU4, {**SCALE, key: 0}, {"slice": "v6e-8", "maxReplicas": 1}))
+    assert found == [f"{DEPLOYMENT}.autoscaling_config.{key}: 0 is invalid; allowed: a number above 0 (Ray Serve "
+                     "AutoscalingConfig)"]
+
+
+@pytest.mark.parametrize("options, key, message", [
+    ({**TPU4, "num_cpus": 500}, "num_cpus", "500 CPUs per replica, more than any worker pod it can run on has "
+                                            "(group w: 177 CPUs, 1402 GiB)"),
+    ({**GPU4, "memory": 2 * 2**40}, "memory", "2048.0 GiB (2199023255552 bytes) of memory per replica"),
+])
+def test_a_replica_asking_for_more_cpu_or_memory_than_its_worker_pod_has_is_refused(options, key, message):
+    group = {"slice": "v6e-8", "maxReplicas": 1} if "resources" in options else {"gpuPool": "l4-8", "maxReplicas": 1}
+    (found,) = problems(values(options, SCALE, group))
+    assert found.startswith(f"{DEPLOYMENT}.ray_actor_options.{key}: {message}")
+    assert found.endswith("(serve-replica-fits-a-pod)")
+    parse_stack_config(values({**options, key: 1}, SCALE, group), "test")  # one CPU, or one byte, fits

@@ -13,6 +13,11 @@ __all__ = [
     "ALERT_CONDITION_MISSING_DATA",
     "ALERT_CONDITION_DURATION",
     "ALERT_ABSENCE_DURATION",
+    "ALERT_ABSENCE_MAXIMUM",
+    "ALERT_DOCUMENTATION_SIZE",
+    "MAX_ABSENCE_SECONDS",
+    "MAX_DOCUMENTATION_CHARACTERS",
+    "MAX_DOCUMENTATION_BYTES",
     "ALERT_ALIGNMENT_PERIOD",
     "ALERT_PROMQL_QUERY",
     "ALERT_PROMQL_DURATION",
@@ -28,6 +33,8 @@ __all__ = [
     "alert_policy_problems",
     "promql_condition_problems",
     "seconds_of",
+    "slice_check_windows",
+    "max_slice_check_alert_minutes",
 ]
 
 _POLICIES_API = "https://cloud.google.com/monitoring/api/ref_v3/rest/v3/projects.alertPolicies"
@@ -48,6 +55,18 @@ ALERT_ABSENCE_DURATION = rule(
     "monitoring-absence-duration",
     "A metric-absence condition's duration is at least 120 s and a multiple of a minute.",
     f'{_POLICIES_API} (Condition.MetricAbsence.duration: "The minimum value of this field is 120 seconds")',
+)
+ALERT_ABSENCE_MAXIMUM = rule(
+    "monitoring-absence-maximum",
+    "A metric-absence condition's duration (its trigger absence time) is at most 23.5 hours (84,600 s).",
+    'https://cloud.google.com/monitoring/alerts/metric-absence ("You can configure this time period, called the '
+    'trigger absence time, up to a maximum of 23.5 hours")',
+)
+ALERT_DOCUMENTATION_SIZE = rule(
+    "monitoring-documentation-size",
+    "An alert policy's documentation content is at most 8,192 Unicode characters and at most 10,240 bytes in UTF-8.",
+    f'{_POLICIES_API}#Documentation (content: "may not exceed 8,192 Unicode characters and may not exceed more than '
+    '10,240 bytes when encoded in UTF-8 format, whichever is smaller")',
 )
 ALERT_ALIGNMENT_PERIOD = rule(
     "monitoring-alert-alignment",
@@ -102,6 +121,8 @@ _PROMETHEUS_LABEL = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")  # the Prometheus data
 MAX_ALERT_ALIGNMENT_SECONDS = 90_000  # Aggregation.alignmentPeriod, alerting policies (ALERT_ALIGNMENT_PERIOD)
 MIN_ALIGNMENT_SECONDS = limit("min_alignment_seconds")  # Aggregation.alignmentPeriod "must be at least 60 seconds"
 MIN_ABSENCE_SECONDS = 120  # Condition.MetricAbsence.duration (ALERT_ABSENCE_DURATION)
+MAX_ABSENCE_SECONDS = 84_600  # 23.5 hours, the longest trigger absence time (ALERT_ABSENCE_MAXIMUM)
+MAX_DOCUMENTATION_CHARACTERS, MAX_DOCUMENTATION_BYTES = 8192, 10_240  # Documentation.content (ALERT_DOCUMENTATION_SIZE)
 
 
 def seconds_of(duration: Any) -> float | None:
@@ -109,6 +130,22 @@ def seconds_of(duration: Any) -> float | None:
     if isinstance(duration, str) and re.fullmatch(r"[0-9]+(\.[0-9]+)?s", duration):
         return float(duration[:-1])
     return None
+
+
+def slice_check_windows(alert_after_minutes: int, check_interval_minutes: int) -> tuple[int, int]:
+    """(alignment period, duration) in seconds of the slice check's conditions. The check writes one point per run, so
+    every window holds at least two runs (twice the longest time between runs; with an aligner over 60 s, four windows
+    in five would hold no point and count as not failing, resetting the duration); the duration, alertAfterMinutes,
+    is rounded up to whole windows. The policy's silence condition (metric absence) waits twice the duration."""
+    period = 2 * check_interval_minutes * 60
+    return period, -(-alert_after_minutes * 60 // period) * period
+
+
+def max_slice_check_alert_minutes(check_interval_minutes: int) -> int:
+    """The largest alertAfterMinutes whose silence condition (twice the duration) stays within the longest absence
+    duration (ALERT_ABSENCE_MAXIMUM)."""
+    period = 2 * check_interval_minutes * 60
+    return (MAX_ABSENCE_SECONDS // 2 // period) * period // 60
 
 
 def promql_condition_problems(body: Mapping[str, Any]) -> list[str]:
@@ -180,6 +217,11 @@ def alert_condition_problems(condition: Mapping[str, Any]) -> list[str]:
             f"an absence duration of {duration:g}s is not a multiple of 60 s of at least "
             f"{MIN_ABSENCE_SECONDS} s ({ALERT_ABSENCE_DURATION.id})"
         )
+    elif duration > MAX_ABSENCE_SECONDS:
+        problems.append(
+            f"an absence duration of {duration:g}s is longer than {MAX_ABSENCE_SECONDS} s (23.5 hours) "
+            f"({ALERT_ABSENCE_MAXIMUM.id})"
+        )
     for aggregation in body.get("aggregations") or []:
         period = seconds_of(aggregation.get("alignmentPeriod"))
         if period is not None and not MIN_ALIGNMENT_SECONDS <= period <= MAX_ALERT_ALIGNMENT_SECONDS:
@@ -191,14 +233,21 @@ def alert_condition_problems(condition: Mapping[str, Any]) -> list[str]:
 
 
 def alert_policy_problems(policy: Mapping[str, Any]) -> list[str]:
-    """The problems of every condition of an AlertPolicy body, each prefixed with the condition's displayName, and a
-    PromQL condition that is not the policy's only one."""
+    """The problems of every condition of an AlertPolicy body, each prefixed with the condition's displayName, its
+    documentation's size, and a PromQL condition that is not the policy's only one."""
     conditions = policy.get("conditions") or []
     problems = [
         f"condition {c.get('displayName', index)!r}: {problem}"
         for index, c in enumerate(conditions)
         for problem in alert_condition_problems(c)
     ]
+    content = (policy.get("documentation") or {}).get("content") or ""
+    if len(content) > MAX_DOCUMENTATION_CHARACTERS or len(content.encode()) > MAX_DOCUMENTATION_BYTES:
+        problems.append(
+            f"the documentation is {len(content)} characters, {len(content.encode())} bytes in UTF-8: more than "
+            f"{MAX_DOCUMENTATION_CHARACTERS} characters or {MAX_DOCUMENTATION_BYTES} bytes "
+            f"({ALERT_DOCUMENTATION_SIZE.id})"
+        )
     if len(conditions) > 1 and any("conditionPrometheusQueryLanguage" in c for c in conditions):
         problems.append(
             f"a PromQL condition is the policy's only condition, not one of {len(conditions)} ({ALERT_PROMQL_ALONE.id})"

@@ -14,12 +14,14 @@ __all__ = ["CRON_SCHEDULE", "CRON_TIME_ZONE", "CronSpec", "parse_cron", "longest
 
 CRON_SCHEDULE = rule(
     "k8s-cronjob-schedule",
-    "A CronJob schedule is five fields (minute 0-59, hour 0-23, day of month 1-31, month 1-12 "
-    "or jan-dec, day of week 0-6 or sun-sat) of `*`, `?`, numbers in ASCII digits, ranges low-high with low <= high "
-    "and /steps of at least 1, or @yearly, @monthly, @weekly, @daily, @hourly; when both day fields are restricted a "
-    "day matching either runs.",
-    "Kubernetes pkg/apis/batch/validation (cron.ParseStandard); robfig/cron v3.0.1 parser.go (getRange, "
-    "mustParseInt: strconv.Atoi) and spec.go (bounds, dayMatches); https://kubernetes.io/docs/concepts/workloads/"
+    "A CronJob schedule is five fields (minute 0-59, hour 0-23, day of month 1-31, month 1-12 or jan-dec, day of week "
+    "0-6 or sun-sat) separated by white space as Go knows it (the control characters U+001C-U+001F are none), of `*`, "
+    "`?`, numbers in ASCII digits, ranges low-high with low <= high and /steps of at least 1; or exactly one of "
+    "@yearly, @monthly, @weekly, @daily, @hourly, with no white space around it; when both day fields are restricted "
+    "a day matching either runs.",
+    "Kubernetes pkg/apis/batch/validation (cron.ParseStandard); robfig/cron v3.0.1 parser.go (Parse: strings.Fields, "
+    "and a schedule starting with @ matched whole by parseDescriptor; getRange, mustParseInt: strconv.Atoi) and "
+    "spec.go (bounds, dayMatches); Go src/unicode/graphic.go IsSpace; https://kubernetes.io/docs/concepts/workloads/"
     "controllers/cron-jobs/#schedule-syntax",
 )
 CRON_TIME_ZONE = rule(
@@ -54,6 +56,13 @@ _DESCRIPTORS = {
     "@midnight": "0 0 * * *",
     "@hourly": "0 * * * *",
 }
+# Go's unicode.IsSpace, what strings.Fields splits a schedule on (Go src/unicode/graphic.go IsSpace: \t \n \v \f \r,
+# space, U+0085, U+00A0, and the White_Space property above Latin-1). Python's str.split() also splits on U+001C-U+001F,
+# which Go keeps inside a field, so a schedule is split here on Go's set only.
+_GO_SPACE_CHARS = (
+    "\t\n\v\f\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+)
+_GO_SPACE = re.compile(f"[{_GO_SPACE_CHARS}]+")
 _ATOI = re.compile(r"[+-]?[0-9]+")  # strconv.Atoi: an optional sign and ASCII digits only (Python's \d takes more)
 
 
@@ -130,10 +139,15 @@ def parse_cron(schedule: str) -> CronSpec:
         raise ValueError("a CronJob schedule is five fields: minute hour day-of-month month day-of-week")
     if "TZ" in schedule:
         raise ValueError("a schedule cannot name TZ= or CRON_TZ= (Kubernetes refuses it; the check runs in UTC)")
-    text = _DESCRIPTORS.get(schedule.strip(), schedule)
-    if text.startswith("@"):
-        raise ValueError(f"{schedule!r}: the descriptors are {', '.join(_DESCRIPTORS)} (@every is not taken here)")
-    fields = text.split()
+    # parser.go Parse: a schedule starting with @ is a descriptor matched whole (parseDescriptor), so white space
+    # around it is refused; one starting otherwise is split into fields (strings.Fields), where "@hourly" is one field.
+    text = _DESCRIPTORS.get(schedule, schedule)
+    if text.startswith("@") or (text is schedule and schedule.lstrip(_GO_SPACE_CHARS).startswith("@")):
+        raise ValueError(
+            f"{schedule!r}: a descriptor is exactly one of {', '.join(_DESCRIPTORS)}, with no white space around it "
+            "(@every is not taken here)"
+        )
+    fields = [field for field in _GO_SPACE.split(text) if field]
     if len(fields) != 5:
         raise ValueError(
             f"a CronJob schedule has exactly five fields: minute hour day-of-month month day-of-week, "

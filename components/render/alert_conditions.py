@@ -5,7 +5,7 @@ the alignment the slice check's series need."""
 from __future__ import annotations
 
 from ..catalog.metrics import POD_UNSCHEDULABLE
-from .series import Environment, Thresholds
+from .series import Environment
 
 
 def threshold(title: str, series: dict, comparison: str, value: float, seconds: int) -> dict:
@@ -41,13 +41,6 @@ def absence(title: str, series: dict, seconds: int) -> dict:
             "trigger": {"count": 1},
         },
     }
-
-
-def check_alignment_seconds(t: Thresholds) -> int:
-    """The alignment period of the conditions on the slice check's series: the check writes one point per run, so
-    every window holds at least two runs (twice the longest time between runs). With an aligner over 60 s, four
-    windows in five would hold no point and count as not failing (missing data), resetting the duration."""
-    return 2 * t.slice_check_minutes * 60
 
 
 def multiple(seconds: int, period: int) -> int:

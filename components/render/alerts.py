@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 
 from .. import admission
 from ..catalog.metrics import ObservabilityError, limit
-from .alert_conditions import absence, check_alignment_seconds, multiple, promql, threshold, unschedulable_pods_query
+from .alert_conditions import absence, multiple, promql, threshold, unschedulable_pods_query
 from .alert_docs import ALERTS, HEALTH_NAMESPACE, SEVERITY, runbook_text
 from .series import (
     Environment,
@@ -260,8 +260,7 @@ def _stack_policies(env: Environment, slices: Sequence[SliceTarget]) -> list[Pol
     t, specs = env.thresholds, []
     facts = {"groups": "", "hosts": ""}
     if env.slice_health and slices:
-        period = check_alignment_seconds(t)
-        seconds = multiple(t.slice_health_minutes * 60, period)
+        period, seconds = admission.slice_check_windows(t.slice_health_minutes, t.slice_check_minutes)
         facts.update(slice_health_minutes=seconds // 60, silent_minutes=2 * seconds // 60)
         conditions = [
             threshold(

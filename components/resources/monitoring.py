@@ -16,6 +16,7 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
+from .. import admission
 from ..catalog import metrics
 from ..render import alerts, dashboards, health, manifests, series
 from ..spec.args import MonitoredGpuPoolArgs, MonitoredSliceArgs, SliceMonitoringArgs
@@ -24,6 +25,7 @@ from ..spec.config import StackConfig
 from ..spec.models import MonitoringConfig, TpuSliceConfig
 from ..spec.monitoring_args import validate_monitoring_args
 from ..spec.operations import cron_interval_minutes
+from ..spec.paths import Paths
 from ..spec.problems import ConfigError, Problem
 from . import metric_waits
 from .outputs import gathered
@@ -72,7 +74,9 @@ def _validated(
         policies = alerts.alert_policies(env, slice_targets, gpu_targets)
     except metrics.ObservabilityError as error:
         where = root
-        if error.about is not None:
+        if monitoring.runbook_base_url and admission.ALERT_DOCUMENTATION_SIZE.id in error.message:
+            where = f"{root}.monitoring.runbook_base_url"  # the one part of the documentation the stack sets
+        elif error.about is not None:
             kind, subject = error.about
             section = "slices" if kind == "slice" else "gpu_pools"
             index = next(i for i, t in (slices if kind == "slice" else gpu_pools) if t.name == subject)
@@ -199,6 +203,29 @@ def _metric_waits(
         known = metric_waits.wait(f"{name}-custom-metrics-known", metric_waits.descriptors(name, project, child), child)
         waits.update(dict.fromkeys(custom, known))
     return waits
+
+
+def check_platform(config: StackConfig, labels: dict[str, str], paths: Paths) -> None:
+    """The stack's dashboards and alert policies built once before RayTpuPlatform registers anything, so that one the
+    Monitoring API would refuse stops the deploy first; ConfigError with the platform's key paths."""
+    name = config.cluster.name
+    try:
+        _validated(platform_args(config, labels), name)
+    except ConfigError as error:
+        root = f"SliceMonitoring({name}).args"
+        sections = {"slices": "tpu_slices", "gpu_pools": "gpu_pools", "monitoring": "monitoring"}
+
+        def reroot(path: str) -> str:
+            match = re.fullmatch(
+                re.escape(root) + r"(?:\.(slices|gpu_pools|monitoring)(?:\[(\d+)\])?(?:\.(\w+))?)?", path
+            )
+            if match is None or match.group(1) is None:
+                return paths("monitoring")
+            section, index, key = match.groups()
+            parts: list[Any] = [int(index)] if index is not None else []
+            return paths(sections[section], *parts, *([key] if key else []))
+
+        raise ConfigError([Problem(reroot(p.path), p.message) for p in error.problems]) from None
 
 
 def platform_args(config: StackConfig, labels: dict[str, str]) -> SliceMonitoringArgs:

@@ -7,6 +7,7 @@ from ..render.health import runs as health_runs
 from ..spec.args import RayTpuPlatformArgs
 from ..spec.component_args import Validated
 from ..spec.config import StackConfig, validate_platform_args
+from ..spec.paths import Paths
 from . import preflight
 from .cluster import RAY_KSA, GkeCluster
 from .identity import Identity
@@ -38,9 +39,14 @@ class RayTpuPlatform(pulumi.ComponentResource):
         if not isinstance(args, StackConfig):
             for warning in config.warnings:
                 pulumi.log.warn(warning)
+        labels = {**config.labels, "managed-by": "pulumi", "app": "ray-tpu-gke"}
+        if config.monitoring.enabled:  # what the Monitoring API would refuse, before anything is registered
+            from .monitoring import check_platform
+
+            style = Paths("stack") if isinstance(args, StackConfig) else Paths("args", f"RayTpuPlatform({name}).args")
+            check_platform(config, labels, style)
         super().__init__("ray-tpu-gke:index:RayTpuPlatform", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        labels = {**config.labels, "managed-by": "pulumi", "app": "ray-tpu-gke"}
         c = config.cluster
 
         network = Network(c.name, config.project, config.region, c.network, opts=child)

@@ -70,6 +70,20 @@ class SliceHealthConfig(_Model):
                 f"alertAfterMinutes {self.alert_after_minutes} is shorter than two runs of the schedule "
                 f"{self.schedule!r} ({2 * interval} minutes)"
             )
+        # The silence condition waits twice the duration, in whole windows: within Cloud Monitoring's longest absence.
+        most = admission.max_slice_check_alert_minutes(interval) if interval is not None else None
+        if interval is not None and most is not None and self.alert_after_minutes > most:
+            silence = 2 * admission.slice_check_windows(self.alert_after_minutes, interval)[1] // 60
+            allowed = (
+                f"at most {most} with the schedule {self.schedule!r}"
+                if most >= 2 * interval
+                else "a schedule whose runs are closer together"
+            )
+            raise ValueError(
+                f"alertAfterMinutes {self.alert_after_minutes} makes the alert on a silent slice check wait {silence} "
+                f"minutes, longer than a metric-absence condition may ({admission.MAX_ABSENCE_SECONDS // 60} minutes, "
+                f"{admission.ALERT_ABSENCE_MAXIMUM.id}); allowed: {allowed}"
+            )
         return self
 
 

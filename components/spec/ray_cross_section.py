@@ -107,6 +107,11 @@ def check_ray_objects(
             joined.setdefault(resource, f"{obj.namespace}/{obj.name}")
             if isinstance(obj, RayJobConfig):
                 problems += _check_job(obj, path, paths, clusters)
+                if isinstance(obj.runtime_env, dict):  # Ray's runtime env validation (admission.RUNTIME_ENV_VARS)
+                    problems += [
+                        Problem(f"{path}.{paths.key('runtime_env')}.env_vars{key}", message)
+                        for key, message in admission.env_vars_problems(obj.runtime_env.get("env_vars"))
+                    ]
             elif not obj.worker_groups:
                 problems.append(Problem(paths(kind, i, "worker_groups"), "at least one worker group is required"))
             surge = isinstance(obj, RayServiceConfig) and obj.upgrade_strategy == "NewCluster"

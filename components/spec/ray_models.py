@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import Field, StrictBool, StrictInt, ValidationInfo, field_validator
 
+from .. import admission
 from .model_types import (
     Image,
     Model,
@@ -157,4 +158,5 @@ class RayJobConfig(RayObjectConfig):
         # required=True): a blank entrypoint is no command, and the submitter fails.
         if not value.strip():
             raise ValueError("is blank; allowed: the command the job runs, such as python train.py")
+        admission.check_entrypoint(value)  # bash runs it (admission.ENTRYPOINT_SHELL)
         return value

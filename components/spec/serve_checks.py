@@ -8,13 +8,13 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-from .. import admission
+from .. import admission, catalog
+from . import serve_schema
 from .paths import Paths
 from .problems import Problem, show
 from .ray_models import RayServiceConfig
 
 # The facts, with their sources: admission/serve.py.
-AUTOSCALING_INTS, AUTOSCALING_FLOATS = admission.AUTOSCALING_INTS, admission.AUTOSCALING_FLOATS
 SERVE_DEFAULT_MIN_REPLICAS = SERVE_DEFAULT_MAX_REPLICAS = admission.SERVE_DEFAULT_MIN_REPLICAS
 TPU_CHIPS_PER_REPLICA = admission.TPU_CHIPS_PER_REPLICA
 
@@ -24,32 +24,14 @@ def _number(value: Any) -> bool:
 
 
 def _autoscaling(config: dict, path: str) -> tuple[list[Problem], Optional[int]]:
-    """The autoscaling_config's own rules, and the most replicas it lets Serve run (None when it is unreadable)."""
-    problems = []
-    for key, least in AUTOSCALING_INTS.items():
-        value = config.get(key)
-        if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value >= least):
-            problems.append(
-                Problem(
-                    f"{path}.{key}",
-                    f"{show(value)} is invalid; allowed: a whole number of {least} "
-                    "or more (Ray Serve AutoscalingConfig)",
-                )
-            )
-    for key, allowed in AUTOSCALING_FLOATS.items():
-        value = config.get(key)
-        if value is not None and not (_number(value) and (value > 0 if allowed == "above 0" else value >= 0)):
-            problems.append(
-                Problem(
-                    f"{path}.{key}",
-                    f"{show(value)} is invalid; allowed: a number {allowed} (Ray Serve AutoscalingConfig)",
-                )
-            )
+    """The autoscaling_config's own rules, and the most replicas it lets Serve run (None when it is unreadable).
+    Numbers are read as Ray reads them: a quoted "0" is 0."""
+    problems, numbers = serve_schema.autoscaling_numbers(config, path)
     if problems:
         return problems, None
-    least = config.get("min_replicas", SERVE_DEFAULT_MIN_REPLICAS)
-    most = config.get("max_replicas", SERVE_DEFAULT_MAX_REPLICAS)
-    initial = config.get("initial_replicas")
+    least = int(numbers.get("min_replicas", SERVE_DEFAULT_MIN_REPLICAS))
+    most = int(numbers.get("max_replicas", SERVE_DEFAULT_MAX_REPLICAS))
+    initial = numbers.get("initial_replicas")
     if least > most:
         problems.append(
             Problem(
@@ -100,42 +82,124 @@ def _replica_ask(deployment: dict, path: str) -> tuple[list[Problem], str, float
     return problems, ("tpu" if tpu else "gpu" if gpu else "cpu"), float(tpu or gpu)
 
 
+def _per_host(known: dict, kind: str, target_kind: str, name: str) -> Optional[tuple[str, int, int]]:
+    """(where, accelerators per host or node, hosts per slice or 1 per node) of a group's valid slice or pool of
+    `kind`; None when it is another kind, unknown, or its topology or machine type is itself invalid (reported with the
+    entry)."""
+    try:
+        if kind == "tpu" and target_kind == "slice" and name in known["slice"]:
+            shape = known["slice"][name].shape
+            return (
+                f"slice {name}: {shape.chips_per_host} chips per host, {shape.hosts} host(s)",
+                shape.chips_per_host,
+                shape.hosts,
+            )
+        if kind == "gpu" and target_kind == "gpu_pool" and name in known["gpu_pool"]:
+            gpus = known["gpu_pool"][name].machine.gpus
+            return f"pool {name}: {gpus} GPUs per node", gpus, 1
+    except catalog.CatalogError:
+        return None
+    return None
+
+
+def _unresolved(obj: RayServiceConfig, kind: str, known: dict) -> bool:
+    """Whether a group of `kind` runs on a slice or pool whose shape is invalid: its capacity is unknown, and the
+    entry's own problem is what to report."""
+    target_kind = "slice" if kind == "tpu" else "gpu_pool"
+    return any(
+        group.target[0] == target_kind
+        and group.target[1] in known[target_kind]
+        and _per_host(known, kind, *group.target) is None
+        for group in obj.worker_groups
+    )
+
+
 def _capacity(obj: RayServiceConfig, kind: str, per_replica: float, known: dict) -> list[tuple[str, int, int]]:
     """Per worker group that provides `kind`: (description, accelerators per host or node, replicas the group holds
     at its maximum)."""
     out = []
     for group in obj.worker_groups:
-        target_kind, name = group.target
-        if kind == "tpu" and target_kind == "slice" and name in known["slice"]:
-            shape = known["slice"][name].shape
-            per_host = shape.chips_per_host
+        found = _per_host(known, kind, *group.target)
+        if found is not None:
+            where, per_host, hosts = found
             out.append(
                 (
-                    f"group {group.name} (slice {name}: {per_host} chips per host, {shape.hosts} host(s) x "
-                    f"maxReplicas {group.max})",
+                    f"group {group.name} ({where} x maxReplicas {group.max})",
                     per_host,
-                    int(per_host // per_replica) * shape.hosts * group.max,
-                )
-            )
-        elif kind == "gpu" and target_kind == "gpu_pool" and name in known["gpu_pool"]:
-            per_node = known["gpu_pool"][name].machine.gpus
-            out.append(
-                (
-                    f"group {group.name} (pool {name}: {per_node} GPUs per node x maxReplicas {group.max})",
-                    per_node,
-                    int(per_node // per_replica) * group.max,
+                    int(per_host // per_replica) * hosts * group.max,
                 )
             )
     return out
 
 
+def _pods(obj: RayServiceConfig, kind: str, known: dict) -> Optional[list[tuple[str, int, int]]]:
+    """(group, CPUs, GiB) of the worker pod of each group a replica of `kind` can run on: the Ray worker container's
+    requests and limits (render/manifests.py), taken without the GCS FUSE sidecar so that they are the most it may
+    have. None when one of those groups runs on an unknown or invalid entry (its problem is reported apart)."""
+    out = []
+    for group in obj.worker_groups:
+        target_kind, name = group.target
+        if (kind == "tpu" and target_kind != "slice") or (kind == "gpu" and target_kind != "gpu_pool"):
+            continue
+        entry = known.get(target_kind, {}).get(name)
+        try:
+            if entry is None:
+                return None
+            if target_kind == "slice":
+                vcpus, memory_gib = entry.shape.machine_type.vcpus, entry.shape.machine_type.memory_gib
+            elif target_kind == "gpu_pool":
+                vcpus, memory_gib = entry.machine.vcpus, entry.machine.memory_gib
+            elif admission.cpu_machine(entry.machine_type) is not None:
+                vcpus, memory_gib = admission.cpu_machine(entry.machine_type)
+            else:
+                return None
+        except catalog.CatalogError:
+            return None
+        cpu, memory = admission.node_worker_resources(vcpus, memory_gib, gcs_fuse=False)
+        out.append((group.name, cpu, memory))
+    return out
+
+
+def _pod_fit(obj: RayServiceConfig, deployment: dict, path: str, kind: str, known: dict) -> list[Problem]:
+    """A replica's num_cpus and memory against the worker pods it can run on (admission.SERVE_REPLICA_FITS_POD)."""
+    options = deployment.get("ray_actor_options")
+    if not isinstance(options, dict):
+        return []
+    problems = []
+    # RayActorOptionsSchema: num_cpus and memory Optional[float], ge=0 (memory in bytes), read in pydantic's lax mode.
+    cpus, memory = (
+        None if options.get(key) is None else serve_schema.ray_number(options[key], "float", 0, False)
+        for key in ("num_cpus", "memory")
+    )
+    for key, value, number in (("num_cpus", options.get("num_cpus"), cpus), ("memory", options.get("memory"), memory)):
+        if value is not None and number is None:
+            problems.append(
+                Problem(f"{path}.ray_actor_options.{key}", f"{show(value)} is invalid; allowed: a number 0 or more")
+            )
+    pods = _pods(obj, kind, known)
+    if problems or not pods or (not cpus and not memory):
+        return problems
+    if not any((cpus or 0) <= cpu and (memory or 0) <= gib * 2**30 for _, cpu, gib in pods):
+        key = "num_cpus" if (cpus or 0) > max(cpu for _, cpu, _ in pods) else "memory"
+        asked = f"{cpus:g} CPUs" if key == "num_cpus" else f"{memory / 2**30:.1f} GiB ({memory:.0f} bytes) of memory"
+        problems.append(
+            Problem(
+                f"{path}.ray_actor_options.{key}",
+                f"{asked} per replica, more than any worker pod it can run on has "
+                f"({'; '.join(f'group {g}: {c} CPUs, {m} GiB' for g, c, m in pods)}); allowed: a replica that fits "
+                f"one pod ({admission.SERVE_REPLICA_FITS_POD.id})",
+            )
+        )
+    return problems
+
+
 def check_service(obj: RayServiceConfig, path: str, known: dict) -> list[Problem]:
     """One RayService's serveConfig against its worker groups (`known`: valid slices and pools by name)."""
     config = obj.serve_config
+    problems = serve_schema.check_schema(config, path)  # what Serve's schema refuses
     apps = config.get("applications") if isinstance(config, dict) else None
     if not isinstance(apps, list):
-        return []  # a single-application or malformed config: Serve's own validation answers
-    problems: list[Problem] = []
+        return problems
     demand: dict[str, list[tuple[str, int, float]]] = {"tpu": [], "gpu": []}
     for a, app in enumerate(apps):
         deployments = app.get("deployments") if isinstance(app, dict) else None
@@ -144,7 +208,7 @@ def check_service(obj: RayServiceConfig, path: str, known: dict) -> list[Problem
                 continue
             dpath = f"{path}.applications[{a}].deployments[{d}]"
             found, kind, per_replica = _replica_ask(deployment, dpath)
-            problems += found
+            problems += found + _pod_fit(obj, deployment, dpath, kind, known)
             autoscaling, replicas = deployment.get("autoscaling_config"), deployment.get("num_replicas")
             most = replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else None
             if isinstance(autoscaling, dict):
@@ -158,7 +222,7 @@ def check_service(obj: RayServiceConfig, path: str, known: dict) -> list[Problem
                     )
                 found, most = _autoscaling(autoscaling, f"{dpath}.autoscaling_config")
                 problems += found
-            if kind == "cpu" or found:
+            if kind == "cpu" or found or _unresolved(obj, kind, known):
                 continue
             groups = _capacity(obj, kind, per_replica, known)
             unit = "TPU chips" if kind == "tpu" else "GPUs"

@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Optional
 
-from ray_tpu_gke import ConfigError
+from ray_tpu_gke import ConfigError, admission
 
 from .. import cost, inventory, planned, stackfile
 from . import dryrun, estimate, local, output, registered, report, sides
@@ -207,6 +207,10 @@ def _entrypoints(parser, values: list[str]) -> dict[str, str]:
         side, _, command = value.partition("=")
         if not side.strip() or not command.strip():
             parser.error(f"--entrypoint {value!r}: expected SIDE=COMMAND, e.g. bench-gpu='python my_job.py'")
+        try:
+            admission.check_entrypoint(command)  # a stack's RayJob entrypoint's check: the job runs it the same way
+        except ValueError as error:
+            parser.error(f"--entrypoint {value!r}: the command {error}")
         out[side.strip()] = command.strip()
     return out
 
