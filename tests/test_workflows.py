@@ -80,9 +80,10 @@ def test_pull_requests_run_the_readme_test_command():
     assert "pull_request" in workflow["on"]
     test = workflow["jobs"]["test"]
     assert runs(test).strip() == "make test"
+    assert runs(workflow["jobs"]["test-ray"]).strip() == "make test-ray"  # the second lane beside it
     # The same command as the Makefile target and CI's entry point.
     assert re.search(r"^test:", (ROOT / "Makefile").read_text(), re.M)
-    assert "make test" in (ROOT / ".ci" / "run").read_text()
+    assert "make test-all" in (ROOT / ".ci" / "run").read_text()
     readme = ROOT / "README.md"
     if readme.exists():
         assert "make test" in readme.read_text()
