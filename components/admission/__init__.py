@@ -8,7 +8,8 @@ allowed; callers add the key path and the value.
 One module per concern: `names` (names, labels, images, quantities), `versions` (locations, networks, GKE versions
 and what each feature needs), `nodes` (cluster shape, machine types, what fits a node), `pods` (reservations, KubeRay
 and Ray's autoscaler, pod labels), `quota`, `gpu`, `alerting` (alert policy conditions), `cron` (CronJob
-schedules). The public names of all of them are this package's.
+schedules), `serve` (Ray Serve configs), `llm` (LLM services on vLLM). The public names of all of them are this
+package's.
 """
 
 # Imported in this order: the rules register in it, and docs/admission.md lists them so.
@@ -24,3 +25,4 @@ from .gpu import *  # noqa: F401,F403
 from .alerting import *  # noqa: F401,F403
 from .cron import *  # noqa: F401,F403
 from .serve import *  # noqa: F401,F403
+from .llm import *  # noqa: F401,F403
