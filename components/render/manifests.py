@@ -246,7 +246,7 @@ def _worker_group(group, targets: Mapping[str, Mapping], obj: RayObjectConfig, c
     env += llm.container_env(obj, on_slice=kind == "slice")  # an LLM service's token and compile cache
     cache_volumes, cache_mounts = llm.cache_volume(obj, on_slice=kind == "slice")
     volumes, mounts = volumes + cache_volumes, mounts + cache_mounts
-    if mounts and kind in ("slice", "gpu_pool") and not cache_mounts:
+    if mounts and kind in ("slice", "gpu_pool") and getattr(obj, "llm", None) is None:  # vLLM keeps its own cache
         # One compilation cache policy for TPU and GPU workers alike, so that a second run favours neither side
         # (JAX hashes the platform into each cache key, so both can share the directory: jax 0.10.2
         # jax/_src/cache_key.py get, "backend version").
