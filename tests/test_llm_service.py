@@ -10,8 +10,7 @@ import copy
 
 import pytest
 import yaml
-
-from helpers import minimal_values, plan_of, steps_of_type
+from helpers import minimal_values, plan_of, run, steps_of_type
 from ray_tpu_gke import admission
 from ray_tpu_gke.render.llm import llm_model_id
 from ray_tpu_gke.spec.config import parse_stack_config, validate_platform_args
@@ -214,7 +213,7 @@ def test_bad_llm_keys_name_their_path():
 def test_the_token_comes_from_a_secret_and_the_stacks_bucket_through_its_mount():
     vals = llm_values({"source": "gs://acme-ml-test-ray-tpu-ray/models/qwen3-4b",
                        "hfTokenSecret": {"name": "hf-token", "key": "token"}})
-    plan = _run(vals)
+    plan = run(vals)
     (manifest,) = [s["newState"]["inputs"] for s in steps_of_type(plan, RAYSERVICE)]
     (llm,) = yaml.safe_load(manifest["spec"]["serveConfigV2"])["applications"][0]["args"]["llm_configs"]
     assert llm["model_loading_config"]["model_source"] == "/gcs/models/qwen3-4b"
@@ -224,15 +223,9 @@ def test_the_token_comes_from_a_secret_and_the_stacks_bucket_through_its_mount()
     # Another bucket is Ray Serve LLM's own download.
     other = copy.deepcopy(vals)
     other["ray-tpu-gke:rayServices"][0]["llm"]["source"] = "gs://weights-elsewhere/qwen3-4b"
-    (manifest,) = [s["newState"]["inputs"] for s in steps_of_type(_run(other), RAYSERVICE)]
+    (manifest,) = [s["newState"]["inputs"] for s in steps_of_type(run(other), RAYSERVICE)]
     (llm,) = yaml.safe_load(manifest["spec"]["serveConfigV2"])["applications"][0]["args"]["llm_configs"]
     assert llm["model_loading_config"]["model_source"] == {"bucket_uri": "gs://weights-elsewhere/qwen3-4b"}
-
-
-def _run(vals: dict) -> dict:
-    from helpers import run
-
-    return run(vals)
 
 
 def test_the_librarys_arguments_are_checked_by_the_same_rules():
