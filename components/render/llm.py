@@ -35,23 +35,22 @@ def target(obj: RayServiceConfig, targets: Mapping[str, Mapping]) -> tuple[str, 
     raise ValueError(f"RayService {obj.name}: no worker group on a TPU slice or a GPU pool")
 
 
-def model_source(llm: LlmConfig, bucket: Optional[str], gcs_fuse: bool) -> Any:
-    """Ray Serve LLM's model_source: a Hugging Face id, the stack's bucket through its /gcs mount (a local path every
-    host reads), or another bucket as Ray Serve LLM's own cloud mirror (model_loading_config.model_source:
-    {bucket_uri: gs://...}, downloaded on each replica: Ray docs serve/llm/user-guides/model-loading.md)."""
+def model_source(llm: LlmConfig, mounted: Optional[tuple[str, str]]) -> Any:
+    """Ray Serve LLM's model_source: a Hugging Face id, the stack's bucket through its GCS FUSE mount (`mounted`:
+    (bucket, mount path); a local path every host reads), or another bucket as Ray Serve LLM's own cloud mirror
+    (model_loading_config.model_source: {bucket_uri: gs://...}, downloaded on each replica: Ray docs serve/llm/
+    user-guides/model-loading.md)."""
     if llm.hf_repo:
         return llm.hf_repo
     found = llm.gcs_object()
     assert found is not None  # the model validates the source
     name, path = found
-    if gcs_fuse and bucket == name:
-        from .manifests import GCS_MOUNT
-
-        return f"{GCS_MOUNT}/{path}"
+    if mounted is not None and mounted[0] == name:
+        return f"{mounted[1]}/{path}"
     return {"bucket_uri": llm.source}
 
 
-def llm_config(obj: RayServiceConfig, targets: Mapping[str, Mapping], bucket: Optional[str]) -> dict:
+def llm_config(obj: RayServiceConfig, targets: Mapping[str, Mapping], mounted: Optional[tuple[str, str]]) -> dict:
     """The one `LLMConfig` (ray.serve.llm.LLMConfig fields: python/ray/llm/_internal/serve/core/configs/
     llm_config.py) of the service."""
     llm = obj.llm
@@ -68,7 +67,7 @@ def llm_config(obj: RayServiceConfig, targets: Mapping[str, Mapping], bucket: Op
     config: dict[str, Any] = {
         "model_loading_config": {
             "model_id": llm.model_id,
-            "model_source": model_source(llm, bucket, obj.gcs_fuse),
+            "model_source": model_source(llm, mounted),
         },
         "engine_kwargs": {
             **llm.engine_args,
@@ -89,16 +88,16 @@ def llm_config(obj: RayServiceConfig, targets: Mapping[str, Mapping], bucket: Op
     return config
 
 
-def serve_config(obj: RayServiceConfig, targets: Mapping[str, Mapping], bucket: Optional[str]) -> dict:
+def serve_config(obj: RayServiceConfig, targets: Mapping[str, Mapping], mounted: Optional[tuple[str, str]]) -> dict:
     """serveConfigV2: one OpenAI-compatible application at / (Ray docs serve/llm/quick-start.md, Production
-    deployment)."""
+    deployment); `mounted`: (the bucket, where the pods mount it), None without a mount."""
     return {
         "applications": [
             {
                 "name": APP_NAME,
                 "import_path": admission.LLM_APP_IMPORT_PATH,
                 "route_prefix": "/",
-                "args": {"llm_configs": [llm_config(obj, targets, bucket)]},
+                "args": {"llm_configs": [llm_config(obj, targets, mounted)]},
             }
         ]
     }

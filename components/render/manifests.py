@@ -320,7 +320,8 @@ def ray_manifest(obj: RayObjectConfig, targets: Mapping[str, Mapping], ctx: Rend
     kind = kind_of(obj)
     cluster_spec = None if getattr(obj, "cluster", None) else ray_cluster_spec(obj, targets, ctx)
     if kind == "RayService":
-        serve = obj.serve_config if obj.llm is None else llm.serve_config(obj, targets, ctx.bucket)
+        mounted = (ctx.bucket, GCS_MOUNT) if obj.gcs_fuse and ctx.bucket else None
+        serve = obj.serve_config if obj.llm is None else llm.serve_config(obj, targets, mounted)
         spec = {
             "serveConfigV2": yaml.safe_dump(serve, sort_keys=True),
             "upgradeStrategy": {"type": obj.upgrade_strategy},
