@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .. import admission, catalog
 from ..catalog import ray_versions
+from .llm_models import LlmConfig
 from .operations import is_plain_ray_image
 from .paths import Paths
 from .problems import Problem
@@ -19,9 +20,9 @@ def _gb(n: float) -> str:
     return f"{n / GB:.1f} GB"
 
 
-def _fit(obj: RayServiceConfig, base, hbm_per_unit: int, unit: str, problems: list[Problem], paths: Paths, i: int):
-    """The weights plus one max_model_len sequence's KV cache against the share of the replica's memory vLLM takes."""
-    llm = obj.llm
+def _fit(llm: LlmConfig, base: str, hbm_per_unit: int, unit: str, problems: list[Problem], paths: Paths) -> None:
+    """The model's heads against tensor parallelism, and its weights plus one max_model_len sequence's KV cache
+    against the share of the replica's memory vLLM takes."""
     arch = llm.architecture
     tp = llm.tensor_parallel_size
     if arch is None:
@@ -103,15 +104,8 @@ def check_llm_service(obj: RayServiceConfig, i: int, known: dict, paths: Paths, 
                 )
             )
         else:
-            _fit(
-                obj,
-                base,
-                catalog.peak("tpu", entry.generation).hbm_bytes,
-                f"{entry.generation} HBM",
-                problems,
-                paths,
-                i,
-            )
+            hbm = catalog.peak("tpu", entry.generation).hbm_bytes
+            _fit(llm, base, hbm, f"{entry.generation} HBM", problems, paths)
         if entry.generation not in admission.VLLM_TPU_RECOMMENDED:
             status = "experimental" if entry.generation in admission.VLLM_TPU_EXPERIMENTAL else "not listed"
             warnings.append(
@@ -138,15 +132,8 @@ def check_llm_service(obj: RayServiceConfig, i: int, known: dict, paths: Paths, 
                 )
             )
         else:
-            _fit(
-                obj,
-                base,
-                catalog.peak("gpu", pool.accelerator).hbm_bytes,
-                f"{pool.accelerator} memory",
-                problems,
-                paths,
-                i,
-            )
+            hbm = catalog.peak("gpu", pool.accelerator).hbm_bytes
+            _fit(llm, base, hbm, f"{pool.accelerator} memory", problems, paths)
         room = gpus // tp * group.max if tp <= gpus else 0
         unit = f"replicas of {tp} GPUs on {group.max} node(s) of {name}"
     if most > room and not problems:
