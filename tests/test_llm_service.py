@@ -235,3 +235,11 @@ def test_the_librarys_arguments_are_checked_by_the_same_rules():
         validate_platform_args(args, "p")
     (found,) = [str(p) for p in error.value.problems]
     assert found.startswith("RayTpuPlatform(p).args.ray_services[0].llm.tensor_parallel_size: 16 on slice v6e-8")
+
+
+def test_the_version_set_says_where_each_side_takes_vllm_from():
+    from plan.version_set import vllm_of
+
+    assert vllm_of(TPU_IMAGE) == "vllm/vllm-tpu:v0.27.0 (workloads/Dockerfile.llm-tpu)"
+    assert vllm_of(GPU_IMAGE) == "the vLLM Ray pins in rayproject/ray-llm"
+    assert vllm_of("example.com/team/own-vllm:1") == "example.com/team/own-vllm:1"
