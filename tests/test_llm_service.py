@@ -243,3 +243,11 @@ def test_the_version_set_says_where_each_side_takes_vllm_from():
     assert vllm_of(TPU_IMAGE) == "vllm/vllm-tpu:v0.27.0 (workloads/Dockerfile.llm-tpu)"
     assert vllm_of(GPU_IMAGE) == "the vLLM Ray pins in rayproject/ray-llm"
     assert vllm_of("example.com/team/own-vllm:1") == "example.com/team/own-vllm:1"
+
+
+def test_a_service_without_a_group_on_a_slice_or_gpu_pool_is_refused():
+    vals = llm_values(group={"slice": "v6e-8"}, cpuPools=[{"name": "cpu", "machineType": "n2-standard-8"}])
+    vals["ray-tpu-gke:rayServices"][0]["workerGroups"] = [{"name": "c", "cpuPool": "cpu"}]
+    found = problems(vals)
+    assert f"{SERVICE}.workerGroups: 0 groups on a TPU slice or a GPU pool; allowed: exactly one, where the model's " \
+           "replicas run" in found
