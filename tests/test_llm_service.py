@@ -251,3 +251,22 @@ def test_a_service_without_a_group_on_a_slice_or_gpu_pool_is_refused():
     found = problems(vals)
     assert f"{SERVICE}.workerGroups: 0 groups on a TPU slice or a GPU pool; allowed: exactly one, where the model's " \
            "replicas run" in found
+
+
+def test_the_rayservice_components_arguments_are_checked_by_the_same_rules():
+    from ray_tpu_gke.spec.component_args import validate_ray_args
+    from ray_tpu_gke.spec.ray_models import RayServiceConfig
+
+    spec = {"name": "llm", "image": GPU_IMAGE, "ray_version": "2.60.0", "autoscaling": {"enabled": True},
+            "llm": {"model_id": "qwen3-4b", "source": "hf://Qwen/Qwen3-4B", "tensor_parallel_size": 16,
+                    "max_model_len": 4096},
+            "worker_groups": [{"name": "g", "gpu_pool": "h100-8", "replicas": 0}]}
+    pool = {"name": "h100-8", "accelerator": "nvidia-h100-80gb", "machine_type": "a3-highgpu-8g"}
+    args = {"kubernetes_provider": object(), "spec": spec, "gpu_pools": [pool]}  # the provider is only passed on
+    with pytest.raises(ConfigError) as error:
+        validate_ray_args("RayService", RayServiceConfig, args, "llm")
+    assert [str(p) for p in error.value.problems] == [
+        "RayService(llm).args.spec.llm.tensor_parallel_size: 16 on pool h100-8 (8 x nvidia-h100-80gb per node); "
+        "allowed: 8 or a divisor of it (the tensor-parallel workers share one node: llm-tensor-parallel-fits-replica)"]
+    spec["llm"]["tensor_parallel_size"] = 8
+    assert validate_ray_args("RayService", RayServiceConfig, args, "llm").obj.llm.tensor_parallel_size == 8
