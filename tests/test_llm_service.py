@@ -260,7 +260,7 @@ def test_the_rayservice_components_arguments_are_checked_by_the_same_rules():
     spec = {"name": "llm", "image": GPU_IMAGE, "ray_version": "2.60.0", "autoscaling": {"enabled": True},
             "llm": {"model_id": "qwen3-4b", "source": "hf://Qwen/Qwen3-4B", "tensor_parallel_size": 16,
                     "max_model_len": 4096},
-            "worker_groups": [{"name": "g", "gpu_pool": "h100-8", "replicas": 0}]}
+            "worker_groups": [{"name": "g", "gpu_pool": "h100-8", "replicas": 0, "max_replicas": 1}]}
     pool = {"name": "h100-8", "accelerator": "nvidia-h100-80gb", "machine_type": "a3-highgpu-8g"}
     args = {"kubernetes_provider": object(), "spec": spec, "gpu_pools": [pool]}  # the provider is only passed on
     with pytest.raises(ConfigError) as error:
