@@ -397,7 +397,7 @@ class RayServiceSpecArgs(RayObjectArgs, total=False):
     serve_config: dict[str, Any]
     """Ray Serve config (serveConfigV2) as a mapping; exactly one of serve_config and llm."""
     llm: LlmArgs
-    """An LLM served by Ray Serve LLM on vLLM (the plan writes its serveConfigV2); exactly one of serve_config and llm."""
+    """An LLM on vLLM through Ray Serve LLM (the plan writes its serveConfigV2); exactly one of serve_config and llm."""
     upgrade_strategy: str
     """NewCluster (needs twice the slices during an upgrade) or None."""
 

@@ -124,8 +124,7 @@ class RayServiceConfig(RayObjectConfig):
     serve_config: Optional[dict[str, Any]] = None
     """Ray Serve config (serveConfigV2) as a mapping; exactly one of serve_config and llm."""
     llm: Optional[LlmConfig] = None
-    """An LLM served by Ray Serve LLM on vLLM (the plan writes its serveConfigV2); exactly one of serve_config and
-    llm."""
+    """An LLM on vLLM through Ray Serve LLM (the plan writes its serveConfigV2); exactly one of serve_config and llm."""
     upgrade_strategy: Literal["NewCluster", "None"] = "NewCluster"
     """NewCluster (needs twice the slices during an upgrade) or None."""
 
