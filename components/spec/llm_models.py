@@ -8,8 +8,7 @@ from typing import Annotated, Any, Optional
 
 from pydantic import Field, StrictFloat, StrictInt, field_validator, model_validator
 
-from .. import admission
-from .model_types import Model, NonNegativeInt, PositiveInt, checked
+from .model_types import Model, NonNegativeInt, PositiveInt, SecretName
 
 # Kubernetes Secret keys: alphanumerics, '-', '_' or '.' (k8s.io/apimachinery validation IsConfigMapKey).
 _SECRET_KEY = re.compile(r"[-._a-zA-Z0-9]{1,253}")
@@ -18,8 +17,6 @@ _SECRET_KEY = re.compile(r"[-._a-zA-Z0-9]{1,253}")
 _HF_REPO = re.compile(r"[A-Za-z0-9][-._A-Za-z0-9]{0,95}/[A-Za-z0-9][-._A-Za-z0-9]{0,95}")
 # A Cloud Storage object path: gs://<bucket>/<path> (bucket names: 3-63 lowercase letters, digits, '-', '_', '.').
 _GCS_PATH = re.compile(r"gs://([a-z0-9][-_.a-z0-9]{1,61}[a-z0-9])/(\S+)")
-# A Secret's name is a DNS subdomain (Kubernetes "Object Names and IDs"); a DNS label of up to 63, the usual form.
-SecretName = checked(lambda v: admission.check_dns_label(v, 63))
 Number = Annotated[StrictFloat, Field(gt=0, allow_inf_nan=False)]
 NonNegativeNumber = Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)]
 
