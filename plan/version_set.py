@@ -19,13 +19,20 @@ from typing import Any, Iterable, Optional
 
 from ray_tpu_gke.catalog.resource_types import RAY_KIND_PREFIX
 from ray_tpu_gke.spec.config import StackConfig
-from ray_tpu_gke.spec.operations import image_ray_version, is_workloads_image, lacks_jax
+from ray_tpu_gke.spec.operations import (
+    LLM_TPU_REPOSITORY,
+    RAY_LLM_IMAGES,
+    image_ray_version,
+    is_workloads_image,
+    lacks_jax,
+)
 from rich.table import Table
 
 from .harness import Plan
 
 WORKLOADS = Path(__file__).resolve().parent.parent / "workloads"
 DOCKERFILES = {"tpu": "Dockerfile", "gpu": "Dockerfile.gpu"}  # the workloads-tpu and workloads-gpu images
+LLM_TPU_DOCKERFILE = "Dockerfile.llm-tpu"  # the llm-tpu image: vLLM's TPU build with Ray Serve LLM
 # Fields below which the KubeRay CRDs take another API's schema or free-form values: the pod template (core/v1
 # PodTemplateSpec), rayStartParams (a map of strings) and metadata (labels, annotations).
 OPAQUE = {"template", "rayStartParams", "metadata"}
@@ -71,6 +78,21 @@ def dockerfile_pins(variant: str, folder: Path = WORKLOADS) -> Optional[dict[str
     return {"dockerfile": f"workloads/{name}", "base": base.group(1) if base else "", **pins}
 
 
+def vllm_of(image: str, folder: Path = WORKLOADS) -> str:
+    """Where an LLM service's image takes its vLLM from: the base of the repository's llm-tpu image
+    (workloads/Dockerfile.llm-tpu), Ray's pin in rayproject/ray-llm, or the image itself."""
+    repository = image.split("@", 1)[0].rsplit(":", 1)[0] if ":" in image.rsplit("/", 1)[-1] else image
+    if repository.endswith(LLM_TPU_REPOSITORY):
+        try:
+            base = re.search(r"^FROM\s+(\S+)", (folder / LLM_TPU_DOCKERFILE).read_text(), re.M)
+        except OSError:
+            base = None
+        return f"{base.group(1)} (workloads/{LLM_TPU_DOCKERFILE})" if base else image
+    if repository in RAY_LLM_IMAGES:
+        return "the vLLM Ray pins in rayproject/ray-llm"
+    return image
+
+
 def versions(plan: Plan, config: StackConfig, inventory=None) -> dict:
     """The version set; `inventory` (plan/inventory.py) for a program that configures the library in its own way,
     whose Ray objects are read back from what it registered and whose cluster may not be its own."""
@@ -96,6 +118,8 @@ def versions(plan: Plan, config: StackConfig, inventory=None) -> dict:
         }
         if runs_in is not obj:
             entry["cluster"] = runs_in.name
+        if getattr(obj, "llm", None) is not None:
+            entry["llm"] = {"modelId": obj.llm.model_id, "engine": "vLLM", "vllm": vllm_of(obj.image)}
         objects[key] = entry
     out = {
         "gke": {
@@ -177,6 +201,8 @@ def table(v: dict) -> Table:
         )
         if obj["imageRayVersion"] and obj["imageRayVersion"] != obj["rayVersion"]:
             note += f" (tag says Ray {obj['imageRayVersion']})"
+        if "llm" in obj:
+            note += f"; serves {obj['llm']['modelId']} on vLLM: {obj['llm']['vllm']}"
         t.add_row(f"Ray of {name}", obj["rayVersion"], note)
     for variant, image in v.get("workloadsImages", {}).items():
         pins = ", ".join(f"{k} {value}" for k, value in image.items() if k not in ("dockerfile", "base"))

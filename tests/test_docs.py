@@ -15,7 +15,7 @@ from ray_tpu_gke.spec.config import parse_stack_config
 def examples():
     text = (ROOT / "docs/ray-objects.md").read_text()
     blocks = re.findall(r"```yaml\n(.*?)```", text, re.S)
-    assert len(blocks) == 6, "three examples, each a stack file and its manifest"
+    assert len(blocks) == 8, "four examples, each a stack file and its manifest"
     return [(yaml.safe_load(blocks[i]), yaml.safe_load(blocks[i + 1])) for i in range(0, len(blocks), 2)]
 
 
@@ -38,7 +38,7 @@ def test_each_documented_manifest_is_what_its_config_renders(request):
     for stack_file, documented in examples():
         assert rendered(stack_file) == documented
         kinds.append(documented["kind"])
-    assert kinds == ["RayCluster", "RayService", "RayJob"]
+    assert kinds == ["RayCluster", "RayService", "RayJob", "RayService"]
 
 
 def test_readme_links_resolve():

@@ -180,7 +180,8 @@ def test_platform_inputs_and_outputs(schema):
     assert sorted(group["required"]) == ["name"]  # and exactly one of slice, gpuPool, cpuPool (checked on construct)
     assert group["properties"]["replicas"]["type"] == "integer"
     service = ref_type(schema, inputs["rayServices"]["items"])
-    assert sorted(service["required"]) == ["name", "serveConfig", "workerGroups"]
+    assert sorted(service["required"]) == ["name", "workerGroups"]  # and exactly one of serveConfig, llm (on construct)
+    assert service["properties"]["llm"]["$ref"].endswith(":index:LlmArgs")
     assert service["properties"]["serveConfig"]["additionalProperties"]["$ref"] == "pulumi.json#/Any"
     job = ref_type(schema, inputs["rayJobs"]["items"])
     assert sorted(job["required"]) == ["entrypoint", "name"]

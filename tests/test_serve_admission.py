@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from helpers import minimal_values, plan_of, steps_of_type
+from ray_tpu_gke.render.llm import llm_model_id
 from ray_tpu_gke.spec.config import parse_stack_config
 from ray_tpu_gke.spec.problems import ConfigError
 
@@ -107,7 +108,9 @@ def test_num_replicas_beside_an_autoscaling_config_is_refused():
 
 def test_the_compare_stack_plans_its_serving_pair_at_zero_with_serves_autoscaling():
     services = {s["newState"]["inputs"]["metadata"]["name"]: s["newState"]["inputs"]
-                for s in steps_of_type(plan_of("compare"), "kubernetes:ray.io/v1:RayService")}
+                for s in steps_of_type(plan_of("compare"), "kubernetes:ray.io/v1:RayService")
+                if llm_model_id(yaml.safe_load(s["newState"]["inputs"]["spec"]["serveConfigV2"])) is None}
+    # (the LLM pair beside them: tests/test_llm_service.py)
     assert sorted(services) == ["serve-gpu", "serve-tpu"]
     configs = {name: yaml.safe_load(s["spec"]["serveConfigV2"]) for name, s in services.items()}
     tpu, gpu = (copy.deepcopy(configs[n]["applications"][0]) for n in ("serve-tpu", "serve-gpu"))

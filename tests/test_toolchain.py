@@ -134,10 +134,11 @@ def test_current_directory_comes_before_the_checkout(tmp_path):
 
 
 def test_ci_output_ends_with_the_test_suite():
-    """CI reads pytest's closing summary: `make test` is .ci/run's last command, after the Debian Python's plan."""
+    """CI reads pytest's closing summary: `make test-all` (both lanes, the Ray lane last) is .ci/run's last command,
+    after the Debian Python's plan."""
     commands = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()
                 if line.strip() and not line.strip().startswith("#")]
-    assert commands[-1] == "make test"
+    assert commands[-1] == "make test-all"
     debian = next(i for i, line in enumerate(commands) if re.search(r"\bmake plan PYTHON=\S+ VENV=\S+", line))
     assert debian < len(commands) - 1
 

@@ -62,7 +62,7 @@ def job_problems(job, config) -> list[str]:
 def service_problems(service) -> list[str]:
     """A Serve application imported from the repository's workloads exists there."""
     problems = []
-    for application in service.serve_config.get("applications", []):
+    for application in (service.serve_config or {}).get("applications", []):
         module, _, attribute = application.get("import_path", "").partition(":")
         if _names_the_repository(module) and not _module_defines(module, attribute):
             problems.append(f"{service.name}: {application['import_path']} is not defined in the repository")
@@ -76,7 +76,7 @@ def runs_the_repository(obj, config) -> bool:
         return any(_names_the_repository(word) for word in shlex.split(obj.entrypoint))
     if hasattr(obj, "serve_config"):
         return any(_names_the_repository(a.get("import_path", "").partition(":")[0])
-                   for a in obj.serve_config.get("applications", []))
+                   for a in (obj.serve_config or {}).get("applications", []))
     return any(job.cluster == obj.name and job.namespace == obj.namespace and runs_the_repository(job, config)
                for job in config.ray_jobs)
 

@@ -8,8 +8,8 @@ allowed; callers add the key path and the value.
 One module per concern: `names` (names, labels, images, quantities), `versions` (locations, networks, GKE versions
 and what each feature needs), `nodes` (cluster shape, machine types, what fits a node), `pods` (reservations, KubeRay
 and Ray's autoscaler, pod labels), `quota`, `gpu`, `alerting` (alert policy conditions), `cron` (CronJob
-schedules), `serve` (Ray Serve configs), `runtime` (a RayJob's entrypoint, runtime environments). The public names
-of all of them are this package's.
+schedules), `serve` (Ray Serve configs), `runtime` (a RayJob's entrypoint, runtime environments), `llm` (LLM services
+on vLLM). The public names of all of them are this package's.
 """
 
 # Imported in this order: the rules register in it, and docs/admission.md lists them so.
@@ -26,3 +26,4 @@ from .alerting import *  # noqa: F401,F403
 from .cron import *  # noqa: F401,F403
 from .serve import *  # noqa: F401,F403
 from .runtime import *  # noqa: F401,F403
+from .llm import *  # noqa: F401,F403

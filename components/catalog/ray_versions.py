@@ -102,6 +102,14 @@ RAY_FEATURES: tuple[RayFeature, ...] = (
         "; 2.55 ray/_private/accelerators/tpu.py reserve_tpu_slice (timeout = 100); ray-project/ray#62893",
     ),
     RayFeature(
+        "serve-llm-tpu",
+        "2.56.0",
+        "Ray Serve LLM on TPUs: LLMConfig accelerator_config {kind: tpu, topology} reserves a whole slice per "
+        "replica through SlicePlacementGroup",
+        "ray/llm/_internal/serve/core/configs/accelerators.py TPUConfig, TPUAccelerator; Ray docs serve/llm/"
+        "user-guides/tpu.md (TPU serving)",
+    ),
+    RayFeature(
         "drain-on-sigterm",
         "2.57.0",
         "`ray start --block` drains its node for RAY_GRACEFUL_SHUTDOWN_DRAIN_"

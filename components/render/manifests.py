@@ -16,6 +16,7 @@ from ..spec import multislice
 from ..spec.config import StackConfig
 from ..spec.models import CpuPoolConfig, GpuPoolConfig, TpuSliceConfig
 from ..spec.ray_models import RayJobConfig, RayObjectConfig, RayServiceConfig
+from . import llm
 
 SLICE_LABEL = "ray-tpu-gke/slice"
 # Also on a TPU pool's nodes: the slice's shape, which a plan of any program is read back from (plan/inventory.py).
@@ -132,6 +133,7 @@ def _gcs_fuse(ctx: RenderContext, obj: RayObjectConfig):
 def _head_group(obj: RayObjectConfig, ctx: RenderContext, slices: Mapping[str, TpuSliceConfig]) -> dict:
     annotations, volumes, mounts = _gcs_fuse(ctx, obj)
     env = multislice.head_env(obj, slices)  # Ray Train's start timeout and the slice shape, for the driver
+    env += llm.container_env(obj, on_slice=False)  # an LLM service's token: the head builds its app
     resources = {"cpu": obj.head.cpu, "memory": obj.head.memory}
     container = {
         "name": "ray-head",
@@ -241,7 +243,10 @@ def _worker_group(group, targets: Mapping[str, Mapping], obj: RayObjectConfig, c
     env = list(worker["env"])
     if kind == "slice":  # the group's shape, which the workloads read (workload/slice.py)
         env += multislice.slice_env(targets[kind][name], max(1, multislice.slices(obj, group)))
-    if mounts and kind in ("slice", "gpu_pool"):
+    env += llm.container_env(obj, on_slice=kind == "slice")  # an LLM service's token and compile cache
+    cache_volumes, cache_mounts = llm.cache_volume(obj, on_slice=kind == "slice")
+    volumes, mounts = volumes + cache_volumes, mounts + cache_mounts
+    if mounts and kind in ("slice", "gpu_pool") and getattr(obj, "llm", None) is None:  # vLLM keeps its own cache
         # One compilation cache policy for TPU and GPU workers alike, so that a second run favours neither side
         # (JAX hashes the platform into each cache key, so both can share the directory: jax 0.10.2
         # jax/_src/cache_key.py get, "backend version").
@@ -315,8 +320,10 @@ def ray_manifest(obj: RayObjectConfig, targets: Mapping[str, Mapping], ctx: Rend
     kind = kind_of(obj)
     cluster_spec = None if getattr(obj, "cluster", None) else ray_cluster_spec(obj, targets, ctx)
     if kind == "RayService":
+        mounted = (ctx.bucket, GCS_MOUNT) if obj.gcs_fuse and ctx.bucket else None
+        serve = obj.serve_config if obj.llm is None else llm.serve_config(obj, targets, mounted)
         spec = {
-            "serveConfigV2": yaml.safe_dump(obj.serve_config, sort_keys=True),
+            "serveConfigV2": yaml.safe_dump(serve, sort_keys=True),
             "upgradeStrategy": {"type": obj.upgrade_strategy},
             "rayClusterConfig": cluster_spec,
         }

@@ -322,11 +322,82 @@ class RayObjectArgs(TypedDict, total=False):
     """How long Ray Train waits for the worker group to start (default: 900 with TPU groups)."""
 
 
+class SecretKeyRefArgs(TypedDict, total=False):
+    """A key of a Kubernetes Secret in the service's namespace."""
+
+    name: Required[str]
+    """The Secret's name."""
+    key: str
+    """The key that holds the value (default token)."""
+
+
+class ModelArchitectureArgs(TypedDict, total=False):
+    """What the admission checks need of the model (its config.json on the Hugging Face Hub)."""
+
+    parameters: Required[float]
+    """Parameters, e.g. 4.0e9."""
+    attention_heads: Required[int]
+    """num_attention_heads."""
+    kv_heads: Required[int]
+    """num_key_value_heads (equal to attention_heads without grouped-query attention)."""
+    layers: Required[int]
+    """num_hidden_layers."""
+    hidden_size: Required[int]
+    """hidden_size."""
+    head_dim: int
+    """head_dim where the config sets it (default hidden_size / attention_heads)."""
+    dtype_bytes: int
+    """Bytes per weight and KV value (default 2: bf16)."""
+
+
+class LlmAutoscalingArgs(TypedDict, total=False):
+    """Ray Serve's autoscaling of the model's replicas (Serve AutoscalingConfig)."""
+
+    min_replicas: int
+    """Fewest replicas (default 0: nothing runs until a request comes)."""
+    max_replicas: int
+    """Most replicas (default 1)."""
+    initial_replicas: int
+    """Replicas Serve starts with (default min_replicas)."""
+    target_ongoing_requests: float
+    """Requests per replica Serve scales to (default Serve's own)."""
+    upscale_delay_s: float
+    """Seconds above target before Serve adds a replica (default Serve's own)."""
+    downscale_delay_s: float
+    """Seconds below target before Serve removes one (default Serve's own)."""
+
+
+class LlmArgs(TypedDict, total=False):
+    """An LLM served by Ray Serve LLM on vLLM, OpenAI-compatible (one model per RayService)."""
+
+    model_id: Required[str]
+    """The name clients send as "model" (Ray Serve LLM model_loading_config.model_id)."""
+    source: Required[str]
+    """Where the weights are: gs://<bucket>/<path> (the stack's bucket is read through its /gcs mount, another bucket is
+    downloaded by Ray Serve LLM) or hf://<owner>/<name> (a Hugging Face repository)."""
+    hf_token_secret: SecretKeyRefArgs
+    """The Kubernetes Secret whose key holds the Hugging Face token (HF_TOKEN), never the token itself."""
+    tensor_parallel_size: int
+    """vLLM tensor parallelism: chips or GPUs one replica shards the model over (default 1)."""
+    max_model_len: Required[int]
+    """The longest sequence (prompt plus output tokens) vLLM accepts."""
+    engine_args: dict[str, Any]
+    """Further vLLM engine arguments (snake_case, as vLLM's EngineArgs), e.g. gpu_memory_utilization."""
+    architecture: ModelArchitectureArgs
+    """The model's shape; when given, the plan checks tensor parallelism against its heads and that it fits."""
+    autoscaling: LlmAutoscalingArgs
+    """Serve's autoscaling of the replicas."""
+    max_ongoing_requests: int
+    """Requests one replica takes at once (default Ray Serve LLM's own)."""
+
+
 class RayServiceSpecArgs(RayObjectArgs, total=False):
     """A RayService: a Ray cluster serving a Ray Serve config."""
 
-    serve_config: Required[dict[str, Any]]
-    """Ray Serve config (serveConfigV2) as a mapping."""
+    serve_config: dict[str, Any]
+    """Ray Serve config (serveConfigV2) as a mapping; exactly one of serve_config and llm."""
+    llm: LlmArgs
+    """An LLM on vLLM through Ray Serve LLM (the plan writes its serveConfigV2); exactly one of serve_config and llm."""
     upgrade_strategy: str
     """NewCluster (needs twice the slices during an upgrade) or None."""
 

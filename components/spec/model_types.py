@@ -38,6 +38,8 @@ def checked(check):
 
 Name = checked(lambda v: admission.check_dns_label(v, 40))  # GKE cluster and node pool names allow 40
 SliceName = checked(lambda v: admission.check_dns_label(v, 30))  # leaves room for the pool index in pool names
+# A Kubernetes Secret's name is a DNS subdomain ("Object Names and IDs"); a DNS label of up to 63 is its usual form.
+SecretName = checked(lambda v: admission.check_dns_label(v, 63))
 Namespace = checked(admission.check_namespace)
 Image = checked(admission.check_image)
 Cidr = checked(admission.check_cidr)

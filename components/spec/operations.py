@@ -240,6 +240,11 @@ class UpgradeConfig(_Model):
 # the repository's workloads images <ray version> (docs/workloads.md, workloads/cloudbuild.yaml).
 RAY_IMAGES = ("rayproject/ray", "docker.io/rayproject/ray", "rayproject/ray-ml", "docker.io/rayproject/ray-ml")
 WORKLOADS_REPOSITORIES = ("/ray-tpu-gke/workloads-tpu", "/ray-tpu-gke/workloads-gpu")
+# Images that hold vLLM and Ray Serve LLM, tagged <ray version>[-...] too: Ray's own rayproject/ray-llm (vLLM's CUDA
+# build; Docker Hub tags such as 2.60.0-py311-cu128) and the repository's llm-tpu image (workloads/Dockerfile.llm-tpu:
+# vllm/vllm-tpu with ray[llm]).
+RAY_LLM_IMAGES = ("rayproject/ray-llm", "docker.io/rayproject/ray-llm")
+LLM_TPU_REPOSITORY = "/ray-tpu-gke/llm-tpu"
 
 
 def _split_image(image: str) -> tuple[str, str]:
@@ -256,7 +261,8 @@ def is_workloads_image(image: str) -> bool:
 def image_ray_version(image: str) -> Optional[str]:
     """The Ray version an image's tag names, for Ray's own images and the workloads images; None for any other."""
     repository, tag = _split_image(image)
-    if repository not in RAY_IMAGES and not repository.endswith(WORKLOADS_REPOSITORIES):
+    known = repository in RAY_IMAGES + RAY_LLM_IMAGES or repository.endswith(WORKLOADS_REPOSITORIES)
+    if not (known or repository.endswith(LLM_TPU_REPOSITORY)):
         return None
     match = re.match(r"(\d+\.\d+\.\d+)(?:-|$)", tag)
     return match.group(1) if match else None
@@ -271,6 +277,11 @@ def check_ray_version_of_image(ray_version: str, image: str) -> None:
             f"{ray_version} contradicts the image {image}, which is Ray {tagged}: set rayVersion to "
             f"{tagged} or use the image of Ray {ray_version}"
         )
+
+
+def is_plain_ray_image(image: str) -> bool:
+    """Ray's own rayproject/ray and ray-ml images: Ray alone, with neither vLLM nor Ray Serve LLM's dependencies."""
+    return _split_image(image)[0] in RAY_IMAGES
 
 
 def lacks_jax(image: str) -> bool:

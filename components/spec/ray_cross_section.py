@@ -14,7 +14,7 @@ from typing import Any, Optional
 from pydantic import ValidationError
 
 from .. import admission, catalog
-from . import images, multislice, serve_checks
+from . import images, llm_checks, multislice, serve_checks
 from .models import ClusterConfig, validate_as
 from .paths import ClusterContext, Paths
 from .problems import Problem, show
@@ -166,6 +166,7 @@ def check_ray_objects(
         problems += _check_demand(lists, demand, paths, warnings)
     problems += multislice.check(context, lists, paths, warnings)  # grace periods, start timeouts, multislice
     problems += serve_checks.check_services(lists["ray_services"], known, paths)  # Serve autoscaling on the groups
+    problems += llm_checks.check_llm_services(lists["ray_services"], known, paths, warnings)  # LLM services
     return problems
 
 

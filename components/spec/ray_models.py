@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import Field, StrictBool, StrictInt, ValidationInfo, field_validator
+from pydantic import Field, StrictBool, StrictInt, ValidationInfo, field_validator, model_validator
 
 from .. import admission
+from .llm_models import LlmConfig
 from .model_types import (
     Image,
     Model,
@@ -121,10 +122,19 @@ class RayClusterConfig(RayObjectConfig):
 class RayServiceConfig(RayObjectConfig):
     """A RayService: a Ray cluster serving a Ray Serve config."""
 
-    serve_config: dict[str, Any]
-    """Ray Serve config (serveConfigV2) as a mapping."""
+    serve_config: Optional[dict[str, Any]] = None
+    """Ray Serve config (serveConfigV2) as a mapping; exactly one of serve_config and llm."""
+    llm: Optional[LlmConfig] = None
+    """An LLM on vLLM through Ray Serve LLM (the plan writes its serveConfigV2); exactly one of serve_config and llm."""
     upgrade_strategy: Literal["NewCluster", "None"] = "NewCluster"
     """NewCluster (needs twice the slices during an upgrade) or None."""
+
+    @model_validator(mode="after")
+    def _one_application(self) -> "RayServiceConfig":
+        if (self.serve_config is None) == (self.llm is None):
+            given = "both" if self.llm is not None else "neither"
+            raise ValueError(f"{given} of serveConfig and llm given; allowed: exactly one (what the service serves)")
+        return self
 
 
 class RayJobConfig(RayObjectConfig):

@@ -196,6 +196,8 @@ def _pod_fit(obj: RayServiceConfig, deployment: dict, path: str, kind: str, know
 def check_service(obj: RayServiceConfig, path: str, known: dict) -> list[Problem]:
     """One RayService's serveConfig against its worker groups (`known`: valid slices and pools by name)."""
     config = obj.serve_config
+    if config is None:  # an `llm` service: the plan writes its Serve config (spec/llm_checks.py checks it)
+        return []
     problems = serve_schema.check_schema(config, path)  # what Serve's schema refuses
     apps = config.get("applications") if isinstance(config, dict) else None
     if not isinstance(apps, list):

@@ -12,6 +12,7 @@ from typing import Any, Optional
 
 import yaml
 from ray_tpu_gke import catalog
+from ray_tpu_gke.render.llm import llm_model_id
 
 from ..sides import RUN_LABEL, SIDE_LABEL, label_value, run_suffix
 
@@ -117,6 +118,8 @@ def services(plan: dict, values: dict) -> list[ServiceSide]:
         if state.get("type") != RAYSERVICE_TYPE:
             continue
         manifest = state["inputs"]
+        if llm_model_id(yaml.safe_load(manifest["spec"].get("serveConfigV2") or "{}")) is not None:
+            continue  # an LLM service: measured in tokens, not by this request-latency comparison
         name, namespace = manifest["metadata"]["name"], manifest["metadata"].get("namespace", "default")
         configured = _entry(values, "rayServices", name)
         cluster = manifest["spec"].get("rayClusterConfig") or {}
