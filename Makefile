@@ -81,11 +81,30 @@ $(WORKLOADS_STAMP): requirements-workloads.txt pyproject.toml
 	$(WORKLOADS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $@
 
+# PyTorch beside the workloads' Ray and JAX, for the TPU side's PyTorch route (torchax; docs/compare.md, "PyTorch on
+# the TPU side"): a virtualenv of its own, so .venv-workloads stays as the images' JAX side has it. PyPI's torch for
+# Linux x86_64 is a CUDA build (about 4.8 GB with its NVIDIA wheels, run here on the CPU), the one image-free way to
+# the torch 2.12 that torchax 0.0.13 needs (requirements-torch.txt). TORCH_VENV may be overridden like VENV.
+TORCH_VENV ?= .venv-torch
+TORCH_STAMP := $(TORCH_VENV)/.requirements-installed
+
+$(TORCH_STAMP): requirements-torch.txt requirements-workloads.txt pyproject.toml
+	$(GUARD)
+	$(PYTHON) -m venv $(TORCH_VENV)
+	@echo '*' > $(TORCH_VENV)/.gitignore
+	$(TORCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-torch.txt
+	$(TORCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	touch $@
+
+.PHONY: torch-venv
+torch-venv: $(TORCH_STAMP)
+
 plan: $(STAMP) $(ON_PATH)
 	$(BIN)/python -m plan $(STACK)
 
-# The tools the tests run beside the project's venv (Checkov, Ray and JAX); the tests that need them name this target.
-test-tools: $(CHECKOV_STAMP) $(WORKLOADS_STAMP)
+# The tools the tests run beside the project's venv (Checkov; Ray and JAX; the same with PyTorch); the tests that need them
+# name this target.
+test-tools: $(CHECKOV_STAMP) $(WORKLOADS_STAMP) $(TORCH_STAMP)
 
 # pytest-xdist: one worker per CPU; --dist loadfile sends each test module to one worker, in its order, so the tests
 # that share a module-scoped set-up (one local Ray cluster, one Checkov run, one git repository) get it once.
@@ -99,8 +118,8 @@ PYTEST_ARGS ?= -n auto --dist loadfile --no-loadscope-reorder
 # (tests/conftest.py --stack), as a new environment's checklist runs them; STACK from the command line only, so that
 # `make test` alone runs everything whatever `make plan`'s default stack is.
 STACK_ARGS := $(if $(filter command line,$(origin STACK)),--stack $(STACK))
-test: $(STAMP) $(ON_PATH) $(CHECKOV_STAMP) $(WORKLOADS_STAMP) lint
-	CHECKOV=$(abspath $(CHECKOV_VENV))/bin/checkov WORKLOADS_PYTHON=$(abspath $(WORKLOADS_VENV))/bin/python $(BIN)/python -m pytest -q $(PYTEST_ARGS) $(STACK_ARGS)
+test: $(STAMP) $(ON_PATH) $(CHECKOV_STAMP) $(WORKLOADS_STAMP) $(TORCH_STAMP) lint
+	CHECKOV=$(abspath $(CHECKOV_VENV))/bin/checkov WORKLOADS_PYTHON=$(abspath $(WORKLOADS_VENV))/bin/python TORCH_PYTHON=$(abspath $(TORCH_VENV))/bin/python $(BIN)/python -m pytest -q $(PYTEST_ARGS) $(STACK_ARGS)
 
 # ruff's lint and format check and mypy over what the wheel ships (pyproject.toml [tool.ruff], [tool.mypy], with the
 # exceptions written there); `make test` runs it before the suite. `make format-check` is the format check alone.
@@ -137,7 +156,7 @@ bench: $(STAMP) $(ON_PATH)
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) $(CHECKOV_VENV) $(WORKLOADS_VENV) .pytest_cache
+	rm -rf $(VENV) $(CHECKOV_VENV) $(WORKLOADS_VENV) $(TORCH_VENV) .pytest_cache
 
 # The GPU/TPU comparison of stacks/Pulumi.compare.yaml on this machine: both sides on a local Ray cluster, the CPU
 # standing in for the TPU slice and the GPU pool, one worker failure injected per side; the report (report.json,
