@@ -13,7 +13,6 @@ import subprocess
 import sys
 
 import pytest
-
 from helpers import ROOT
 
 pytestmark = pytest.mark.local_ray
@@ -76,9 +75,10 @@ def test_torchax_ran_one_program_over_a_device_per_simulated_chip(compared):
     # JAX's CPU devices standing in for the host's 8 chips; the GPU side's one CPU worker
     assert (tpu["devices"], tpu["processes"], tpu["deviceKind"]) == (CHIPS, 1, "cpu")
     assert (gpu["devices"], gpu["framework"], gpu["platform"]) == (1, "torch", "cpu")
-    # The compile time JAX reported while torchax ran the steps; the first step compiles, the steady ones do not.
-    assert tpu["compileS"] > 0 and tpu["compileEvents"] > 0
-    assert 1 in tpu["compiledSteps"] and STEPS not in tpu["compiledSteps"]
+    # The compile time JAX reported while torchax ran the steps: the first step compiles (the gradient's program and
+    # the optimiser's eager operations), the steps after it meet no new shape.
+    assert tpu["compileS"] > 0 and tpu["compileEvents"] > 1
+    assert tpu["compiledSteps"] == [0]  # indexes into the step times
     assert gpu["compileS"] == 0  # eager PyTorch declares none
     assert tpu["checkpoints"]["saves"] == gpu["checkpoints"]["saves"] == STEPS // EVERY
 
@@ -86,8 +86,10 @@ def test_torchax_ran_one_program_over_a_device_per_simulated_chip(compared):
 def test_the_port_computes_what_the_gpu_side_computes(compared):
     _, document, _ = compared
     tpu, gpu = by_name(document)["bench-tpu"], by_name(document)["bench-a100"]
-    # The same operations counted by PyTorch's FLOP counter on both devices: torchax dispatches PyTorch's own ops.
-    assert tpu["flopsPerStep"] == gpu["flopsPerStep"] > 0
+    # Two counts of one step: XLA's of the program torchax compiled (elementwise operations too) and PyTorch's
+    # counter's on the GPU side; they differ by under 10 % (8 % here: 1,241,096 and 1,146,880).
+    assert tpu["flopsSource"].startswith("XLA cost analysis") and gpu["flopsSource"].startswith("torch.utils")
+    assert tpu["flopsPerStep"] == pytest.approx(gpu["flopsPerStep"], rel=0.1)
     agreement = document["agreement"]
     assert agreement["metric"] == "evalLoss" and agreement["agree"] is True
     assert agreement["values"] == [tpu["evalMetric"]["value"], gpu["evalMetric"]["value"]]

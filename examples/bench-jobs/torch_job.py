@@ -13,9 +13,10 @@ step, times the workers (each counts its share of the batch). The image needs to
 
 The same job runs on a TPU slice with `--device jax`: PyTorch on JAX through torchax (workloads/Dockerfile.torch-tpu,
 docs/compare.md "PyTorch on the TPU side"), one Ray Train worker per TPU host holding all of its chips, the model, the
-loss, the optimiser and the loop unchanged. What changes is the device and how the batch spreads over the chips:
-DistributedDataParallel's one process per GPU becomes one program over every chip of the host, the parameters
-replicated and the batch split along a JAX device mesh (SPMD), as jax_job.py does it.
+loss, the optimiser, the data and the loop unchanged. What changes: the device; how the batch spreads over the chips
+(DistributedDataParallel's one process per GPU becomes one program over every chip of the host, the parameters
+replicated and the batch split along a JAX device mesh, SPMD, as jax_job.py does it: `place_on_mesh`); and where the
+gradient comes from (JAX's, for the whole step compiled once: `torchax_step`).
 
     python examples/bench-jobs/torch_job.py --device jax --chips 8 --steps 300 --side bench-tpu-torch
 """
@@ -83,6 +84,9 @@ def train_loop(config: dict) -> None:
         optimizer.step()
         return loss
 
+    if on_jax:
+        one_step = torchax_step(model, optimizer)
+
     for step in range(1, steps + 1):
         x_all, y_all = batch(step - 1, size, config["seed"])
         x = torch.from_numpy(x_all[rank * share:(rank + 1) * share]).to(device)
@@ -91,7 +95,7 @@ def train_loop(config: dict) -> None:
             x, y = place(x, rows=True), place(y, rows=True)
         began = time.perf_counter()
         programs = compiles.programs if compiles else 0
-        if flops is None:  # count once: every step runs the same operations
+        if flops is None and not on_jax:  # count once: every step runs the same operations
             with FlopCounterMode(display=False) as counter:
                 loss = one_step(x, y)
             flops = counter.get_total_flops() * world
@@ -122,8 +126,10 @@ def train_loop(config: dict) -> None:
             predictions = model(torch.from_numpy(x).to(device))[:, 0].cpu().numpy()
         if compiles:
             run.compiled(compiles.seconds, events=compiles.programs)
-        run.finish(metric=float(((predictions - y) ** 2).mean()), metric_name="evalLoss", flops_per_step=flops,
-                   flops_source="torch.utils.flop_counter.FlopCounterMode x workers",
+        run.finish(metric=float(((predictions - y) ** 2).mean()), metric_name="evalLoss",
+                   flops_per_step=one_step.flops if on_jax else flops,
+                   flops_source="XLA cost analysis of the compiled gradient step, per device x devices" if on_jax
+                   else "torch.utils.flop_counter.FlopCounterMode x workers",
                    fingerprint=bench.fingerprint(predictions.tolist(), seed=config["seed"],
                                                  inputs="bench-jobs MLP evaluation batch"))
 
@@ -148,6 +154,42 @@ def place_on_mesh(model):
 
     model.load_state_dict({k: place(v) for k, v in model.state_dict().items()}, assign=True)
     return model, place
+
+
+def torchax_step(model, optimizer):
+    """The training step on the TPU side. torchax 0.0.13 runs some PyTorch functions as JAX functions outside
+    PyTorch's autograd (torch.nn.functional.linear among them: torchax/ops/jtorch.py), so `loss.backward()` would
+    leave a Linear layer's parameters without gradients. The same loss's gradient comes from JAX instead
+    (jax.value_and_grad through torch.func.functional_call, compiled once for the whole step), and the optimiser
+    steps as before. `step.flops`: the model FLOPs of a step, from XLA's cost analysis of the compiled program (one
+    device's share, times the devices), once it has run."""
+    import jax
+    import torch
+    import torchax.interop
+
+    def loss_of(parameters, x, y):
+        return torch.nn.functional.mse_loss(torch.func.functional_call(model, parameters, (x,))[:, 0], y)
+
+    gradient = jax.jit(jax.value_and_grad(torchax.interop.jax_view(loss_of)))
+    compiled = None
+
+    def step(x, y):
+        nonlocal compiled
+        arguments = torchax.interop.jax_view((dict(model.named_parameters()), x, y))
+        if compiled is None:
+            compiled = gradient.lower(*arguments).compile()
+            analysis = compiled.cost_analysis()
+            analysis = analysis[0] if isinstance(analysis, (list, tuple)) else analysis  # older JAX: a list
+            step.flops = (analysis or {}).get("flops", 0.0) * jax.device_count() or None
+        loss, gradients = torchax.interop.torch_view(compiled(*arguments))
+        optimizer.zero_grad()
+        for name, parameter in model.named_parameters():
+            parameter.grad = gradients[name]
+        optimizer.step()
+        return loss
+
+    step.flops = None
+    return step
 
 
 class JaxCompiles:
@@ -183,8 +225,9 @@ def scaling(args, ScalingConfig):
     """The workers: one per GPU (--simulate: CPU workers standing in for the GPUs; the result says so), or one worker
     holding every chip of a TPU host: one host, since the mesh spans the chips one process sees (a multi-host slice
     would join its hosts' JAX processes with jax.distributed)."""
-    if args.device == "jax":
-        return ScalingConfig(num_workers=1, use_gpu=False, resources_per_worker={"TPU": args.chips})
+    if args.device == "jax":  # as jax_job.py asks for its host (Ray Train takes TPU resources with use_tpu only)
+        return ScalingConfig(num_workers=1, use_tpu=True, topology=args.topology,
+                             accelerator_type=args.accelerator_type, resources_per_worker={"TPU": args.chips})
     return ScalingConfig(num_workers=args.gpus, use_gpu=not args.simulate)
 
 
@@ -202,6 +245,8 @@ def main(argv=None) -> int:
                         help="cuda: the GPUs, one worker each; jax: a TPU slice's chips through torchax")
     parser.add_argument("--gpus", type=int, default=1, help="workers, one GPU each (--device cuda)")
     parser.add_argument("--chips", type=int, default=8, help="TPU chips per host (--device jax)")
+    parser.add_argument("--topology", default="2x4", help="the TPU slice's topology (--device jax): one host's")
+    parser.add_argument("--accelerator-type", default="TPU-V6E", help="Ray's TPU accelerator type (--device jax)")
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--learning-rate", type=float, default=0.05)
