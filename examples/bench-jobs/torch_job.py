@@ -117,6 +117,8 @@ def train_loop(config: dict) -> None:
                                  checkpoint=ray.train.Checkpoint.from_directory(directory) if rank == 0 else None)
                 if run is not None:
                     run.checkpoint(step, time.perf_counter() - began)
+    if run is not None and compiles:  # what the training loop compiled, not the evaluation below
+        run.compiled(compiles.seconds, events=compiles.programs)
     if run is not None:
         import numpy as np
 
@@ -124,8 +126,6 @@ def train_loop(config: dict) -> None:
         y = np.sin(x @ np.linspace(-1.0, 1.0, FEATURES, dtype=np.float32))
         with torch.no_grad():
             predictions = model(torch.from_numpy(x).to(device))[:, 0].cpu().numpy()
-        if compiles:
-            run.compiled(compiles.seconds, events=compiles.programs)
         run.finish(metric=float(((predictions - y) ** 2).mean()), metric_name="evalLoss",
                    flops_per_step=one_step.flops if on_jax else flops,
                    flops_source="XLA cost analysis of the compiled gradient step, per device x devices" if on_jax
