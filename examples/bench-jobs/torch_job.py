@@ -13,12 +13,15 @@ step, times the workers (each counts its share of the batch). The image needs to
 
 The same job runs on a TPU slice with `--device jax`: PyTorch on JAX through torchax (workloads/Dockerfile.torch-tpu,
 docs/compare.md "PyTorch on the TPU side"), one Ray Train worker per TPU host holding all of its chips, the model, the
-loss, the optimiser, the data and the loop unchanged. What changes: the device; how the batch spreads over the chips
-(DistributedDataParallel's one process per GPU becomes one program over every chip of the host, the parameters
-replicated and the batch split along a JAX device mesh, SPMD, as jax_job.py does it: `place_on_mesh`); and where the
-gradient comes from (JAX's, for the whole step compiled once: `torchax_step`).
+loss, the optimiser, the data and the loop around the step unchanged. What changes: the device; how the batch spreads
+over the chips (DistributedDataParallel's one process per GPU becomes one program over every chip of the host, the
+parameters replicated and the batch split along a JAX device mesh, SPMD, as jax_job.py does it: `place_on_mesh`); and
+where the gradient comes from (JAX's, for the loss and its gradient compiled once: `torchax_step`). Its model FLOPs
+per step come from XLA's cost analysis of that compiled program, its compile time from JAX's own events.
 
-    python examples/bench-jobs/torch_job.py --device jax --chips 8 --steps 300 --side bench-tpu-torch
+    python -m plan.compare compare --local --inject-failure 0 \\
+        --entrypoint bench-tpu='python examples/bench-jobs/torch_job.py --device jax --chips 8 --storage-path /tmp/c' \\
+        --entrypoint bench-a100='python examples/bench-jobs/torch_job.py --gpus 1 --storage-path /tmp/c'
 """
 
 from __future__ import annotations
