@@ -145,10 +145,10 @@ def place_on_mesh(model):
     import jax
     import torchax
     import torchax.interop
-    from jax.sharding import NamedSharding, PartitionSpec
+    from jax.sharding import AxisType, NamedSharding, PartitionSpec
 
     torchax.enable_globally()  # after the model's initialisation on the CPU: the same weights as the GPU side's
-    mesh = jax.make_mesh((jax.device_count(),), ("data",))
+    mesh = jax.make_mesh((jax.device_count(),), ("data",), axis_types=(AxisType.Auto,))  # as jax_job.py's
 
     def place(tensor, rows=False):
         where = NamedSharding(mesh, PartitionSpec("data") if rows else PartitionSpec())
@@ -163,8 +163,8 @@ def torchax_step(model, optimizer):
     """The training step on the TPU side. torchax 0.0.13 runs some PyTorch functions as JAX functions outside
     PyTorch's autograd (torch.nn.functional.linear among them: torchax/ops/jtorch.py), so `loss.backward()` would
     leave a Linear layer's parameters without gradients. The same loss's gradient comes from JAX instead
-    (jax.value_and_grad through torch.func.functional_call, compiled once for the whole step), and the optimiser
-    steps as before. `step.flops`: the model FLOPs of a step, from XLA's cost analysis of the compiled program (one
+    (jax.value_and_grad through torch.func.functional_call, compiled once), and the optimiser steps with it as
+    before. `step.flops`: the model FLOPs of a step, from XLA's cost analysis of the compiled program (one
     device's share, times the devices), once it has run."""
     import jax
     import torch
@@ -228,7 +228,9 @@ def scaling(args, ScalingConfig):
     """The workers: one per GPU (--simulate: CPU workers standing in for the GPUs; the result says so), or one worker
     holding every chip of a TPU host: one host, since the mesh spans the chips one process sees (a multi-host slice
     would join its hosts' JAX processes with jax.distributed)."""
-    if args.device == "jax":  # as jax_job.py asks for its host (Ray Train takes TPU resources with use_tpu only)
+    # as jax_job.py asks for its host: Ray Train takes TPU resources with use_tpu only (Ray 2.55
+    # ray/train/v2/api/config.py ScalingConfig)
+    if args.device == "jax":
         return ScalingConfig(num_workers=1, use_tpu=True, topology=args.topology,
                              accelerator_type=args.accelerator_type, resources_per_worker={"TPU": args.chips})
     return ScalingConfig(num_workers=args.gpus, use_gpu=not args.simulate)
