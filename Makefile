@@ -82,11 +82,30 @@ $(WORKLOADS_STAMP): requirements-workloads.txt pyproject.toml
 	$(WORKLOADS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $@
 
+# PyTorch beside the workloads' Ray and JAX, for the TPU side's PyTorch route (torchax; docs/compare.md, "PyTorch on
+# the TPU side"): a virtualenv of its own, so .venv-workloads stays as the images' JAX side has it. PyPI's torch for
+# Linux x86_64 is a CUDA build (about 4.8 GB with its NVIDIA wheels, run here on the CPU), the one image-free way to
+# the torch 2.12 that torchax 0.0.13 needs (requirements-torch.txt). TORCH_VENV may be overridden like VENV.
+TORCH_VENV ?= .venv-torch
+TORCH_STAMP := $(TORCH_VENV)/.requirements-installed
+
+$(TORCH_STAMP): requirements-torch.txt requirements-workloads.txt pyproject.toml
+	$(GUARD)
+	$(PYTHON) -m venv $(TORCH_VENV)
+	@echo '*' > $(TORCH_VENV)/.gitignore
+	$(TORCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-torch.txt
+	$(TORCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	touch $@
+
+.PHONY: torch-venv
+torch-venv: $(TORCH_STAMP)
+
 plan: $(STAMP) $(ON_PATH)
 	$(BIN)/python -m plan $(STACK)
 
-# The tools the tests run beside the project's venv (Checkov, Ray and JAX); the tests that need them name this target.
-test-tools: $(CHECKOV_STAMP) $(WORKLOADS_STAMP)
+# The tools the tests run beside the project's venv (Checkov; Ray and JAX; the same with PyTorch); the tests that need them
+# name this target.
+test-tools: $(CHECKOV_STAMP) $(WORKLOADS_STAMP) $(TORCH_STAMP)
 
 # Two lanes. `make test`, the one to run after every change: lint, then every test that needs no local Ray cluster
 # (Pulumi mocks, pure layers, the CLIs, snapshots, Checkov, the wheel), on one pytest-xdist worker per CPU; --dist
@@ -103,11 +122,12 @@ PYTEST_ARGS ?= -n auto --dist loadfile
 # (tests/conftest.py --stack), as a new environment's checklist runs them; STACK from the command line only, so that
 # `make test` alone runs everything whatever `make plan`'s default stack is.
 STACK_ARGS := $(if $(filter command line,$(origin STACK)),--stack $(STACK))
-TOOLS_ENV = CHECKOV=$(abspath $(CHECKOV_VENV))/bin/checkov WORKLOADS_PYTHON=$(abspath $(WORKLOADS_VENV))/bin/python
+TOOLS_ENV = CHECKOV=$(abspath $(CHECKOV_VENV))/bin/checkov WORKLOADS_PYTHON=$(abspath $(WORKLOADS_VENV))/bin/python \
+	TORCH_PYTHON=$(abspath $(TORCH_VENV))/bin/python
 test: $(STAMP) $(ON_PATH) $(CHECKOV_STAMP) $(WORKLOADS_STAMP) lint
 	$(TOOLS_ENV) $(BIN)/python -m pytest -q $(PYTEST_ARGS) -m "not local_ray" $(STACK_ARGS)
 
-test-ray: $(STAMP) $(ON_PATH) $(WORKLOADS_STAMP)
+test-ray: $(STAMP) $(ON_PATH) $(WORKLOADS_STAMP) $(TORCH_STAMP)
 	$(TOOLS_ENV) $(BIN)/python -m pytest -q -p no:xdist -m local_ray $(STACK_ARGS)
 
 test-all: test test-ray
@@ -147,7 +167,7 @@ bench: $(STAMP) $(ON_PATH)
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) $(CHECKOV_VENV) $(WORKLOADS_VENV) .pytest_cache
+	rm -rf $(VENV) $(CHECKOV_VENV) $(WORKLOADS_VENV) $(TORCH_VENV) .pytest_cache
 
 # The GPU/TPU comparison of stacks/Pulumi.compare.yaml on this machine: both sides on a local Ray cluster, the CPU
 # standing in for the TPU slice and the GPU pool, one worker failure injected per side; the report (report.json,

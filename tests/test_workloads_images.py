@@ -72,11 +72,34 @@ def test_cloud_build_builds_both_variants_under_the_names_the_stacks_use():
     built = {step["id"]: step["args"] for step in config["steps"]}
     assert built["tpu"][:3] == ["build", "-f", "workloads/Dockerfile"]
     assert built["gpu"][:3] == ["build", "-f", "workloads/Dockerfile.gpu"]
+    assert built["torch-tpu"][:3] == ["build", "-f", "workloads/Dockerfile.torch-tpu"]
     names = {variant: args[args.index("-t") + 1] for variant, args in built.items()}
     # The last path component names the variant: REGION-docker.pkg.dev/PROJECT/ray-tpu-gke/workloads-<variant>:TAG.
-    assert names == {v: f"${{_REGISTRY}}/workloads-{v}:${{_TAG}}" for v in ("tpu", "gpu")}
+    assert names == {v: f"${{_REGISTRY}}/workloads-{v}:${{_TAG}}" for v in ("tpu", "gpu", "torch-tpu")}
     assert sorted(config["images"]) == sorted(names.values())
     assert config["substitutions"]["_TAG"] == RAY
+
+
+def test_the_pytorch_variant_is_the_tpu_image_of_its_tag_with_the_tested_torch_and_torchax():
+    dockerfile = (WORKLOADS / "Dockerfile.torch-tpu").read_text()
+    # Built on the TPU image just built, of the same tag (no default: the Ray and JAX are that image's).
+    assert base(dockerfile) == "${BASE}" and re.search(r"(?m)^ARG BASE$", dockerfile)
+    step = next(s for s in yaml.safe_load((WORKLOADS / "cloudbuild.yaml").read_text())["steps"]
+                if s["id"] == "torch-tpu")
+    assert step["waitFor"] == ["tpu"]
+    assert step["args"][step["args"].index("--build-arg") + 1] == "BASE=${_REGISTRY}/workloads-tpu:${_TAG}"
+    # The torch and torchax the rehearsal runs (requirements-torch.txt), torch as PyTorch's CPU build.
+    tested, installed = pins((ROOT / "requirements-torch.txt").read_text()), pins(dockerfile)
+    assert installed == {"torch": tested["torch"], "torchax": tested["torchax"]}
+    assert "--index-url https://download.pytorch.org/whl/cpu" in dockerfile
+    assert f"== '{tested['torch']}'" in dockerfile and "torch.backends.cuda.is_built()" in dockerfile
+    # The example job, kept in the build context, at the path a RayJob's entrypoint names (docs/compare.md).
+    ignored = (ROOT / ".dockerignore").read_text().splitlines()
+    assert "!examples/bench-jobs/torch_job.py" in ignored and "workloads/Dockerfile.torch-tpu" in ignored
+    copies = [line.split()[2:] for line in dockerfile.splitlines() if line.startswith("COPY")]
+    assert copies == [["examples/bench-jobs/torch_job.py", "/opt/ray-tpu-gke/examples/bench-jobs/torch_job.py"]]
+    assert "python /opt/ray-tpu-gke/examples/bench-jobs/torch_job.py --device jax" in (
+        ROOT / "docs" / "compare.md").read_text()
 
 
 def test_the_build_context_is_the_workloads_and_the_library_they_need_only():
