@@ -11,9 +11,6 @@ from .patterns import Pattern, Phase
 
 APP_TIMEOUT_S = 600.0  # the application RUNNING (live: the head pod scheduled and pulled first)
 COLD_TIMEOUT_S = 900.0  # the first request's answer: a node, a pod, a replica started from zero
-# After the last pattern, until a replica Serve added for the load is RUNNING: a replica start from zero at most (a
-# node, a pod, a replica), as COLD_TIMEOUT_S; a hang guard, not a measure.
-SETTLE_TIMEOUT_S = COLD_TIMEOUT_S
 COLD = Pattern("cold", (Phase("cold", 1.0, 1.0),))  # one request, sent at once
 
 

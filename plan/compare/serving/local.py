@@ -298,7 +298,7 @@ def _drive(
             say=say,
             ready=together.wait,
         )
-        drive.settle(api, app, side.deployment.get("name"), drive.SETTLE_TIMEOUT_S)
+        drive.settle(api, app, side.deployment.get("name"), COLD_TIMEOUT_S)  # a replica started, as the first
     except BaseException:
         together.abort()
         raise
