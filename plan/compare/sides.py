@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ray_tpu_gke import catalog
-from ray_tpu_gke.render import manifests
 from ray_tpu_gke.catalog.resource_types import RAY_KIND_PREFIX
+from ray_tpu_gke.render import manifests
 
 RAYJOB_TYPE = RAY_KIND_PREFIX + "RayJob"  # KubeRay RayJobs in the plan's steps (catalog/resource_types.py)
 PROJECT = "ray-tpu-gke"
