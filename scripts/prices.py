@@ -70,8 +70,7 @@ HAND_ROWS = (
 )
 
 # Snapshot rows replaced, each with where the right figure comes from. The snapshot prices an A3 High VM in
-# us-central1 at half its price in us-east4 (its H100 rows there are half the other regions'); Google prices the two
-# regions' A3 machines alike.
+# us-central1 at half its price in us-east4; Google prices the two regions' A3 machines alike.
 CORRECTIONS = (
     {"kind": "gpu", "name": "a3-highgpu-8g", "capacity": "onDemand", "region": "us-central1", "hourly": 87.83247,
      "asOf": "2026-09-26", "source": "https://cloud.google.com/compute/vm-instance-pricing#accelerator-optimized",

@@ -315,7 +315,8 @@ def kind_of(obj: RayObjectConfig) -> str:
     return "RayCluster"
 
 
-# Who owns an autoscaled RayCluster's worker groups (docs/operations.md, "What an update does to a scaled cluster").
+# Who owns an autoscaled RayCluster's worker groups (admission rule ray-autoscaler-owns-replicas; docs/operations.md,
+# "What an update does to a scaled cluster").
 # Ray's autoscaler resizes a group with a JSON patch of the RayCluster's /spec/workerGroupSpecs/<i>/replicas and
 # /scaleStrategy (ray 2.55.0 autoscaler/_private/kuberay/node_provider.py worker_replica_patch, worker_delete_patch;
 # v2: autoscaler/v2/instance_manager/cloud_providers/kuberay/cloud_provider.py). The CRD declares no list type on

@@ -133,7 +133,8 @@ def check_ray_objects(
                         f"{paths(kind, i, 'worker_groups', j, 'replicas')}: {group.replicas} is not applied: "
                         "Ray's autoscaler owns an autoscaled RayCluster's replicas, so the group starts at "
                         f"minReplicas ({group.min_replicas}) and the autoscaler sizes it (docs/operations.md, "
-                        f'"What an update does to a scaled cluster"); set replicas to {group.min_replicas}'
+                        f'"What an update does to a scaled cluster"); set replicas to {group.min_replicas} '
+                        "(ray-autoscaler-owns-replicas)"
                     )
                 target_kind, target = group.target
                 wrong_image = images.mismatch(obj.image, target_kind)
