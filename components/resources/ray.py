@@ -32,9 +32,9 @@ RAYJOB_REPLACE = pulumi.ResourceOptions(replace_on_changes=["spec"], delete_befo
 # Admission rule rayservice-none-replaces-on-cluster-change. KubeRay applies a RayService's changed cluster spec by
 # preparing a new cluster and switching to it (rayservice_controller.go shouldPrepareNewCluster), only where
 # isZeroDowntimeUpgradeEnabled holds, which upgradeStrategy None turns off: the change is accepted and never reaches
-# the running cluster (KubeRay v1.7.0; a Serve config change still does). Under None a changed cluster spec therefore replaces the RayService, deleted first (same
-# name; its RayCluster goes with it): the service is down until the new cluster serves, which is what None, chosen
-# where there is no room for a second cluster, already implies.
+# the running cluster (KubeRay v1.7.0; a Serve config change still does). Under None a changed cluster spec therefore
+# replaces the RayService, deleted first (same name; its RayCluster goes with it): the service is down until the new
+# cluster serves, which is what None, chosen where there is no room for a second cluster, already implies.
 RAYSERVICE_NONE_REPLACE = pulumi.ResourceOptions(
     replace_on_changes=["spec.rayClusterConfig"], delete_before_replace=True
 )
