@@ -1,6 +1,7 @@
 """Generate components/catalog/data/prices.yaml from a Compute Engine price catalogue snapshot.
 
     python scripts/prices.py CATALOGUE.csv --source URL --as-of YYYY-MM-DD [--out components/catalog/data/prices.yaml]
+    python scripts/prices.py --check [TABLE]    # the rows of a table (default: the shipped one) the checks doubt
 
 CATALOGUE.csv is a SkyPilot-format `vms.csv` (columns InstanceType, vCPUs, MemoryGiB, AcceleratorName,
 AcceleratorCount, GpuInfo, Region, AvailabilityZone, Price, SpotPrice), e.g. anycloud-sh/catalog `gcp/vms.csv`, which
@@ -273,13 +274,31 @@ def _yaml_scalar(value) -> str:
     return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def check_table(path: Path) -> int:
+    """Each row of a generated table that the price checks doubt, one a line, and how many."""
+    from ray_tpu_gke.catalog.price_checks import trusted
+    from ray_tpu_gke.catalog.prices import load_table
+
+    rows, found = trusted(load_table(path))
+    for doubt in found:
+        print(f"doubted {doubt.describe()}")
+    print(f"{path}: {len(found)} of {len(rows) + len(found)} rows doubted, not used by the estimate", file=sys.stderr)
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python scripts/prices.py", description=__doc__.splitlines()[0])
-    parser.add_argument("catalogue", type=Path, help="a SkyPilot-format GCP vms.csv")
-    parser.add_argument("--source", required=True, help="https URL of the snapshot, naming its commit")
-    parser.add_argument("--as-of", required=True, type=date.fromisoformat, help="the snapshot's date (YYYY-MM-DD)")
+    parser.add_argument("catalogue", type=Path, nargs="?", help="a SkyPilot-format GCP vms.csv (with --check: a "
+                        "price table, default the shipped one)")
+    parser.add_argument("--source", help="https URL of the snapshot, naming its commit")
+    parser.add_argument("--as-of", type=date.fromisoformat, help="the snapshot's date (YYYY-MM-DD)")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--check", action="store_true", help="print the rows of a table the checks doubt, and why")
     args = parser.parse_args(argv)
+    if args.check:
+        return check_table(args.catalogue or OUT)
+    if args.catalogue is None or args.source is None or args.as_of is None:
+        parser.error("CATALOGUE, --source and --as-of are required (or --check)")
     if not args.source.startswith("https://"):
         parser.error("--source must be an https URL")
     reader = Reader(args.catalogue)

@@ -139,3 +139,15 @@ def test_the_generator_drops_and_reports_what_the_checks_doubt(tmp_path, capsys)
     assert ("cpu", "n2-standard-16", "onDemand", "asia-south1") not in table
     assert ("cpu", "n2-standard-16", "onDemand", "us-east1") in table
     assert "regionalOutlier: 1" in out.read_text()
+
+
+def test_the_generator_lists_the_shipped_tables_doubted_rows(capsys):
+    spec = importlib.util.spec_from_file_location("prices_script", ROOT / "scripts" / "prices.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.main(["--check"]) == 0
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    _, doubts = prices.trusted_table()
+    assert len(lines) == len(doubts) and f"{len(doubts)} of " in err
+    assert any(line.startswith("doubted gpu a3-highgpu-8g onDemand us-west1 $43.06615: under 60%") for line in lines)

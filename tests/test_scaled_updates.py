@@ -18,7 +18,7 @@ from ray_tpu_gke.render import manifests
 from ray_tpu_gke.spec.config import parse_stack_config
 
 from plan.review import classify, revisions
-from tests.helpers import minimal_values
+from tests.helpers import minimal_values, plan_of
 from tests.plans import program_plan
 
 RAYCLUSTER, RAYSERVICE, RAYJOB = (RAY_KIND_PREFIX + k for k in ("RayCluster", "RayService", "RayJob"))
@@ -171,3 +171,11 @@ def test_upgrade_strategy_none_applies_a_serve_config_change_in_place(plans):
 def test_new_cluster_upgrades_in_place_as_kuberay_does(plans):
     options = _step(plans["newcluster"], RAYSERVICE)["newState"]["options"]
     assert not options.get("replaceOnChanges") and not options.get("deleteBeforeReplace")
+
+
+def test_the_compare_stacks_services_under_none_are_replaced_when_their_cluster_changes():
+    services = [s for s in plan_of("compare")["steps"] if s["newState"]["type"] == RAYSERVICE]
+    assert {s["newState"]["name"] for s in services} == {"compare-serve-tpu", "compare-serve-gpu"}
+    for step in services:
+        assert step["newState"]["inputs"]["spec"]["upgradeStrategy"] == {"type": "None"}
+        assert step["newState"]["options"]["replaceOnChanges"] == ["spec.rayClusterConfig"]
