@@ -152,10 +152,23 @@ def healthy(stack: str) -> dict:
 
 
 def cluster_as_planned(plan: expected.StackPlan, images: dict) -> dict:
-    """The stand-in kubectl's state of a cluster built as `plan` says, its Ray pods on `images` ((ns, name) ->)."""
+    """The stand-in kubectl's state of a cluster built as `plan` says, its Ray pods on `images` ((ns, name) ->); an
+    autoscaled group of Standard mode as Ray's autoscaler has scaled it up: to its maximum, within the slice's pools
+    (in Autopilot at its start, GKE making nodes only for pods)."""
     pools = defaultdict(list)
     for pool in plan.pools:
         pools[pool.slice].append(pool)
+    left = {name: len(found) for name, found in pools.items()}
+
+    def running(group) -> int:
+        slice_name = group.selector.get(manifests.SLICE_LABEL)
+        if not group.autoscaling or not slice_name:
+            return group.replicas
+        most = min(group.max_replicas, left.get(slice_name, 0))
+        left[slice_name] = left.get(slice_name, 0) - most
+        return most
+
+    counts = {(o.namespace, o.name, g.group): running(g) for o in plan.objects for g in o.groups}
     taken = defaultdict(int)  # slice -> pools handed to worker group replicas so far
     used, nodes, pods, objects, logs = set(), [], [], {}, {}
     for obj in plan.objects:
@@ -163,7 +176,8 @@ def cluster_as_planned(plan: expected.StackPlan, images: dict) -> dict:
         cluster = obj.name
         if obj.kind == "RayCluster":
             # KubeRay v1.7 raycluster_types.go: the readiness conditions beside the deprecated state
-            status = {"state": "ready", "readyWorkerReplicas": sum(g.replicas for g in obj.groups), "conditions": [
+            ready = sum(counts[obj.namespace, obj.name, g.group] for g in obj.groups)
+            status = {"state": "ready", "readyWorkerReplicas": ready, "conditions": [
                 {"type": "RayClusterProvisioned", "status": "True", "reason": "AllPodRunningAndReadyFirstTime"},
                 {"type": "HeadPodReady", "status": "True", "reason": "HeadPodRunningAndReady"}]}
         elif obj.kind == "RayService":
@@ -176,7 +190,7 @@ def cluster_as_planned(plan: expected.StackPlan, images: dict) -> dict:
                         "metadata": {"name": obj.name, "namespace": obj.namespace}, "status": status}
         for group in obj.groups:
             spec, slice_name = group.spec, group.selector.get(manifests.SLICE_LABEL)
-            for replica in range(group.replicas):
+            for replica in range(counts[obj.namespace, obj.name, group.group]):
                 if slice_name:  # Standard mode: the slice's next node pool
                     pool = pools[slice_name][taken[slice_name]]
                     taken[slice_name] += 1
