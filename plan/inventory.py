@@ -178,7 +178,11 @@ class _Reader:
                         target = {targets[pool]: pool}
                     if target:
                         groups.append(
-                            {"name": group.get("groupName", "workers"), **target, "replicas": group.get("replicas", 1)}
+                            {
+                                "name": group.get("groupName", "workers"),
+                                **target,
+                                "replicas": manifests.group_replicas(group),
+                            }
                         )
                 if groups:
                     raw = {

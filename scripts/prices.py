@@ -1,6 +1,7 @@
 """Generate components/catalog/data/prices.yaml from a Compute Engine price catalogue snapshot.
 
     python scripts/prices.py CATALOGUE.csv --source URL --as-of YYYY-MM-DD [--out components/catalog/data/prices.yaml]
+    python scripts/prices.py --check [TABLE]    # the rows of a table (default: the shipped one) the checks doubt
 
 CATALOGUE.csv is a SkyPilot-format `vms.csv` (columns InstanceType, vCPUs, MemoryGiB, AcceleratorName,
 AcceleratorCount, GpuInfo, Region, AvailabilityZone, Price, SpotPrice), e.g. anycloud-sh/catalog `gcp/vms.csv`, which
@@ -23,6 +24,13 @@ not a price; 0.0 and empty prices are no price; exact duplicate rows count once;
 zones of their own, not the region's price; a rate that differs between the zones of a region takes the highest
 (counted under `zonesDiffer`), never silently the first. Rows no catalogue gives (flex-start, from Google's Dynamic
 Workload Scheduler pricing as quoted) are kept from HAND_ROWS below, each with its own date and source.
+
+Then the rows are checked against each other (components/catalog/price_checks.py: an on-demand or flex-start rate
+under 60 % of the median of its other regions, a larger GPU machine priced below a smaller one in the same region,
+Spot above on-demand): each doubted row is dropped, printed with its reason and counted in `snapshot.dropped`. A
+snapshot row known to be wrong is replaced by a row of CORRECTIONS (written under `corrections:`, each with its own
+source and date) before the checks. The package applies the same checks when it reads the table, so a table
+generated before them is read the same.
 """
 
 from __future__ import annotations
@@ -60,6 +68,23 @@ HAND_ROWS = (
      "note": "Dynamic Workload Scheduler (flex-start) price of a v6e chip-hour, as two public write-ups quote the page "
              "(one read on 2026-09-10, one listing us-east5 among its regions); the page itself could not be read "
              "here"},
+)
+
+# Snapshot rows replaced, each with where the right figure comes from. The snapshot prices an A3 High VM in
+# us-central1 at half its price in us-east4; Google prices the two regions' A3 machines alike.
+CORRECTIONS = (
+    {"kind": "gpu", "name": "a3-highgpu-8g", "capacity": "onDemand", "region": "us-central1", "hourly": 87.83247,
+     "asOf": "2026-09-26", "source": "https://cloud.google.com/compute/vm-instance-pricing#accelerator-optimized",
+     "note": "8 x the a3-highgpu-1g on-demand-equivalent list price in us-central1 ($10.9791/GPU-hour: the GPU, "
+             "vCPU and memory SKUs of the Cloud Billing Catalog API as a public data set quotes them, read "
+             "2026-09-26), equal to the snapshot's us-east4 row; the pricing page itself could not be read here"},
+    # The snapshot's A100 80GB GPU rows in us-central1 are half price (a2-ultragpu-8g below a2-highgpu-8g there).
+    {"kind": "gpu", "name": "a2-ultragpu-8g", "capacity": "onDemand", "region": "us-central1", "hourly": 40.55,
+     "asOf": "2026-12-05", "source": "https://cloud.google.com/compute/vm-instance-pricing#accelerator-optimized",
+     "note": "96 A2 vCPUs at $0.031611 and 1360 GB at $0.004237 an hour (the pair gives the snapshot's own "
+             "a2-highgpu-1g host row, $0.73948), 8 A100 80GB GPUs at $3.9284 (GPU pricing page) and the 3 TB of "
+             "Local SSD bundled at $0.08/GB-month; the same sum gives a2-ultragpu-1g $5.07, as a public price list "
+             "quotes it; the pricing pages themselves could not be read here"},
 )
 
 
@@ -216,7 +241,31 @@ def render(source: str, as_of: date, reader: Reader, rates: list[tuple[str, str,
         lines += [f"      {region}: {_number(value)}" for region, value in sorted(regions.items())]
     for row in HAND_ROWS:
         lines.append("  - {" + ", ".join(f"{k}: {_yaml_scalar(v)}" for k, v in row.items()) + "}")
+    present = {(kind, name, capacity, region) for kind, name, capacity, regions in rates for region in regions}
+    corrections = [c for c in CORRECTIONS if (c["kind"], c["name"], c["capacity"], c["region"]) in present]
+    if corrections:  # a correction replaces a row of the snapshot, so only one the snapshot has
+        lines.append("corrections:  # snapshot rows replaced, each with its own source (scripts/prices.py CORRECTIONS)")
+    for row in corrections:
+        lines.append("  - {" + ", ".join(f"{k}: {_yaml_scalar(v)}" for k, v in row.items()) + "}")
     return "\n".join(lines) + "\n"
+
+
+def checked(rates: list, dropped: Counter) -> tuple[list, list]:
+    """The rates (kind, name, capacity, {region: hourly}) without the rows the price checks doubt, judged with
+    CORRECTIONS in place; and the doubts, each counted in `dropped` under its rule (camelCase)."""
+    from ray_tpu_gke.catalog.price_checks import doubts
+    from ray_tpu_gke.catalog.prices import Rate
+
+    fixed = {(c["kind"], c["name"], c["capacity"], c["region"]): Decimal(str(c["hourly"])) for c in CORRECTIONS}
+    rows = [Rate(kind, name, capacity, fixed.get((kind, name, capacity, region), value), region, "", None, "table")
+            for kind, name, capacity, regions in rates for region, value in regions.items()]
+    found = doubts(rows)
+    drop = {d.key for d in found}
+    for d in found:
+        dropped[re.sub(r"-(\w)", lambda m: m.group(1).upper(), d.rule)] += 1
+    kept = [(kind, name, capacity, {r: v for r, v in regions.items() if (kind, name, capacity, r) not in drop})
+            for kind, name, capacity, regions in rates]
+    return [r for r in kept if r[3]], list(found)
 
 
 def _yaml_scalar(value) -> str:
@@ -225,13 +274,31 @@ def _yaml_scalar(value) -> str:
     return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def check_table(path: Path) -> int:
+    """Each row of a generated table that the price checks doubt, one a line, and how many."""
+    from ray_tpu_gke.catalog.price_checks import trusted
+    from ray_tpu_gke.catalog.prices import load_table
+
+    rows, found = trusted(load_table(path))
+    for doubt in found:
+        print(f"doubted {doubt.describe()}")
+    print(f"{path}: {len(found)} of {len(rows) + len(found)} rows doubted, not used by the estimate", file=sys.stderr)
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python scripts/prices.py", description=__doc__.splitlines()[0])
-    parser.add_argument("catalogue", type=Path, help="a SkyPilot-format GCP vms.csv")
-    parser.add_argument("--source", required=True, help="https URL of the snapshot, naming its commit")
-    parser.add_argument("--as-of", required=True, type=date.fromisoformat, help="the snapshot's date (YYYY-MM-DD)")
+    parser.add_argument("catalogue", type=Path, nargs="?", help="a SkyPilot-format GCP vms.csv (with --check: a "
+                        "price table, default the shipped one)")
+    parser.add_argument("--source", help="https URL of the snapshot, naming its commit")
+    parser.add_argument("--as-of", type=date.fromisoformat, help="the snapshot's date (YYYY-MM-DD)")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--check", action="store_true", help="print the rows of a table the checks doubt, and why")
     args = parser.parse_args(argv)
+    if args.check:
+        return check_table(args.catalogue or OUT)
+    if args.catalogue is None or args.source is None or args.as_of is None:
+        parser.error("CATALOGUE, --source and --as-of are required (or --check)")
     if not args.source.startswith("https://"):
         parser.error("--source must be an https URL")
     reader = Reader(args.catalogue)
@@ -240,6 +307,9 @@ def main(argv=None) -> int:
                         ("cpu", cpu_rates(reader))):
         for (name, capacity), regions in sorted(found.items()):
             rates.append((kind, name, capacity, regions))
+    rates, found = checked(rates, reader.dropped)
+    for doubt in found:
+        print(f"dropped {doubt.describe()}", file=sys.stderr)
     args.out.write_text(render(args.source, args.as_of, reader, rates), encoding="utf-8")
     print(f"{args.out}: {len(rates)} rates, {sum(len(r[3]) for r in rates)} region prices; dropped "
           f"{dict(sorted(reader.dropped.items()))}", file=sys.stderr)

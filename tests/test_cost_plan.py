@@ -38,10 +38,11 @@ def test_the_json_carries_the_cost_object(plan_output):
     assert cost["currency"] == "USD" and cost["region"] == "us-east5"
     assert [(i["kind"], i["name"]) for i in cost["items"]] == [("tpuSlice", "v6e-16"), ("cpuPool", "system")]
     tpu = cost["items"][0]
-    # 16 chips x the table's v6e onDemand us-east5 chip-hour; autoscaled from zero, one replica asked for.
+    # Autoscaled from zero and started at zero (Ray's autoscaler owns the count), up to one slice: 16 chips x the
+    # table's v6e onDemand us-east5 chip-hour.
     rate = next(r for r in cost["rates"] if (r["kind"], r["name"]) == ("tpu", "v6e"))
-    assert tpu["hourly"] == pytest.approx(16 * rate["hourly"]) and tpu["monthly"] == pytest.approx(tpu["hourly"] * 730)
-    assert tpu["min"]["hourly"] == 0 and tpu["max"]["hourly"] == tpu["hourly"]
+    assert tpu["hourly"] == 0 and tpu["monthly"] == 0
+    assert tpu["min"]["hourly"] == 0 and tpu["max"]["hourly"] == pytest.approx(16 * rate["hourly"])
     assert all(r["asOf"] and r["source"].startswith("https://") for r in cost["rates"])
     assert set(cost["total"]) == {"hourly", "monthly", "min", "max"}
     # The GKE cluster fee on every basis (#25.4): the total is the items plus $0.10 an hour.
@@ -62,7 +63,7 @@ def test_the_text_plan_shows_dollars_per_slice_and_pool_after_the_capacity(plan_
     assert out.index("TPU capacity") < out.index("Cost estimate (USD, us-east5") < out.index("quota needed")
     assert "$/hour" in out and "$/month" in out
     table = rows(out)
-    assert ["v6e-16", "tpuSlice", "onDemand", "1 slice x 16 chips"] in [r[:4] for r in table]
+    assert ["v6e-16", "tpuSlice", "onDemand", "0 slices x 16 chips"] in [r[:4] for r in table]
     assert ["ray-tpu-staging", "gkeClusterFee", "standard", "1 cluster", "$0.10/cluster-hour", "$0.10", "$73.00",
             "fixed"] in table
     assert "total" in [r[0] for r in table] and "/chip-hour" in out

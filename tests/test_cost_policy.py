@@ -77,7 +77,7 @@ def test_a_fixed_size_pool_outside_prod_quotes_what_a_slice_costs():
     pool["nodeCount"] = 4
     (hit,) = violations(plan, "cost-tpu-autoscaling")
     item = plan["cost"]["items"][0]
-    hourly = Decimal(str(item["hourly"]))  # one slice in staging
+    hourly = Decimal(str(item["perSlice"]["hourly"]))  # one slice of staging's v6e-16
     assert hit.level == ADVISORY and hit.resource.name == "v6e-16-0"
     assert (f"has a fixed size outside production, which costs {pricing.format_usd(hourly)}/hour "
             f"({pricing.format_usd(hourly * 730)}/month) at its onDemand rate") in hit.message

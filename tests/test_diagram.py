@@ -44,7 +44,7 @@ def test_prod_diagram_shows_every_slice_shape_and_who_uses_it():
             ("slice_v6e_8_serve", "RayService_serving_llm_v6e_8")} <= edges(chart)
     assert 'subgraph RayService_serving_llm["RayService serving/llm"]' in chart
     group = node_label(chart, "RayCluster_training_train_v6e_64")
-    assert "2 replicas (min 1, max 2)" in group and "16 pods per replica × 4 TPU chips" in group
+    assert "2 replicas (min 2, max 2)" in group and "16 pods per replica × 4 TPU chips" in group
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -159,8 +159,10 @@ def test_own_config_example_dev(monkeypatch):
     (ray,) = steps(plan, RAY_CLUSTER)
     assert ray.inputs["metadata"] == {**ray.inputs["metadata"], "name": "research", "namespace": "research"}
     groups = {g["groupName"]: g for g in ray.inputs["spec"]["workerGroupSpecs"]}
-    assert {name: (g["replicas"], g["maxReplicas"]) for name, g in groups.items()} == {"v6e-8": (1, 2),
-                                                                                       "v6e-16": (0, 2)}
+    # Autoscaled: the groups start at minReplicas and the autoscaler owns their count (no replicas declared).
+    assert {name: (g["minReplicas"], g["maxReplicas"]) for name, g in groups.items()} == {"v6e-8": (1, 2),
+                                                                                          "v6e-16": (0, 2)}
+    assert not [g for g in groups.values() if "replicas" in g]
     for name, group in groups.items():
         shape = ray_tpu_gke.slice_shape("v6e", "4x4" if name == "v6e-16" else "2x4")
         assert group["numOfHosts"] == shape.hosts

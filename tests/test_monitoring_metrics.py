@@ -151,6 +151,16 @@ def test_metric_types_are_spelled_as_their_sources_spell_them():
             assert metric["resource"] == "prometheus_target"
 
 
+def test_launch_stages_are_the_ones_googles_list_gives():
+    """Google's GKE system metric list (metrics_kubernetes) marks the node status condition BETA, the accelerator and
+    node pool metrics the alerts read GA; a stage is one of the list's own words."""
+    from ray_tpu_gke.catalog.metrics import NODE_CONDITION, metric_list
+
+    assert metric_list().metric(NODE_CONDITION).launch_stage == "BETA"
+    assert METRICS["kubernetes.io/node_pool/multi_host/available"]["launch_stage"] == "GA"
+    assert {m.get("launch_stage") for m in METRICS.values()} <= {"GA", "BETA", "ALPHA", "EARLY_ACCESS", None}
+
+
 def test_node_labels_listed_are_the_ones_slices_select():
     """Autopilot filters select a slice's nodes by the labels its pods select: all of them must be listed."""
     from ray_tpu_gke.render import manifests

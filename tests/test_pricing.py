@@ -433,4 +433,6 @@ def test_staging_is_its_slice_and_its_system_pool_at_list_price():
     row = {(r.kind, r.name, r.capacity, r.region): r for r in prices.load_table()}
     assert tpu.rate == row[("tpu", "v6e", "onDemand", "us-east5")]
     assert system.rate == row[("cpu", "e2-standard-8", "onDemand", "us-east5")]
-    assert e.total.hourly == 16 * tpu.rate.hourly + 1 * system.rate.hourly + Decimal("0.10")  # + the cluster fee
+    # The slice starts at zero (an autoscaled RayCluster's count is the autoscaler's), at most one of 16 chips.
+    assert e.total.hourly == 1 * system.rate.hourly + Decimal("0.10")  # + the cluster fee
+    assert tpu.max.hourly == 16 * tpu.rate.hourly

@@ -10,6 +10,8 @@ from .names import _RFC1035, check_label_key, check_label_value
 from .rules import rule
 
 __all__ = [
+    "RAY_AUTOSCALER_OWNS_REPLICAS",
+    "RAYSERVICE_NONE_APPLIES_NO_CLUSTER_CHANGE",
     "RESERVATION_SELECTOR",
     "check_reservation",
     "RAYSERVICE_SURGE",
@@ -109,6 +111,27 @@ RAY_MULTISLICE = rule(
     "placement group over N slices): the N slices of a worker group with replicas N must be able to exist at once, "
     "beside what other Ray objects ask of the same slice entry.",
     "ray python/ray/util/tpu.py SlicePlacementGroup and python/ray/train/v2/jax/config.py (Ray 2.55.0)",
+)
+
+RAY_AUTOSCALER_OWNS_REPLICAS = rule(
+    "ray-autoscaler-owns-replicas",
+    "Ray's autoscaler resizes an autoscaled RayCluster by patching the RayCluster's own worker group list "
+    "(replicas, scaleStrategy.workersToDelete); server-side apply treats that list as atomic, so after the first "
+    "scaling the autoscaler owns it and an apply of any other list value is a field conflict. The plan declares no "
+    "replicas there (KubeRay starts the group at minReplicas) and applies the list with pulumi.com/patchForce; a "
+    "replicas other than minReplicas is a warning. A RayService's or RayJob's cluster is KubeRay's own RayCluster.",
+    "ray python/ray/autoscaler/_private/kuberay/node_provider.py (worker_replica_patch, worker_delete_patch, Ray "
+    "2.55.0); KubeRay v1.7.0 ray.io_rayclusters.yaml (no list type on workerGroupSpecs, replicas default 0) and "
+    "utils.GetWorkerGroupDesiredReplicas; https://kubernetes.io/docs/reference/using-api/server-side-apply/ "
+    "(custom resources' lists are atomic); pulumi-kubernetes provider/pkg/await/await.go patchForce",
+)
+RAYSERVICE_NONE_APPLIES_NO_CLUSTER_CHANGE = rule(
+    "rayservice-none-replaces-on-cluster-change",
+    "KubeRay applies a RayService's changed cluster spec only by preparing a new cluster, which upgradeStrategy None "
+    "turns off: the change is accepted and never reaches the running cluster (a Serve config change does). Under "
+    "None the plan replaces the RayService, deleted first, when spec.rayClusterConfig changes.",
+    "KubeRay v1.7.0 ray-operator/controllers/ray/rayservice_controller.go shouldPrepareNewCluster, "
+    "isZeroDowntimeUpgradeEnabled",
 )
 
 

@@ -190,7 +190,35 @@ def parse_table(document: Any, where: str = "prices table") -> tuple[Rate, ...]:
                 raise TableError(f"{at}: a second row for {' '.join(key)}")
             seen.add(key)
             rates.append(rate)
-    return tuple(rates)
+    return tuple(_corrected(rates, document.get("corrections") or [], where))
+
+
+def _corrected(rates: list[Rate], corrections: Any, where: str) -> list[Rate]:
+    """The rows with the table's `corrections` in place of the snapshot's rows they name: one row each, with its own
+    source and date (scripts/prices.py CORRECTIONS)."""
+    if not isinstance(corrections, list):
+        raise TableError(f"{where}: corrections must be a list")
+    index = {(r.kind, r.name, r.capacity, r.region): i for i, r in enumerate(rates)}
+    out = list(rates)
+    for i, row in enumerate(corrections):
+        at = f"{where}: corrections[{i}]"
+        if not (isinstance(row, Mapping) and _ROW_FIELDS >= set(row) and (_ROW_FIELDS - {"note"}) <= set(row)):
+            raise TableError(f"{at}: must have kind, name, capacity, region, hourly, asOf, source and a note")
+        rate = _rate(
+            at,
+            row["kind"],
+            row["name"],
+            row["capacity"],
+            row["region"],
+            row["hourly"],
+            row["source"],
+            _date(row["asOf"], at),
+        )
+        key = (rate.kind, rate.name, rate.capacity, rate.region)
+        if key not in index:
+            raise TableError(f"{at}: corrects no row of the table ({' '.join(str(k) for k in key)})")
+        out[index[key]] = rate
+    return out
 
 
 def table_snapshot(path: Path = TABLE_PATH) -> dict:
@@ -208,6 +236,14 @@ def _load_document(path: Path) -> dict:
 def load_table(path: Path = TABLE_PATH) -> tuple[Rate, ...]:
     """The price table shipped with the package (components/catalog/data/prices.yaml)."""
     return parse_table(_load_document(path), str(path.name))
+
+
+@functools.lru_cache(maxsize=4)
+def trusted_table(path: Path = TABLE_PATH) -> tuple[tuple[Rate, ...], tuple[Any, ...]]:
+    """The shipped table's rows that pass the checks of `price_checks`, and the rows they doubt, each with why."""
+    from .price_checks import trusted
+
+    return trusted(load_table(path))
 
 
 def find_rate(

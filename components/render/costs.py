@@ -32,12 +32,14 @@ class MissingRate:
     capacity: str
     region: str
     needed_by: tuple[str, ...]  # "tpuSlices v6e-64", ...
+    doubted: str = ""  # why the price table's row for it is not used (catalog/price_checks.py), if it has one
 
     @property
     def message(self) -> str:
+        why = f"; the price table's row is not trusted: {self.doubted}" if self.doubted else ""
         return (
-            f"no rate for {self.kind} {self.name} {self.capacity} in {self.region} ({', '.join(self.needed_by)}); "
-            f"add {{kind: {self.kind}, name: {self.name}, capacity: {self.capacity}, region: {self.region}, "
+            f"no rate for {self.kind} {self.name} {self.capacity} in {self.region} ({', '.join(self.needed_by)})"
+            f"{why}; add {{kind: {self.kind}, name: {self.name}, capacity: {self.capacity}, region: {self.region}, "
             f"hourly: <USD per {UNITS[self.kind]}>}}"
         )
 
@@ -48,6 +50,7 @@ class MissingRate:
             "capacity": self.capacity,
             "region": self.region,
             "neededBy": list(self.needed_by),
+            **({"doubted": self.doubted} if self.doubted else {}),
             "problem": f"{RATES_KEY}: {self.message}",
         }
 

@@ -120,7 +120,7 @@ def checker_config(config: StackConfig, pools: Mapping[str, Sequence[str]], ctx:
                         "chips_per_host": shape.chips_per_host,
                     },
                     "selector": dict(group["template"]["spec"].get("nodeSelector") or {}),
-                    "replicas": int(group["replicas"]),
+                    "replicas": manifests.group_replicas(group),
                     "min_replicas": int(group["minReplicas"]),
                     "max_replicas": int(group["maxReplicas"]),
                     "autoscaling": autoscaling,

@@ -233,7 +233,9 @@ def _cpu_worker(pool: CpuPoolConfig, ctx: RenderContext, gcs: bool) -> dict:
 _WORKERS = {"slice": _tpu_worker, "gpu_pool": _gpu_worker, "cpu_pool": _cpu_worker}
 
 
-def _worker_group(group, targets: Mapping[str, Mapping], obj: RayObjectConfig, ctx: RenderContext) -> dict:
+def _worker_group(
+    group, targets: Mapping[str, Mapping], obj: RayObjectConfig, ctx: RenderContext, declare_replicas: bool = True
+) -> dict:
     """One worker group: a pod per host of its slice, or a pod per node of its GPU or CPU pool."""
     kind, name = group.target
     annotations, volumes, mounts = _gcs_fuse(ctx, obj)
@@ -272,9 +274,10 @@ def _worker_group(group, targets: Mapping[str, Mapping], obj: RayObjectConfig, c
     template = {"spec": spec}
     if annotations:
         template["metadata"] = {"annotations": annotations}
+    declared = {"replicas": group.replicas} if declare_replicas else {}
     return {
         "groupName": group.name,
-        "replicas": group.replicas,
+        **declared,
         "minReplicas": group.min_replicas,
         "maxReplicas": group.max,
         "numOfHosts": worker["hosts"],
@@ -283,13 +286,15 @@ def _worker_group(group, targets: Mapping[str, Mapping], obj: RayObjectConfig, c
     }
 
 
-def ray_cluster_spec(obj: RayObjectConfig, targets: Mapping[str, Mapping], ctx: RenderContext) -> dict:
+def ray_cluster_spec(
+    obj: RayObjectConfig, targets: Mapping[str, Mapping], ctx: RenderContext, declare_replicas: bool = True
+) -> dict:
     """`targets`: what worker groups run on, by kind ("slice", "gpu_pool", "cpu_pool") and name
-    (`StackConfig.targets`)."""
+    (`StackConfig.targets`); `declare_replicas` false leaves each group's `replicas` to Ray's autoscaler."""
     spec = {
         "rayVersion": obj.ray_version,
         "headGroupSpec": _head_group(obj, ctx, targets.get("slice", {})),
-        "workerGroupSpecs": [_worker_group(g, targets, obj, ctx) for g in obj.worker_groups],
+        "workerGroupSpecs": [_worker_group(g, targets, obj, ctx, declare_replicas) for g in obj.worker_groups],
     }
     if obj.autoscaling.enabled:
         spec["enableInTreeAutoscaling"] = True
@@ -315,10 +320,40 @@ def kind_of(obj: RayObjectConfig) -> str:
     return "RayCluster"
 
 
+# Who owns an autoscaled RayCluster's worker groups (admission rule ray-autoscaler-owns-replicas; docs/operations.md,
+# "What an update does to a scaled cluster").
+# Ray's autoscaler resizes a group with a JSON patch of the RayCluster's /spec/workerGroupSpecs/<i>/replicas and
+# /scaleStrategy (ray 2.55.0 autoscaler/_private/kuberay/node_provider.py worker_replica_patch, worker_delete_patch;
+# v2: autoscaler/v2/instance_manager/cloud_providers/kuberay/cloud_provider.py). The CRD declares no list type on
+# workerGroupSpecs (KubeRay v1.7.0 ray.io_rayclusters.yaml), so server-side apply treats the list as atomic
+# (Kubernetes "Server-Side Apply", custom resources) and the patch makes the autoscaler its owner. So Pulumi does
+# not declare `replicas` there: the CRD defaults it to 0, KubeRay starts the group at minReplicas
+# (utils.GetWorkerGroupDesiredReplicas) and deletes no worker for a lower count while autoscaling is on
+# (raycluster_controller.go reconcilePods: random Pod deletion is off); a refresh keeps only the fields Pulumi
+# declared (pulumi-kubernetes provider.go pruneLiveState), so the drift check never sees the autoscaler's count.
+# And Pulumi's apply takes the list back with force instead of failing with a field conflict (pulumi-kubernetes
+# await.go patchForce reads this annotation).
+PATCH_FORCE = "pulumi.com/patchForce"
+
+
+def autoscaler_owns_replicas(obj: RayObjectConfig) -> bool:
+    """A RayCluster with Ray autoscaling: the autoscaler patches this very object. A RayService's or RayJob's
+    cluster is a RayCluster KubeRay makes and owns; the autoscaler patches that one, never the object Pulumi applies
+    (node_provider.py `_submit_raycluster_patch`: rayclusters/<its cluster>)."""
+    return kind_of(obj) == "RayCluster" and obj.autoscaling.enabled
+
+
+def group_replicas(group: Mapping) -> int:
+    """The worker count KubeRay starts a rendered group at: its `replicas`, or where the autoscaler owns them, the
+    CRD's default 0 raised to minReplicas (KubeRay v1.7.0 utils.GetWorkerGroupDesiredReplicas)."""
+    return int(group["replicas"]) if "replicas" in group else int(group.get("minReplicas", 0))
+
+
 def ray_manifest(obj: RayObjectConfig, targets: Mapping[str, Mapping], ctx: RenderContext) -> dict:
     """The whole KubeRay object (apiVersion, kind, metadata, spec) for a RayCluster, RayService or RayJob."""
     kind = kind_of(obj)
-    cluster_spec = None if getattr(obj, "cluster", None) else ray_cluster_spec(obj, targets, ctx)
+    declare = not autoscaler_owns_replicas(obj)
+    cluster_spec = None if getattr(obj, "cluster", None) else ray_cluster_spec(obj, targets, ctx, declare)
     if kind == "RayService":
         mounted = (ctx.bucket, GCS_MOUNT) if obj.gcs_fuse and ctx.bucket else None
         serve = obj.serve_config if obj.llm is None else llm.serve_config(obj, targets, mounted)
@@ -358,6 +393,8 @@ def ray_manifest(obj: RayObjectConfig, targets: Mapping[str, Mapping], ctx: Rend
         metadata["annotations"] = {"pulumi.com/waitFor": _READY[kind]}
     else:
         metadata["annotations"] = {"pulumi.com/skipAwait": "true"}
+    if not declare:
+        metadata["annotations"][PATCH_FORCE] = "true"
     multislice_note = multislice.annotation(obj, targets.get("slice", {}))
     if multislice_note:
         metadata["annotations"][multislice.ANNOTATION] = multislice_note

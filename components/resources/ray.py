@@ -29,6 +29,25 @@ def custom_resource(name: str, manifest: dict, opts: pulumi.ResourceOptions) -> 
 # object instead, deleted first since the new one has the same name: `pulumi up` re-runs the job.
 RAYJOB_REPLACE = pulumi.ResourceOptions(replace_on_changes=["spec"], delete_before_replace=True)
 
+# Admission rule rayservice-none-replaces-on-cluster-change. KubeRay applies a RayService's changed cluster spec by
+# preparing a new cluster and switching to it (rayservice_controller.go shouldPrepareNewCluster), only where
+# isZeroDowntimeUpgradeEnabled holds, which upgradeStrategy None turns off: the change is accepted and never reaches
+# the running cluster (KubeRay v1.7.0; a Serve config change still does). Under None a changed cluster spec therefore
+# replaces the RayService, deleted first (same name; its RayCluster goes with it): the service is down until the new
+# cluster serves, which is what None, chosen where there is no room for a second cluster, already implies.
+RAYSERVICE_NONE_REPLACE = pulumi.ResourceOptions(
+    replace_on_changes=["spec.rayClusterConfig"], delete_before_replace=True
+)
+
+
+def replace_options(manifest: dict) -> pulumi.ResourceOptions | None:
+    """The replacement a KubeRay object needs for its changes to take effect, if any."""
+    if manifest["kind"] == "RayJob":
+        return RAYJOB_REPLACE
+    if manifest["kind"] == "RayService" and manifest["spec"]["upgradeStrategy"]["type"] == "None":
+        return RAYSERVICE_NONE_REPLACE
+    return None
+
 
 def _validate(kind: str, model: type[RayObjectConfig], args, name: str):
     """The validated Ray object (spec/component_args.py), what its groups run on and the render context."""
@@ -68,8 +87,9 @@ class RayWorkload(pulumi.ComponentResource):
         if problems:
             raise ConfigError([Problem(name, p) for p in problems])
         options = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends_on)
-        if manifest["kind"] == "RayJob":
-            options = pulumi.ResourceOptions.merge(options, RAYJOB_REPLACE)
+        replace = replace_options(manifest)
+        if replace is not None:
+            options = pulumi.ResourceOptions.merge(options, replace)
         self.resource = custom_resource(name, manifest, options)
         meta = manifest["metadata"]
         self.name = pulumi.Output.from_input(meta["name"])

@@ -132,6 +132,15 @@ def check_ray_objects(
                             "replicas of 1 or more, or autoscaling.enabled: true",
                         )
                     )
+                if kind == "ray_clusters" and obj.autoscaling.enabled and group.replicas != group.min_replicas:
+                    # render/manifests.py autoscaler_owns_replicas: Pulumi leaves the count to Ray's autoscaler.
+                    warnings.append(
+                        f"{paths(kind, i, 'worker_groups', j, 'replicas')}: {group.replicas} is not applied: "
+                        "Ray's autoscaler owns an autoscaled RayCluster's replicas, so the group starts at "
+                        f"minReplicas ({group.min_replicas}) and the autoscaler sizes it (docs/operations.md, "
+                        f'"What an update does to a scaled cluster"); set replicas to {group.min_replicas} '
+                        "(ray-autoscaler-owns-replicas)"
+                    )
                 target_kind, target = group.target
                 wrong_image = images.mismatch(obj.image, target_kind)
                 if wrong_image:

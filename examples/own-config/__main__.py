@@ -48,7 +48,8 @@ def translate(defaults: dict, env: dict) -> RayTpuPlatformArgs:
         RayObjectArgs(
             name=ray["name"],
             namespace=ray.get("namespace", "ray"),
-            worker_groups=[WorkerGroupArgs(name=slice_id, slice=slice_id, replicas=start, min_replicas=0,
+            # Ray's autoscaler owns an autoscaled RayCluster's count and starts each group at min_replicas.
+            worker_groups=[WorkerGroupArgs(name=slice_id, slice=slice_id, replicas=start, min_replicas=start,
                                            max_replicas=most)
                            for slice_id, (start, most) in ray["workers"].items()],
             autoscaling={"enabled": any(most > start for start, most in ray["workers"].values())},

@@ -15,6 +15,7 @@ from typing import Any, Optional
 
 from ray_tpu_gke import bench, catalog
 from ray_tpu_gke.catalog.resource_types import RAY_KIND_PREFIX
+from ray_tpu_gke.render import manifests
 
 RAYJOB_TYPE = RAY_KIND_PREFIX + "RayJob"  # KubeRay RayJobs in the plan's steps (catalog/resource_types.py)
 PROJECT = "ray-tpu-gke"
@@ -165,7 +166,7 @@ def select(found: list[SidePlan], names: Optional[str]) -> list[SidePlan]:
 
 
 def _side(plan, values, manifest, name, namespace, kind, group, item, units) -> SidePlan:
-    hosts, replicas = int(group.get("numOfHosts", 1)), int(group.get("replicas", 1))
+    hosts, replicas = int(group.get("numOfHosts", 1)), manifests.group_replicas(group)
     extra: dict[str, Any] = {}
     if kind == "tpu":
         entry = _by_name(_config_list(values, "tpuSlices"), item)

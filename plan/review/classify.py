@@ -22,6 +22,7 @@ from .replacement import CLUSTER, NODE_POOL, replace_rule
 from .revisions import Side
 
 RAYJOB = RAY_KIND_PREFIX + "RayJob"
+RAYSERVICE = RAY_KIND_PREFIX + "RayService"
 
 
 def _state(step: dict) -> dict:
@@ -62,6 +63,13 @@ def _risk(change: Change, old: dict | None, new: dict | None, tpu_pool: bool, po
         change.reasons.append(
             f"replaces RayJob {change.name}: the job runs again (its finished or running run is "
             "deleted first, with the Ray cluster it created)"
+        )
+    if change.type == RAYSERVICE and change.op == "replace":
+        # resources/ray.py RAYSERVICE_NONE_REPLACE: under upgradeStrategy None KubeRay applies no cluster change.
+        change.risky = True
+        change.reasons.append(
+            f"replaces RayService {change.name}: deleted first with its Ray cluster, the service is down until "
+            "the new cluster is ready and serving (upgradeStrategy None applies no cluster change in place)"
         )
     if change.type == CLUSTER:
         change.risky = True

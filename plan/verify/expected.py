@@ -57,7 +57,7 @@ def _group_plan(group: dict, autoscaling: bool, slice_name: str = "") -> Optiona
         group["groupName"],
         slice_spec,
         selector,
-        int(group["replicas"]),
+        manifests.group_replicas(group),
         int(group["minReplicas"]),
         int(group["maxReplicas"]),
         autoscaling,
