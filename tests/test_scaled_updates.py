@@ -175,7 +175,8 @@ def test_new_cluster_upgrades_in_place_as_kuberay_does(plans):
 
 def test_the_compare_stacks_services_under_none_are_replaced_when_their_cluster_changes():
     services = [s for s in plan_of("compare")["steps"] if s["newState"]["type"] == RAYSERVICE]
-    assert {s["newState"]["name"] for s in services} == {"compare-serve-tpu", "compare-serve-gpu"}
+    assert {s["newState"]["name"] for s in services} == {"compare-serve-tpu", "compare-serve-gpu", "compare-llm-tpu",
+                                                           "compare-llm-gpu"}
     for step in services:
         assert step["newState"]["inputs"]["spec"]["upgradeStrategy"] == {"type": "None"}
         assert step["newState"]["options"]["replaceOnChanges"] == ["spec.rayClusterConfig"]
