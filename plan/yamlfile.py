@@ -39,6 +39,8 @@ from yaml.parser import Parser
 from yaml.reader import Reader
 from yaml.scanner import Scanner
 
+from . import inputfile
+
 MAX_BYTES = 1 << 20  # stack files are a few KiB; anything near this is not a stack file
 MAX_DEPTH = 64  # the deepest legitimate path (rayServices[].serveConfig...) is about 12 levels
 MAX_PROBLEMS = 20  # then stop: the first ones are enough to fix the file
@@ -73,9 +75,7 @@ class _Fatal(Exception):
 def read(path: Path) -> Any:
     """The single YAML document in `path` as plain values (None when empty). ConfigError on any problem; OSError when
     the file cannot be read at all."""
-    with open(path, "rb") as file:
-        data = file.read(MAX_BYTES + 1)
-    return loads(data, str(path))
+    return loads(inputfile.read_bytes(path, MAX_BYTES), str(path))
 
 
 def loads(data: bytes, name: str) -> Any:

@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,6 +95,15 @@ def list_rules() -> str:
     return "\n".join(f"{r.id:<{width}}  {r.level:<9}  {r.scope:<8}  {r.description}" for r in RULES)
 
 
+def _inputfile():
+    """The toolchain's file reader: beside this package in the wheel (ray_tpu_gke_tools), `plan/` in the repository."""
+    try:
+        from .. import inputfile  # type: ignore[attr-defined]
+    except ImportError:  # policy/ is a top-level package here
+        from plan import inputfile
+    return inputfile
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m policy",
@@ -110,11 +118,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     if not args.plan:
         parser.error("a plan JSON file is required")
-    try:
-        text = sys.stdin.read() if args.plan == "-" else Path(args.plan).read_text()
-        plan = json.loads(text)
-    except (OSError, ValueError) as error:
-        print(f"error: cannot read plan {args.plan}: {error}", file=sys.stderr)
+    inputfile = _inputfile()
+    try:  # bounded in size and depth, as every file the toolchain reads (plan/inputfile.py)
+        plan = inputfile.read_json(args.plan, "", "a plan JSON (python -m plan STACK --json)")
+    except inputfile.InputError as error:
+        print(f"error: cannot read plan {error}", file=sys.stderr)
         return EXIT_USAGE
     if not isinstance(plan, dict) or not isinstance(plan.get("steps"), list):
         print(f"error: {args.plan} is not a plan JSON (python -m plan STACK --json): it has no steps", file=sys.stderr)

@@ -11,11 +11,11 @@ says so; report.json has `"mode": "estimate"`.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any, Optional
 
+from .. import arguments, inputfile
 from . import limits
 from .sides import SidePlan, flag_value
 
@@ -43,13 +43,13 @@ def parse_mfu(text: str) -> tuple[float, float]:
 def measured(path: Path) -> dict[str, dict]:
     """FLOPs and tokens per step by side name (None: every side) from a comparison report or a job's result."""
     try:
-        document = json.loads(path.read_text())
-    except (OSError, ValueError) as error:
-        raise EstimateError(f"--measured {path}: cannot read it as JSON: {error}") from None
+        document = inputfile.read_json(path, "--measured", "a comparison report or a job's result document")
+    except inputfile.InputError as error:
+        raise EstimateError(str(error)) from None
     rows = document.get("sides") if isinstance(document, dict) and "sides" in document else [document]
     out: dict[str, dict] = {}
     for row in rows if isinstance(rows, list) else []:
-        if isinstance(row, dict) and isinstance(row.get("flopsPerStep"), (int, float)) and row["flopsPerStep"] > 0:
+        if isinstance(row, dict) and arguments.positive_number(row.get("flopsPerStep")):
             key = row.get("name") or row.get("side")
             out[key] = {
                 "flopsPerStep": float(row["flopsPerStep"]),

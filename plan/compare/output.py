@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from . import charts, markdown
+from . import charts, extras, markdown
 
 REPORT_JSON, REPORT_MD = "report.json", "report.md"
 
@@ -23,7 +23,7 @@ def write(report: dict, out: Path) -> list[Path]:
         drawn = charts.draw(report, out) if not estimating else estimate_render.draw(report, out)
     except ImportError as error:  # matplotlib missing from the environment
         drawn = []
-        report["problems"].append(f"charts: not drawn: {error} (pip install -r requirements.txt)")
+        report["problems"].append(f"charts: not drawn: {error} ({extras.INSTALL})")
         report["complete"] = False
     written = [out / name for name in drawn]
     (out / REPORT_JSON).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
