@@ -8,10 +8,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from pulumi.runtime import mocks as pulumi_mocks
-from ray_tpu_gke import admission
+from ray_tpu_gke import admission, inputfile
 from ray_tpu_gke.catalog import resource_types
-
-from . import inputfile
 
 MOCK_CA = base64.b64encode(b"mock-cluster-ca").decode()
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from ray_tpu_gke import inputfile
 from ray_tpu_gke.spec.problems import ConfigError, Problem
 from yaml.events import (
     AliasEvent,
@@ -38,8 +39,6 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.parser import Parser
 from yaml.reader import Reader
 from yaml.scanner import Scanner
-
-from . import inputfile
 
 MAX_BYTES = 1 << 20  # stack files are a few KiB; anything near this is not a stack file
 MAX_DEPTH = 64  # the deepest legitimate path (rayServices[].serveConfig...) is about 12 levels

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping, TextIO
 
 import yaml
+from ray_tpu_gke import inputfile
 
 from . import view as views
 from .rules import ADVISORY, MANDATORY, RULES, Rule
@@ -95,15 +96,6 @@ def list_rules() -> str:
     return "\n".join(f"{r.id:<{width}}  {r.level:<9}  {r.scope:<8}  {r.description}" for r in RULES)
 
 
-def _inputfile():
-    """The toolchain's file reader: beside this package in the wheel (ray_tpu_gke_tools), `plan/` in the repository."""
-    try:
-        from .. import inputfile  # type: ignore[attr-defined]
-    except ImportError:  # policy/ is a top-level package here
-        from plan import inputfile
-    return inputfile
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m policy",
@@ -118,8 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     if not args.plan:
         parser.error("a plan JSON file is required")
-    inputfile = _inputfile()
-    try:  # bounded in size and depth, as every file the toolchain reads (plan/inputfile.py)
+    try:  # bounded in size and depth, as every file the toolchain reads (ray_tpu_gke.inputfile)
         plan = inputfile.read_json(args.plan, "", "a plan JSON (python -m plan STACK --json)")
     except inputfile.InputError as error:
         print(f"error: cannot read plan {error}", file=sys.stderr)

@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers import ROOT, minimal_values
+from ray_tpu_gke import inputfile
 from test_hostile_input import deadline
 from test_quota import INFOS
 
 from plan import __main__ as plan_main
-from plan import cli, inputfile, mocks
+from plan import cli, mocks
 from plan.compare import __main__ as compare_main
 from policy import engine
 
@@ -46,13 +47,13 @@ def deep_json(tmp_path) -> Path:
 # --- file inputs: size and depth bounds --------------------------------------------------------------------------
 
 
-def test_deep_json_is_refused_by_quotas_measured_and_policy(deep_json, capsys):
+def test_deep_json_is_refused_by_quotas_measured_and_policy(deep_json, tmp_path, capsys):
     with deadline():
         line = one_error_line(capsys, plan_main.main(["dev", "--quotas", str(deep_json)]), 2)
     assert line == f"error: --quotas {deep_json}: nests deeper than {inputfile.MAX_JSON_DEPTH} levels, far more " \
                    "than a QuotaInfo list; refusing it"
     with deadline():
-        code = compare_main.main(["compare", "--estimate", "--measured", str(deep_json), "--out", str(deep_json.parent)])
+        code = compare_main.main(["compare", "--estimate", "--measured", str(deep_json), "--out", str(tmp_path)])
     assert f"--measured {deep_json}: nests deeper than" in one_error_line(capsys, code, 2)
     with deadline():
         line = one_error_line(capsys, engine.main([str(deep_json)]), 2)
@@ -250,7 +251,7 @@ def test_a_dry_run_needs_no_extra(without_the_compare_extra, capsys):
     assert fresh.main(["compare", "--dry-run"]) == 0, capsys.readouterr().err
 
 
-# --- the deploy-time check ----------------------------------------------------------------------------------------------
+# --- the deploy-time check -------------------------------------------------------------------------------------
 
 
 def test_a_failed_version_check_is_one_line_with_no_traceback(tmp_path):
@@ -270,7 +271,6 @@ def test_a_failed_version_check_is_one_line_with_no_traceback(tmp_path):
 
 def test_the_deploy_time_check_fails_as_pulumi_reports_without_a_traceback():
     import pulumi
-
     from ray_tpu_gke.resources.preflight import PreflightError
 
     # pulumi's language host reports a RunError as its message alone (pulumi/errors.py RunError).

@@ -15,7 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
-from .. import arguments, inputfile
+from ray_tpu_gke import inputfile
+
+from .. import arguments
 from . import limits
 from .sides import SidePlan, flag_value
 

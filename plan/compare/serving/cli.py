@@ -68,7 +68,7 @@ def add_arguments(parser) -> None:
     )
     group.add_argument(
         "--tokens",
-        type=arguments.number(0, above=False, whole=True),
+        type=int,  # checked with the patterns (request_body), as each pattern flag
         help="greedy tokens each request of the default application generates, 0 for scoring (the "
         f"sequences' log-likelihood) (default {DEFAULT_TOKENS})",
     )

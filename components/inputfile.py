@@ -1,5 +1,6 @@
-"""The one reader of every file the toolchain is given: stack files and Pulumi.yaml (through plan/yamlfile.py),
-`--rates`, `--quotas`, `--measured` and the policy command's plan JSON.
+"""The one reader of every file the toolchain and the policy pack are given: stack files and Pulumi.yaml (through
+the toolchain's plan/yamlfile.py), `--rates`, `--quotas`, `--measured` and the policy command's plan JSON. In the
+library, which both may import (neither imports the other).
 
 A file input may be a regular file, a pipe or a process substitution (`--quotas <(gcloud beta quotas info list ...)`,
 `/dev/fd/N`): a command-line tool reads whatever the shell hands it. Whatever it is, at most `limit` + 1 bytes are
