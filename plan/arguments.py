@@ -30,11 +30,12 @@ def number(minimum: float = 0.0, *, above: bool = True, whole: bool = False) -> 
     allowed = f"{kind} {bound}"
 
     def parse(text: str):
-        try:
+        try:  # a whole number too large for a float would overflow the arithmetic it goes into
             value = int(text) if whole else float(text)
-        except ValueError:
-            value = None
-        if value is None or not math.isfinite(value) or value < minimum or (above and value == minimum):
+            finite = math.isfinite(float(value))
+        except (ValueError, OverflowError):
+            value, finite = math.nan, False
+        if not finite or value < minimum or (above and value == minimum):
             raise argparse.ArgumentTypeError(f"{text!r} is not allowed; allowed: {allowed}")
         return value
 

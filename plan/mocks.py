@@ -4,6 +4,8 @@ reads (ids, emails, endpoints). Values are fixed, so a plan is byte-for-byte rep
 from __future__ import annotations
 
 import base64
+import json
+import re
 from pathlib import Path
 from typing import Any, Optional
 
@@ -179,6 +181,26 @@ class QuotasFileError(ValueError):
     """The `--quotas` file is not a list of Cloud Quotas QuotaInfo documents."""
 
 
+_INT64 = re.compile(r"-?[0-9]{1,19}")  # proto3 JSON writes an int64 as a decimal string
+
+
+def _dimensions_info(entry: Any) -> bool:
+    """A DimensionsInfo the quota check can read (Cloud Quotas v1: dimensions map<string, string>, details.value
+    int64, applicable_locations repeated string)."""
+    if not isinstance(entry, dict):
+        return False
+    dimensions, details = entry.get("dimensions", {}), entry.get("details") or {}
+    locations = entry.get("applicableLocations", [])
+    return (
+        isinstance(dimensions, dict)
+        and all(isinstance(v, str) for v in dimensions.values())
+        and isinstance(details, dict)
+        and bool(_INT64.fullmatch(str(details.get("value", "0"))))
+        and isinstance(locations, list)
+        and all(isinstance(location, str) for location in locations)
+    )
+
+
 def load_quotas(path: Path) -> list[dict]:
     """The QuotaInfos of `gcloud beta quotas info list --format=json` (a JSON list), or of the REST `quotaInfos.list`
     response (`{"quotaInfos": [...]}`), checked for the fields the quota check reads (Cloud Quotas v1 QuotaInfo:
@@ -198,14 +220,11 @@ def load_quotas(path: Path) -> list[dict]:
         if not isinstance(info, dict) or not isinstance(info.get("quotaId"), str) or not isinstance(entries, list):
             raise QuotasFileError(f"--quotas {path}: [{i}] is not a QuotaInfo (quotaId, dimensionsInfos)")
         for j, entry in enumerate(entries):
-            value = (entry.get("details") or {}).get("value", "0") if isinstance(entry, dict) else None
-            if (
-                not isinstance(entry, dict)
-                or not isinstance(entry.get("dimensions", {}), dict)
-                or not str(value).lstrip("-").isdigit()
-            ):
+            if not _dimensions_info(entry):
+                shown = json.dumps(entry)
                 raise QuotasFileError(
-                    f"--quotas {path}: [{i}].dimensionsInfos[{j}] must have dimensions (a map) "
-                    f"and details.value (an integer, as a string); given {entry!r}"
+                    f"--quotas {path}: [{i}].dimensionsInfos[{j}] must have dimensions (a map of strings), "
+                    "details.value (an int64, as a string) and applicableLocations (a list of strings); given "
+                    + (shown if len(shown) <= 120 else shown[:117] + "...")
                 )
     return infos

@@ -89,6 +89,22 @@ def test_what_is_not_json_text_is_one_line(tmp_path, capsys, content, message):
     assert line == f"error: --quotas {path}: {message}"
 
 
+@pytest.mark.parametrize("entry", [
+    {"dimensions": [], "details": {"value": "1"}},
+    {"dimensions": {}, "details": 5},  # found by fuzzing: AttributeError on details.get
+    {"dimensions": {}, "details": {"value": "\u0661"}},  # an Arabic-Indic one: str.isdigit, not int64
+    {"dimensions": {}, "details": {"value": "9" * 5000}},
+    {"dimensions": {"region": 5}, "details": {}},
+    {"dimensions": {}, "details": {}, "applicableLocations": 5},
+])
+def test_a_quota_entry_the_check_cannot_read_is_one_line(tmp_path, capsys, entry):
+    path = tmp_path / "q.json"
+    path.write_text(json.dumps([{"quotaId": "X", "dimensionsInfos": [entry]}]))
+    line = one_error_line(capsys, plan_main.main(["dev", "--quotas", str(path)]), 2)
+    assert line.startswith(f"error: --quotas {path}: [0].dimensionsInfos[0] must have dimensions (a map of strings)")
+    assert len(line) < 400
+
+
 def test_a_measured_flops_that_is_not_a_finite_positive_number_is_not_taken(tmp_path):
     from plan.compare import estimate
 
@@ -164,6 +180,7 @@ def test_the_console_script_keeps_a_pipes_name(tmp_path, monkeypatch):
     ("--steps", "0", "a whole number of at least 1"),
     ("--steps", "-3", "a whole number of at least 1"),
     ("--steps", "1e3", "a whole number of at least 1"),
+    ("--steps", "9" * 400, "a whole number of at least 1"),  # found by fuzzing: OverflowError as a float
     ("--timeout", "nan", "a finite number above 0"),
     ("--timeout", "-inf", "a finite number above 0"),
     ("--tolerance", "nan", "a finite number of at least 0"),
