@@ -163,6 +163,19 @@ def test_a_quotas_pipe_is_read_the_same_by_both_front_ends(front_end, capsys, mo
     assert code == 1 and "the project has 8 TPU chips, the stack needs 16" in err, err
 
 
+@pytest.mark.parametrize("front_end", ["console script", "python -m plan"])
+def test_a_stack_file_pipe_is_read_by_both_front_ends(front_end, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    path, writer = _pipe_with((ROOT / "stacks" / "Pulumi.dev.yaml").read_bytes())
+    with deadline():
+        argv = ["dev", "--config-file", path, "--json"]
+        code = cli.main(["plan", *argv]) if front_end == "console script" else plan_main.main(argv)
+    writer.join()
+    os.close(int(path.rsplit("/", 1)[1]))
+    out, err = capsys.readouterr()
+    assert code == 0 and json.loads(out)["stack"] == "dev", err  # was "no stack config /dev/fd/N": not a regular file
+
+
 def test_the_console_script_keeps_a_pipes_name(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert cli._absolute_paths(["--quotas", "/dev/fd/63", "--rates=r.yaml", "--config-file", "-"]) == [
