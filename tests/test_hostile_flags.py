@@ -131,6 +131,27 @@ def test_a_large_quota_file_reaches_the_check_with_only_the_ids_it_reads(tmp_pat
     assert "(20003 QuotaInfos)" in program.notes[-1]  # the note still counts what the file gave
 
 
+@pytest.mark.parametrize("steps", [[None], ["x"], [{"urn": 1, "newState": []}], [{"newState": {"inputs": [1]}}]])
+def test_a_plan_whose_steps_are_not_steps_is_one_line(tmp_path, capsys, steps):
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps({"stack": "dev", "steps": steps}))  # found by fuzzing: AttributeError in the view
+    line = one_error_line(capsys, engine.main([str(path)]), 2)
+    assert line.startswith(f"error: {path} is not a plan JSON (python -m plan STACK --json): steps[0] must be")
+
+
+def test_a_plan_misshapen_deeper_down_is_one_line_or_checked(tmp_path, capsys):
+    assert plan_main.main(["staging", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    for step in plan["steps"]:  # every input of every resource of another type than the rules expect
+        step["newState"]["inputs"] = {key: [5] for key in step["newState"]["inputs"]}
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    code = engine.main([str(path)])
+    out, err = capsys.readouterr()
+    assert code in (0, 1, 2) and "Traceback" not in err, err
+    assert code != 2 or (len(err.strip().splitlines()) == 1 and "a rule could not read it" in err), err
+
+
 # --- pipes and process substitution: both front ends read them, bounded ------------------------------------------
 
 
