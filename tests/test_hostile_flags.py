@@ -258,6 +258,16 @@ def test_an_out_folder_that_cannot_be_made_is_refused_before_the_run(out, capsys
                    "not a folder (--help lists the options)"
 
 
+def test_a_folder_that_fails_at_write_time_is_one_line(capsys):
+    from plan.compare import output
+    from plan.compare.serving import output as serving_output
+
+    for write in (output.write, serving_output.write):  # past the check: a disk that filled, a permission changed
+        assert output.write_or_say({"problems": []}, Path("/dev/null/x"), write) == 1
+        line = one_error_line(capsys, 1, 1)
+        assert line == "error: cannot write the report into /dev/null/x: Not a directory"
+
+
 def test_an_out_folder_still_to_be_made_is_taken(tmp_path):
     args = compare_main.parse_args(["compare", "--estimate", "--out", str(tmp_path / "a" / "b")])
     assert args.out == tmp_path / "a" / "b" and not (tmp_path / "a").exists()  # nothing created by the check

@@ -341,7 +341,9 @@ def main(
     )
     if facts is not None:
         document["localRun"] = facts  # how long the local Ray cluster itself took to start
-    output.write(document, args.out)
+    failed = output.write_or_say(document, args.out)
+    if failed is not None:
+        return failed
     return output.say(document, args.out)
 
 

@@ -212,7 +212,9 @@ def main(args, plan: dict, found: list[SidePlan], default_out: Path) -> int:
         prices={"currency": c.get("currency"), "region": c.get("region"), "oldestAsOf": c.get("oldestAsOf")},
     )
     out = DEFAULT_OUT if args.out == default_out else args.out
-    output.write(document, out)
+    failed = output.write_or_say(document, out)
+    if failed is not None:
+        return failed
     from .estimate_render import lines
 
     for line in lines(document):

@@ -32,6 +32,17 @@ def write(report: dict, out: Path) -> list[Path]:
     return [out / REPORT_JSON, out / REPORT_MD, *written]
 
 
+def write_or_say(report: dict, out: Path, write=write) -> int | None:
+    """`write`, or, where the folder cannot take the report after all (it was checked before the run: a disk
+    filled, a permission changed), one line on stderr and exit status 1."""
+    try:
+        write(report, out)
+    except OSError as error:
+        print(f"error: cannot write the report into {out}: {error.strerror or error}", file=sys.stderr)
+        return 1
+    return None
+
+
 def say(report: dict, out: Path, stream=None) -> int:
     """The problems on stderr, one line each, and the exit status: 0 only when the report is complete."""
     stream = stream or sys.stderr

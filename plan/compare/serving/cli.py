@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 from ... import arguments
+from .. import output as training_output
 from . import load, local, output, patterns, report, services
 
 DEFAULT_OUT = Path("compare-serve-report")
@@ -224,7 +225,9 @@ def main(
         context=context,
         facts=facts,
     )
-    output.write(document, out)
+    failed = training_output.write_or_say(document, out, output.write)
+    if failed is not None:
+        return failed
     for problem in document["problems"]:
         print(problem, file=sys.stderr)
     state = "complete" if document["complete"] else f"incomplete, {len(document['problems'])} problem(s)"
