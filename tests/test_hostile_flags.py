@@ -232,6 +232,21 @@ def test_numbers_that_are_not_finite_and_in_range_are_refused(flag, value, allow
                    "(--help lists the options)"
 
 
+@pytest.mark.parametrize("flag, value, allowed", [
+    ("--poll", "nan", "a finite number of at least 0"),  # time.sleep(nan) raised ValueError between two reads
+    ("--poll", "-1", "a finite number of at least 0"),
+    ("--timeout", "0", "a whole number of at least 1"),
+])
+def test_verify_refuses_numbers_out_of_range_in_one_line(flag, value, allowed, capsys):
+    from plan.verify import cli as verify_cli
+
+    with pytest.raises(SystemExit) as exit_:
+        verify_cli.parse_args(["dev", "--context", "c", f"{flag}={value}"])
+    line = one_error_line(capsys, exit_.value.code, 2)
+    assert line == f"python -m plan.verify: error: argument {flag}: {value!r} is not allowed; allowed: {allowed} " \
+                   "(--help lists the options)"
+
+
 @pytest.mark.parametrize("value", ["nan,0.5", "0.2,inf", "0,0.5", "-0.1,0.5", "0.6,0.3"])
 def test_an_mfu_range_that_is_not_two_fractions_is_refused(value, capsys):
     with pytest.raises(SystemExit) as exit_:

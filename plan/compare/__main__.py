@@ -114,7 +114,7 @@ def parse_args(argv, prog: str = "python -m plan.compare"):
         "); locally, each side (default 600)",
     )
     parser.add_argument(
-        "--poll", type=arguments.POSITIVE, default=10, help="seconds between live status reads (default 10)"
+        "--poll", type=arguments.NOT_NEGATIVE, default=10, help="seconds between live status reads (default 10)"
     )
     parser.add_argument(
         "--wait-for-removal",
