@@ -6,7 +6,8 @@ live run would create and its cost ceiling.
 
 Writes report.json, report.md and PNG charts into DIR (default compare-report/ in the current folder). Exit status: 0
 when both sides finished, every measure was obtained and the sides agree; 1 otherwise (one line per missing measure
-or failed condition on stderr, and the partial report written); 2 when the configuration or the arguments are invalid.
+or failed condition on stderr, and the partial report written; or one line naming the optional `compare` extra a run
+lacks, plan/compare/extras.py); 2 when the configuration or the arguments are invalid (one line).
 """
 
 from __future__ import annotations
