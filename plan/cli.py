@@ -63,19 +63,26 @@ def _split(argv: list[str]) -> tuple[Path | None, str | None, list[str]]:
 PATH_OPTIONS = ("--config-file", "--kubeconfig", "--out", "--quotas", "--rates")
 
 
+def _absolute(path: str) -> str:
+    """`path` against the caller's folder, its links left alone: `Path.resolve` turned a process substitution's
+    `/dev/fd/63` into `/proc/PID/fd/pipe:[N]`, a name no file has, so the console script refused what
+    `python -m plan` read. `-` (standard input) stays itself."""
+    return path if path in ("", "-") else os.path.join(os.getcwd(), path)
+
+
 def _absolute_paths(args: list[str]) -> list[str]:
-    """Path options resolved against the caller's folder, before the program's folder becomes the current one."""
+    """Path options made absolute against the caller's folder, before the program's folder becomes the current one."""
     out, after = [], None
     for arg in args:
         if after is not None:
-            out.append(str(Path(arg).resolve()))
+            out.append(_absolute(arg))
             after = None
         elif arg in PATH_OPTIONS:
             out.append(arg)
             after = arg
         elif arg.split("=", 1)[0] in PATH_OPTIONS and "=" in arg:
             key, value = arg.split("=", 1)
-            out.append(f"{key}={Path(value).resolve()}")
+            out.append(f"{key}={_absolute(value)}")
         else:
             out.append(arg)
     return out

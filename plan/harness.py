@@ -317,6 +317,8 @@ def run_program(
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     loop.set_default_executor(_InlineExecutor(max_workers=1))
+    unretrieved: list[dict] = []  # tasks that failed unawaited (below: said only when the run itself succeeds)
+    loop.set_exception_handler(lambda _loop, context: unretrieved.append(context))
     program_mocks = mocks.PlanMocks(
         project=values.get("gcp:project", "mock-project"), quotas=quotas, quotas_source=quotas_source
     )
@@ -362,6 +364,10 @@ def run_program(
         sys.path.remove(str(program_path.parent))
         loop.close()
         asyncio.set_event_loop(None)
+    # A failed run raised its error above: the tasks that failed with it (a log line waiting on a URN the failed check
+    # left unresolved) are that same error, which asyncio would otherwise print with a traceback as each is collected.
+    for context in unretrieved:
+        loop.default_exception_handler(context)
     return Plan(
         stack=stack,
         steps=monitor.in_declaration_order(),

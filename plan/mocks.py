@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 from typing import Any, Optional
 
 from pulumi.runtime import mocks as pulumi_mocks
-from ray_tpu_gke import admission
+from ray_tpu_gke import admission, inputfile
 from ray_tpu_gke.catalog import resource_types
 
 MOCK_CA = base64.b64encode(b"mock-cluster-ca").decode()
@@ -56,7 +57,10 @@ class PlanMocks(pulumi_mocks.Mocks):
                     f"accelerator quota: checked against {self.quotas_source or 'the given quotas'} "
                     f"({len(self.quotas)} QuotaInfos)"
                 )
-                return {"quotaInfos": [_as_invoke_result(info) for info in self.quotas]}
+                # Only the QuotaInfos the check can read (an ID of a TPU or GPU need): a project lists thousands,
+                # and each one the invoke returns becomes a tree of Outputs in the Pulumi SDK (20,000 took minutes).
+                known = set(quota_ids())
+                return {"quotaInfos": [_as_invoke_result(i) for i in self.quotas if i.get("quotaId") in known]}
             if MOCK_TPU_QUOTA is None:
                 self._note(QUOTA_NOTE)
             return {"quotaInfos": _unchecked_quota_infos()}
@@ -148,15 +152,19 @@ QUOTA_NOTE = (
 )
 
 
+def quota_ids() -> list[str]:
+    """Every Cloud Quotas ID a TPU slice or GPU pool of the library can draw on (admission's tables)."""
+    return sorted({quota_id for quota_id, _ in MOCK_QUOTA_IDS})
+
+
 def _unchecked_quota_infos() -> list[dict]:
     value = "-1" if MOCK_TPU_QUOTA is None else str(MOCK_TPU_QUOTA)
-    ids = sorted({quota_id for quota_id, _ in MOCK_QUOTA_IDS})
     return [
         {
             "quotaId": quota_id,
             "dimensionsInfos": [{"dimensions": {}, "details": [{"value": value}], "applicableLocations": ["global"]}],
         }
-        for quota_id in ids
+        for quota_id in quota_ids()
     ]
 
 
@@ -173,14 +181,34 @@ class QuotasFileError(ValueError):
     """The `--quotas` file is not a list of Cloud Quotas QuotaInfo documents."""
 
 
+_INT64 = re.compile(r"-?[0-9]{1,19}")  # proto3 JSON writes an int64 as a decimal string
+
+
+def _dimensions_info(entry: Any) -> bool:
+    """A DimensionsInfo the quota check can read (Cloud Quotas v1: dimensions map<string, string>, details.value
+    int64, applicable_locations repeated string)."""
+    if not isinstance(entry, dict):
+        return False
+    dimensions, details = entry.get("dimensions", {}), entry.get("details") or {}
+    locations = entry.get("applicableLocations", [])
+    return (
+        isinstance(dimensions, dict)
+        and all(isinstance(v, str) for v in dimensions.values())
+        and isinstance(details, dict)
+        and bool(_INT64.fullmatch(str(details.get("value", "0"))))
+        and isinstance(locations, list)
+        and all(isinstance(location, str) for location in locations)
+    )
+
+
 def load_quotas(path: Path) -> list[dict]:
     """The QuotaInfos of `gcloud beta quotas info list --format=json` (a JSON list), or of the REST `quotaInfos.list`
     response (`{"quotaInfos": [...]}`), checked for the fields the quota check reads (Cloud Quotas v1 QuotaInfo:
     quotaId, dimensionsInfos[].dimensions, details.value, applicableLocations)."""
     try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise QuotasFileError(f"--quotas {path}: cannot read it as JSON: {error}") from None
+        document = inputfile.read_json(path, "--quotas", "a QuotaInfo list")
+    except inputfile.InputError as error:
+        raise QuotasFileError(str(error)) from None
     infos = document.get("quotaInfos") if isinstance(document, dict) else document
     if not isinstance(infos, list):
         raise QuotasFileError(
@@ -192,14 +220,11 @@ def load_quotas(path: Path) -> list[dict]:
         if not isinstance(info, dict) or not isinstance(info.get("quotaId"), str) or not isinstance(entries, list):
             raise QuotasFileError(f"--quotas {path}: [{i}] is not a QuotaInfo (quotaId, dimensionsInfos)")
         for j, entry in enumerate(entries):
-            value = (entry.get("details") or {}).get("value", "0") if isinstance(entry, dict) else None
-            if (
-                not isinstance(entry, dict)
-                or not isinstance(entry.get("dimensions", {}), dict)
-                or not str(value).lstrip("-").isdigit()
-            ):
+            if not _dimensions_info(entry):
+                shown = json.dumps(entry)
                 raise QuotasFileError(
-                    f"--quotas {path}: [{i}].dimensionsInfos[{j}] must have dimensions (a map) "
-                    f"and details.value (an integer, as a string); given {entry!r}"
+                    f"--quotas {path}: [{i}].dimensionsInfos[{j}] must have dimensions (a map of strings), "
+                    "details.value (an int64, as a string) and applicableLocations (a list of strings); given "
+                    + (shown if len(shown) <= 120 else shown[:117] + "...")
                 )
     return infos

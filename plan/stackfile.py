@@ -92,7 +92,7 @@ def project_defaults() -> dict[str, Any]:
 def load(stack: str, config_file: Path | None = None) -> tuple[dict[str, Any], list[str]]:
     """The decoded config map of a stack and its secret keys (secure values cannot be decrypted offline)."""
     path = config_file or stack_file(stack)
-    if not path.is_file():
+    if not path.exists() or path.is_dir():  # a pipe or `<(...)` is no regular file, and is read as one
         raise StackNotFound(f"no stack config {path}; stacks here: {', '.join(stacks()) or 'none'}")
     document = _read(path) or {}  # ConfigError, one line per problem with its line and column
     if not isinstance(document, dict) or not isinstance(document.get("config", {}), dict):

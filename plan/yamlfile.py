@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from ray_tpu_gke import inputfile
 from ray_tpu_gke.spec.problems import ConfigError, Problem
 from yaml.events import (
     AliasEvent,
@@ -73,9 +74,7 @@ class _Fatal(Exception):
 def read(path: Path) -> Any:
     """The single YAML document in `path` as plain values (None when empty). ConfigError on any problem; OSError when
     the file cannot be read at all."""
-    with open(path, "rb") as file:
-        data = file.read(MAX_BYTES + 1)
-    return loads(data, str(path))
+    return loads(inputfile.read_bytes(path, MAX_BYTES), str(path))
 
 
 def loads(data: bytes, name: str) -> Any:

@@ -7,13 +7,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, TextIO
 
 import yaml
+from ray_tpu_gke import inputfile
 
 from . import view as views
 from .rules import ADVISORY, MANDATORY, RULES, Rule
@@ -110,14 +110,45 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     if not args.plan:
         parser.error("a plan JSON file is required")
-    try:
-        text = sys.stdin.read() if args.plan == "-" else Path(args.plan).read_text()
-        plan = json.loads(text)
-    except (OSError, ValueError) as error:
-        print(f"error: cannot read plan {args.plan}: {error}", file=sys.stderr)
+    try:  # bounded in size and depth, as every file the toolchain reads (ray_tpu_gke.inputfile)
+        plan = inputfile.read_json(args.plan, "", "a plan JSON (python -m plan STACK --json)")
+    except inputfile.InputError as error:
+        print(f"error: cannot read plan {error}", file=sys.stderr)
         return EXIT_USAGE
     if not isinstance(plan, dict) or not isinstance(plan.get("steps"), list):
         print(f"error: {args.plan} is not a plan JSON (python -m plan STACK --json): it has no steps", file=sys.stderr)
         return EXIT_USAGE
+    wrong = _misshapen(plan)
+    if wrong:
+        print(f"error: {args.plan} is not a plan JSON (python -m plan STACK --json): {wrong}", file=sys.stderr)
+        return EXIT_USAGE
     stack = args.stack if args.stack is not None else plan.get("stack", "")
-    return report(plan, stack, sys.stdout)
+    try:
+        return report(plan, stack, sys.stdout)
+    except (AttributeError, KeyError, TypeError, ValueError, IndexError) as error:  # a hand-made file, deeper down
+        print(
+            f"error: {args.plan} is not a plan JSON as `python -m plan STACK --json` writes it: a rule could not read "
+            f"it ({type(error).__name__}: {' '.join(str(error).split())[:200]})",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+
+
+def _misshapen(plan: Mapping[str, Any]) -> str | None:
+    """What in a plan's steps the view cannot read (views.from_plan), or None: each step a mapping with a `urn`
+    and a `newState` whose type and name are strings and whose inputs and options are mappings."""
+    if not isinstance(plan.get("stack", ""), str) or not isinstance(plan.get("cost") or {}, dict):
+        return "its stack must be a string and its cost a mapping"
+    for i, step in enumerate(plan["steps"]):
+        state = step.get("newState") if isinstance(step, dict) else None
+        if (
+            not isinstance(state, dict)
+            or not isinstance(step.get("urn", ""), str)
+            or not all(isinstance(state.get(k, ""), str) for k in ("type", "name"))
+            or not all(isinstance(state.get(k) or {}, dict) for k in ("inputs", "options"))
+            or not isinstance(state.get("dependencies") or [], list)
+            or not all(isinstance(d, str) for d in state.get("dependencies") or [])
+            or not isinstance(state.get("parent") or "", str)
+        ):
+            return f"steps[{i}] must be a mapping with a string urn and a newState (type, name, inputs, options)"
+    return None

@@ -121,7 +121,7 @@ def test_the_quotas_option_reads_gcloud_json_and_refuses_what_is_not(tmp_path, c
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([{"quotaId": "X", "dimensionsInfos": [{"dimensions": {}, "details": {"value": "a"}}]}]))
     assert plan_main.main(["staging", "--quotas", str(bad)]) == 2
-    assert "[0].dimensionsInfos[0] must have dimensions (a map) and details.value" in capsys.readouterr().err
+    assert "[0].dimensionsInfos[0] must have dimensions (a map of strings), details.value" in capsys.readouterr().err
 
 
 def test_the_quotas_option_checks_the_offline_plan(tmp_path, capsys):

@@ -13,8 +13,10 @@ import pulumi_gcp as gcp
 from .. import admission
 
 
-class PreflightError(Exception):
-    """A deploy-time check failed; the message says what the project has and what the stack needs."""
+class PreflightError(pulumi.RunError):
+    """A deploy-time check failed; the message says what the project has and what the stack needs. A RunError, which
+    the Pulumi SDK reports as its message alone, with no traceback (pulumi 3.x sdk/python/lib/pulumi/errors.py:
+    "a clean exit rather than the usual verbose unhandled error logic")."""
 
 
 def version_prefix(pin: str | None) -> str | None:

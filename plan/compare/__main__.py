@@ -6,12 +6,12 @@ live run would create and its cost ceiling.
 
 Writes report.json, report.md and PNG charts into DIR (default compare-report/ in the current folder). Exit status: 0
 when both sides finished, every measure was obtained and the sides agree; 1 otherwise (one line per missing measure
-or failed condition on stderr, and the partial report written); 2 when the configuration or the arguments are invalid.
+or failed condition on stderr, and the partial report written; or one line naming the optional `compare` extra a run
+lacks, plan/compare/extras.py); 2 when the configuration or the arguments are invalid (one line).
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 import time
@@ -21,8 +21,8 @@ from typing import Callable, Optional
 
 from ray_tpu_gke import ConfigError, admission
 
-from .. import cost, inventory, planned, stackfile
-from . import dryrun, estimate, local, output, registered, report, sides
+from .. import arguments, cost, inventory, planned, stackfile
+from . import dryrun, estimate, extras, local, output, registered, report, sides
 from .serving import cli as serving_cli
 
 DEFAULT_OUT = Path("compare-report")  # in the current folder: `make compare` runs at the repository's root
@@ -30,7 +30,7 @@ LIVE_TIMEOUT_S = 3600.0
 
 
 def parse_args(argv, prog: str = "python -m plan.compare"):
-    parser = argparse.ArgumentParser(
+    parser = arguments.OneLineParser(
         prog=prog,
         description=(
             "The stack's comparison jobs (TPU slice and GPU pool) run once each, measured and reported side by side."
@@ -77,14 +77,14 @@ def parse_args(argv, prog: str = "python -m plan.compare"):
     )
     parser.add_argument(
         "--flops-per-step",
-        type=float,
+        type=arguments.POSITIVE,
         metavar="F",
         help="--estimate: model FLOPs of one training step, every device's share (default: the "
         "job's own flopsPerStep from --measured)",
     )
     parser.add_argument(
         "--tokens-per-step",
-        type=float,
+        type=arguments.POSITIVE,
         metavar="T",
         help="--estimate: tokens one training step takes in (default: the job's tokensPerStep)",
     )
@@ -116,15 +116,17 @@ def parse_args(argv, prog: str = "python -m plan.compare"):
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder of the report (default ./compare-report)")
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=arguments.POSITIVE,
         help="seconds the live jobs may take, scale-up from zero included "
         f"(default {LIVE_TIMEOUT_S:.0f}"
         "); locally, each side (default 600)",
     )
-    parser.add_argument("--poll", type=float, default=10, help="seconds between live status reads (default 10)")
+    parser.add_argument(
+        "--poll", type=arguments.NOT_NEGATIVE, default=10, help="seconds between live status reads (default 10)"
+    )
     parser.add_argument(
         "--wait-for-removal",
-        type=float,
+        type=arguments.NOT_NEGATIVE,
         default=0,
         metavar="S",
         help="after the jobs end, watch their nodes up to S seconds so that the cost ends at their "
@@ -135,19 +137,21 @@ def parse_args(argv, prog: str = "python -m plan.compare"):
     parser.add_argument("--seed", type=int, default=0, help="seed of both sides (data, init, evaluation batch)")
     parser.add_argument(
         "--tolerance",
-        type=float,
+        type=arguments.NOT_NEGATIVE,
         default=report.DEFAULT_TOLERANCE,
         help=f"largest relative difference at which the sides agree (default {report.DEFAULT_TOLERANCE})",
     )
     parser.add_argument(
         "--steps",
-        type=int,
+        type=arguments.AT_LEAST_ONE,
         help=f"--local: training steps per side (default "
         f"{local.DEFAULT_STEPS}; live runs use the stack's own); "
         "--estimate: the job's length (default: its entrypoint's --steps)",
     )
     parser.add_argument(
-        "--report-every", type=int, help=f"--local: checkpoint cadence (default {local.DEFAULT_REPORT_EVERY})"
+        "--report-every",
+        type=arguments.AT_LEAST_ONE,
+        help=f"--local: checkpoint cadence (default {local.DEFAULT_REPORT_EVERY})",
     )
     serving_cli.add_arguments(parser)
     args = parser.parse_args(argv)
@@ -167,17 +171,16 @@ def parse_args(argv, prog: str = "python -m plan.compare"):
     try:
         args.mfu_range, args.mfu_by_side = estimate.parse_mfu_args(args.mfu)
     except ValueError as error:
-        parser.error(f"--mfu {error}")
+        parser.error(f"argument --mfu: {' '.join(args.mfu or [])!r} is not allowed; {error}")
     try:
         args.model = None if args.model is None else estimate.parse_model(args.model)
     except ValueError as error:
-        parser.error(f"--model {args.model!r}: {error}")
-    if min(args.flops_per_step or 1, args.tokens_per_step or 1) <= 0:
-        parser.error("--flops-per-step and --tokens-per-step must be positive")
-    if (args.timeout is not None and args.timeout <= 0) or min(args.poll, args.wait_for_removal, args.tolerance) < 0:
-        parser.error("--timeout must be positive; --poll, --wait-for-removal and --tolerance not negative")
-    if min(args.steps or 1, args.report_every or 1) < 1 or (args.inject_failure or 0) < 0:
-        parser.error("--steps and --report-every must be at least 1, --inject-failure not negative")
+        parser.error(f"argument --model: {args.model!r} is not allowed; {error}")
+    if (args.inject_failure or 0) < 0:
+        parser.error(f"argument --inject-failure: {args.inject_failure} is not allowed; allowed: a step of at least 0")
+    why = arguments.unwritable_folder(args.out)
+    if why and not args.dry_run:
+        parser.error(f"argument --out: {str(args.out)!r} cannot hold the report: {why}")
     return args
 
 
@@ -259,6 +262,10 @@ def main(
     prog: str = "python -m plan.compare",
 ) -> int:
     args = parse_args(argv, prog)
+    lacking = extras.missing(args, prog + (" --serve" if args.serve else ""))
+    if lacking:
+        print(f"error: {lacking}", file=sys.stderr)
+        return stackfile.EXIT_ERROR
     try:
         plan, values = load_plan(args.stack, args.config_file)
         if args.serve:  # the serving comparison: the stack's RayServices, not its RayJobs
@@ -352,7 +359,9 @@ def main(
     )
     if facts is not None:
         document["localRun"] = facts  # the local Ray cluster's start time, the jobs' folder and interpreter
-    output.write(document, args.out)
+    failed = output.write_or_say(document, args.out)
+    if failed is not None:
+        return failed
     return output.say(document, args.out)
 
 

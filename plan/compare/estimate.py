@@ -11,13 +11,13 @@ says so; report.json has `"mode": "estimate"`.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any, Optional
 
-from ray_tpu_gke import bench
+from ray_tpu_gke import bench, inputfile
 
+from .. import arguments
 from . import limits, memory
 from .sides import SidePlan, flag_value
 
@@ -90,13 +90,13 @@ def parse_model(text: str) -> dict:
 def measured(path: Path) -> dict[str, dict]:
     """FLOPs and tokens per step by side name (None: every side) from a comparison report or a job's result."""
     try:
-        document = json.loads(path.read_text())
-    except (OSError, ValueError) as error:
-        raise EstimateError(f"--measured {path}: cannot read it as JSON: {error}") from None
+        document = inputfile.read_json(path, "--measured", "a comparison report or a job's result document")
+    except inputfile.InputError as error:
+        raise EstimateError(str(error)) from None
     rows = document.get("sides") if isinstance(document, dict) and "sides" in document else [document]
     out: dict[str, dict] = {}
     for row in rows if isinstance(rows, list) else []:
-        if isinstance(row, dict) and isinstance(row.get("flopsPerStep"), (int, float)) and row["flopsPerStep"] > 0:
+        if isinstance(row, dict) and arguments.positive_number(row.get("flopsPerStep")):
             key = row.get("name") or row.get("side")
             model = row.get("model") if isinstance(row.get("model"), dict) else None
             out[key] = {
@@ -339,7 +339,9 @@ def main(args, plan: dict, found: list[SidePlan], default_out: Path) -> int:
         prices={"currency": c.get("currency"), "region": c.get("region"), "oldestAsOf": c.get("oldestAsOf")},
     )
     out = DEFAULT_OUT if args.out == default_out else args.out
-    output.write(document, out)
+    failed = output.write_or_say(document, out)
+    if failed is not None:
+        return failed
     from .estimate_render import lines
 
     for line in lines(document):

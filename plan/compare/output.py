@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from . import charts, markdown
+from . import charts, extras, markdown
 
 REPORT_JSON, REPORT_MD = "report.json", "report.md"
 LOGS, RESULTS = "logs", "results"
@@ -46,13 +46,24 @@ def write(report: dict, out: Path) -> list[Path]:
         drawn = charts.draw(report, out) if not estimating else estimate_render.draw(report, out)
     except ImportError as error:  # matplotlib missing from the environment
         drawn = []
-        report["problems"].append(f"charts: not drawn: {error} (pip install -r requirements.txt)")
+        report["problems"].append(f"charts: not drawn: {error} ({extras.INSTALL})")
         report["complete"] = False
     written = [out / name for name in drawn]
     (out / REPORT_JSON).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     render = estimate_render.render if estimating else markdown.render
     (out / REPORT_MD).write_text(render(report, drawn))
     return [out / REPORT_JSON, out / REPORT_MD, *written]
+
+
+def write_or_say(report: dict, out: Path, write=write) -> int | None:
+    """`write`, or, where the folder cannot take the report after all (it was checked before the run: a disk
+    filled, a permission changed), one line on stderr and exit status 1."""
+    try:
+        write(report, out)
+    except OSError as error:
+        print(f"error: cannot write the report into {out}: {error.strerror or error}", file=sys.stderr)
+        return 1
+    return None
 
 
 def say(report: dict, out: Path, stream=None) -> int:

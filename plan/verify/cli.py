@@ -24,7 +24,6 @@ configuration is invalid. The Ray image must contain the workloads package (docs
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sys
@@ -34,7 +33,7 @@ from typing import Optional
 from ray_tpu_gke.resources.preflight import PreflightError
 from ray_tpu_gke.spec.problems import ConfigError
 
-from .. import planned, stackfile
+from .. import arguments, planned, stackfile
 from . import live_versions
 from .checks import FAIL, PASS, SKIP, Check, group_checks, labels_of, name_of, object_checks, pool_checks
 from .expected import StackPlan, stack_plan
@@ -124,7 +123,7 @@ def report(checks: list[Check], out=None) -> None:
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
+    parser = arguments.OneLineParser(
         prog="python -m plan.verify",
         description=("After `pulumi up`: does the live cluster match the stack's plan, and does every TPU slice work?"),
     )
@@ -137,17 +136,16 @@ def parse_args(argv):
     parser.add_argument("--skip-smoke", action="store_true", help="do not run the TPU smoke test RayJobs")
     parser.add_argument(
         "--timeout",
-        type=int,
+        type=arguments.AT_LEAST_ONE,
         default=1200,
         help="seconds each smoke test may take, scale-up from zero included (default 1200)",
     )
-    parser.add_argument("--poll", type=float, default=10.0, help="seconds between RayJob status reads (default 10)")
+    parser.add_argument(
+        "--poll", type=arguments.NOT_NEGATIVE, default=10.0, help="seconds between RayJob status reads (default 10)"
+    )
     parser.add_argument("--keep-jobs", action="store_true", help="leave the smoke RayJobs in place to inspect them")
     parser.add_argument("--json", action="store_true", help="print the checks as JSON instead of lines")
-    args = parser.parse_args(argv)
-    if args.timeout < 1 or args.poll < 0:
-        parser.error("--timeout must be positive and --poll not negative")
-    return args
+    return parser.parse_args(argv)
 
 
 def main(argv=None) -> int:

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-import httpx
-
+from ... import arguments
+from .. import output as training_output
 from . import load, local, output, patterns, report, services
 
 DEFAULT_OUT = Path("compare-serve-report")
@@ -47,23 +47,23 @@ def add_arguments(parser) -> None:
     )
     group.add_argument(
         "--slo-ms",
-        type=float,
+        type=arguments.POSITIVE,
         default=report.DEFAULT_SLO_MS,
         help=f"latency objective (p95, ms) for the highest rate held (default {report.DEFAULT_SLO_MS:g})",
     )
-    group.add_argument("--steady-rps", type=float, help="steady: requests per second")
-    group.add_argument("--steady-s", type=float, help="steady: seconds")
+    group.add_argument("--steady-rps", type=arguments.POSITIVE, help="steady: requests per second")
+    group.add_argument("--steady-s", type=arguments.POSITIVE, help="steady: seconds")
     group.add_argument("--burst-rps", help="burst: LOW,HIGH requests per second")
     group.add_argument("--burst-s", help="burst: seconds at LOW, at HIGH, and at LOW again (A,B,C)")
-    group.add_argument("--sparse-requests", type=int, help="sparse: single requests")
+    group.add_argument("--sparse-requests", type=arguments.AT_LEAST_ONE, help="sparse: single requests")
     group.add_argument(
         "--sparse-gap-s",
-        type=float,
+        type=arguments.POSITIVE,
         help="sparse: idle seconds before each (default: longer than the downscale delay and the node's idle timeout)",
     )
     group.add_argument(
         "--request-timeout-s",
-        type=float,
+        type=arguments.POSITIVE,
         default=load.DEFAULT_TIMEOUT_S,
         help=f"a request's timeout (default {load.DEFAULT_TIMEOUT_S:g})",
     )
@@ -76,7 +76,7 @@ def add_arguments(parser) -> None:
     )
     group.add_argument(
         "--tokens",
-        type=int,
+        type=int,  # checked with the patterns (request_body), as each pattern flag
         help="greedy tokens each request of the default application generates, 0 for scoring (the "
         f"sequences' log-likelihood) (default {DEFAULT_TOKENS})",
     )
@@ -191,6 +191,8 @@ def main(
     out = args.out if args.out != Path("compare-report") else DEFAULT_OUT
     started = time.time()
     if args.local:
+        import httpx  # the compare extra: its absence is said before the run (plan/compare/extras.py)
+
         try:
             seen, facts = local.run(
                 sides,
@@ -246,7 +248,9 @@ def main(
         context=context,
         facts=facts,
     )
-    output.write(document, out)
+    failed = training_output.write_or_say(document, out, output.write)
+    if failed is not None:
+        return failed
     for problem in document["problems"]:
         print(problem, file=sys.stderr)
     state = "complete" if document["complete"] else f"incomplete, {len(document['problems'])} problem(s)"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .. import extras
 from . import charts, markdown
 
 REPORT_JSON, REPORT_MD = "report.json", "report.md"
@@ -16,7 +17,7 @@ def write(report: dict, out: Path) -> list[Path]:
         drawn = charts.draw(report, out)
     except ImportError as error:  # matplotlib missing
         drawn = []
-        report["problems"].append(f"charts: not drawn: {error} (pip install -r requirements.txt)")
+        report["problems"].append(f"charts: not drawn: {error} ({extras.INSTALL})")
         report["complete"] = False
     (out / REPORT_JSON).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     (out / REPORT_MD).write_text(markdown.render(report, drawn))
