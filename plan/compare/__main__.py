@@ -171,7 +171,7 @@ def parse_args(argv, prog: str = "python -m plan.compare"):
     try:
         args.mfu_range, args.mfu_by_side = estimate.parse_mfu_args(args.mfu)
     except ValueError as error:
-        parser.error(f"argument --mfu: {' '.join(args.mfu or [])!r} is not allowed; {error}")
+        parser.error(f"argument --mfu: {error}")
     try:
         args.model = None if args.model is None else estimate.parse_model(args.model)
     except ValueError as error:

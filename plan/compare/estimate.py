@@ -51,11 +51,11 @@ def parse_mfu_args(values: Optional[list[str]]) -> tuple[tuple[float, float], di
     for value in values or []:
         side, equals, span = value.rpartition("=")
         if equals and not side.strip():
-            raise ValueError(f"{value!r}: SIDE=LO,HI names no side")
+            raise ValueError(f"{value!r} is not allowed; allowed: SIDE=LO,HI naming a side, or LO,HI")
         try:
             parsed = parse_mfu(span)
         except ValueError as error:
-            raise ValueError(f"{value!r}: {error}") from None
+            raise ValueError(f"{value!r} is not allowed; {error}") from None
         if side.strip():
             by_side[side.strip()] = parsed
         else:
