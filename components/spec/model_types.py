@@ -6,7 +6,7 @@ arguments (`validate_as`). The string types run an `admission` check, which name
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Callable
 
 from pydantic import (
     AfterValidator,
@@ -26,27 +26,29 @@ NonNegativeInt = Annotated[StrictInt, Field(ge=0, le=INT32_MAX)]
 PositiveInt = Annotated[StrictInt, Field(ge=1, le=INT32_MAX)]
 
 
-def checked(check):
-    """A string type validated by `check(value)`, which raises ValueError naming what is allowed."""
+def checked(check: Callable[[str], None]) -> AfterValidator:
+    """The validator of a string type: `check(value)` raises ValueError naming what is allowed."""
 
     def run(value: str) -> str:
         check(value)
         return value
 
-    return Annotated[str, AfterValidator(run)]
+    return AfterValidator(run)
 
 
-Name = checked(lambda v: admission.check_dns_label(v, 40))  # GKE cluster and node pool names allow 40
-SliceName = checked(lambda v: admission.check_dns_label(v, 30))  # leaves room for the pool index in pool names
-Namespace = checked(admission.check_namespace)
-Image = checked(admission.check_image)
-Cidr = checked(admission.check_cidr)
-Zone = checked(admission.check_zone)
-Location = checked(admission.check_location)
-GkeVersion = checked(admission.check_gke_version_pin)
-RayVersion = checked(admission.check_ray_version)
-Quantity = checked(admission.check_quantity)
-LabelValue = checked(admission.check_gcp_label_value)
+Name = Annotated[str, checked(lambda v: admission.check_dns_label(v, 40))]  # GKE cluster and node pool names allow 40
+SliceName = Annotated[
+    str, checked(lambda v: admission.check_dns_label(v, 30))
+]  # leaves room for the pool index in pool names
+Namespace = Annotated[str, checked(admission.check_namespace)]
+Image = Annotated[str, checked(admission.check_image)]
+Cidr = Annotated[str, checked(admission.check_cidr)]
+Zone = Annotated[str, checked(admission.check_zone)]
+Location = Annotated[str, checked(admission.check_location)]
+GkeVersion = Annotated[str, checked(admission.check_gke_version_pin)]
+RayVersion = Annotated[str, checked(admission.check_ray_version)]
+Quantity = Annotated[str, checked(admission.check_quantity)]
+LabelValue = Annotated[str, checked(admission.check_gcp_label_value)]
 
 
 class Model(BaseModel):

@@ -163,8 +163,8 @@ class ClusterConfig(Model):
 # --- storage -------------------------------------------------------------------------------------------------------
 
 
-BucketName = checked(admission.check_bucket_name)  # admission.BUCKET_NAME
-BucketLocation = checked(admission.check_bucket_location)  # admission.BUCKET_LOCATION
+BucketName = Annotated[str, checked(admission.check_bucket_name)]  # admission.BUCKET_NAME
+BucketLocation = Annotated[str, checked(admission.check_bucket_location)]  # admission.BUCKET_LOCATION
 
 
 class StorageConfig(Model):
