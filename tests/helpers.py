@@ -111,7 +111,7 @@ def run_workloads_script(script: str, tmp_path_factory, what: str, timeout: floa
     JSON document it wrote; the test fails with the script's last stderr when it wrote none or outran `timeout`.
 
     Each timeout in these modules guards against a hang, not a slow run: a loaded two-core machine has taken more
-    than 300 s for a multislice recovery and 290 s for two short fits (docs/benchmarks.md)."""
+    than 300 s for a multislice recovery and 290 s for two short fits."""
     python = workloads_python()
     out = tmp_path_factory.mktemp(Path(script).stem) / "seen.json"
     try:
