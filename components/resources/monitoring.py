@@ -23,7 +23,6 @@ from ..spec.component_args import Validated
 from ..spec.config import StackConfig
 from ..spec.models import MonitoringConfig, TpuSliceConfig
 from ..spec.monitoring_args import validate_monitoring_args
-from ..spec.operations import cron_interval_minutes
 from ..spec.problems import ConfigError, Problem
 from . import metric_waits
 from .outputs import gathered
@@ -48,15 +47,7 @@ def _validated(
         cluster=request.cluster,
         environment=request.environment,
         autopilot=request.mode == "autopilot",
-        thresholds=series.Thresholds(
-            monitoring.idle_duty_cycle_percent,
-            monitoring.idle_minutes,
-            monitoring.unavailable_minutes,
-            monitoring.interruptions_per_day,
-            monitoring.pending_pods_minutes,
-            monitoring.slice_health.alert_after_minutes,
-            cron_interval_minutes(monitoring.slice_health.schedule),
-        ),
+        thresholds=series.Thresholds.of(monitoring),
         notification_channels=tuple(monitoring.notification_channels),
         ray_metrics=request.ray_metrics,
         labels=tuple(sorted(request.labels.items())),
