@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from plans import program_plan
 
-from plan import harness, stackfile
+from plan import harness, stackfile, steps
 from ray_tpu_gke.spec.config import parse_stack_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,7 +42,7 @@ def config_of(stack: str):
 
 
 def steps_of_type(plan: dict, type_: str) -> list[dict]:
-    return [s for s in plan["steps"] if s["newState"]["type"] == type_]
+    return list(steps.steps_of_type(plan["steps"], type_))
 
 
 def minimal_values(**overrides: Any) -> dict[str, Any]:

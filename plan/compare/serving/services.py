@@ -13,6 +13,7 @@ from typing import Any, Optional
 import yaml
 from ray_tpu_gke import catalog
 
+from ...steps import states_of_type
 from ..sides import RUN_LABEL, SIDE_LABEL, label_value, run_suffix
 
 RAYSERVICE_TYPE = "kubernetes:ray.io/v1:RayService"  # CONTRACTS section 2: KubeRay objects in the plan's steps
@@ -112,10 +113,7 @@ def _price(plan: dict, kind: str, item: str, units: int) -> tuple[Optional[float
 def services(plan: dict, values: dict) -> list[ServiceSide]:
     """The plan's RayServices with a worker group on a TPU slice or a GPU pool, TPU sides first."""
     found = []
-    for step in plan.get("steps", []):
-        state = step.get("newState") or {}
-        if state.get("type") != RAYSERVICE_TYPE:
-            continue
+    for state in states_of_type(plan, RAYSERVICE_TYPE):
         manifest = state["inputs"]
         name, namespace = manifest["metadata"]["name"], manifest["metadata"].get("namespace", "default")
         configured = _entry(values, "rayServices", name)
