@@ -76,6 +76,15 @@ class SideRun:
     cluster: dict = field(default_factory=dict)  # more the collector saw (image pulls, events by reason)
     log_file: Optional[str] = None  # the job's whole log, kept in the report's folder (relative to it)
     result_file: Optional[str] = None  # the job's result document, kept there too
+    _read: Optional[tuple[str, bench.JobLog]] = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def job_log(self) -> bench.JobLog:
+        """The log as `bench.read` reads it, read once for the report, its checks and the kept result document (again
+        only when the log was replaced)."""
+        if self._read is None or self._read[0] is not self.log:
+            self._read = (self.log, bench.read(self.log))
+        return self._read[1]
 
 
 # --- arithmetic ----------------------------------------------------------------------------------------------------
@@ -269,7 +278,7 @@ def _breakdown(phases: dict, result: dict, wall: Optional[float], recovered: Opt
 
 def side_report(run: SideRun, mode: str, run_id: str, collected_at: float) -> tuple[dict, list[tuple[str, str]]]:
     """One side of report.json, and the measures it lacks with the reason for each."""
-    side, log = run.side, bench.read(run.log)
+    side, log = run.side, run.job_log
     missing: list[tuple[str, str]] = []
     out: dict[str, Any] = {
         "name": side.name,
@@ -427,7 +436,7 @@ def build(
         side, missing = side_report(run, mode, run_id, collected_at)
         sides.append(side)
         problems += [f"{run.side.name}: {measure}: {reason}" for measure, reason in missing]
-        parsed = bench.read(run.log).result
+        parsed = run.job_log.result
         results[run.side.name] = None if side.get("refused") or parsed is None else parsed
     pairs = []
     if len(sides) < 2:
