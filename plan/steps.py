@@ -6,16 +6,16 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping, Optional
 
 
-def state(step: Mapping[str, Any]) -> Mapping[str, Any]:
+def state(step: Mapping[str, Any]) -> dict[str, Any]:
     """A step's resource as planned (`newState`; empty for a step without one)."""
     return step.get("newState") or {}
 
 
-def steps_of_type(steps: Iterable[Mapping[str, Any]], *types: str) -> list[Mapping[str, Any]]:
+def steps_of_type(steps: Iterable[dict[str, Any]], *types: str) -> list[dict[str, Any]]:
     """The steps whose resource is of one of `types` (Pulumi type tokens), in plan order."""
     return [step for step in steps if state(step).get("type") in types]
 
 
-def states_of_type(plan: Optional[Mapping[str, Any]], *types: str) -> list[Mapping[str, Any]]:
+def states_of_type(plan: Optional[Mapping[str, Any]], *types: str) -> list[dict[str, Any]]:
     """The planned resources (`newState`) of a plan's steps of one of `types`, in plan order; none for no plan."""
     return [state(step) for step in steps_of_type((plan or {}).get("steps", []), *types)]

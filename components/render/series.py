@@ -251,7 +251,7 @@ def query(
     period_s: int,
     reducer: Optional[str] = None,
     group_by: Iterable[Field] = (),
-    **selection: Mapping[str, Values],
+    **selection: Optional[Mapping[str, Values]],
 ) -> dict:
     """A timeSeriesFilter: {filter, aggregation}. `selection`: resource=, metric=, user= label matches."""
     if period_s < limit("min_alignment_seconds"):

@@ -6,7 +6,7 @@ arguments (`validate_as`). The string types run an `admission` check, which name
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Callable
+from typing import Annotated, Any, Callable, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -65,7 +65,10 @@ class Model(BaseModel):
         return not any(loc and loc[0] in spelt for loc in self._dropped)
 
 
-def validate_as(model: type[Model], value: Any, style: str) -> Model:
+M = TypeVar("M", bound=Model)
+
+
+def validate_as(model: type[M], value: Any, style: str) -> M:
     """Validate with the one spelling of a front end: "stack" (camelCase keys) or "args" (snake_case)."""
     if isinstance(value, model):
         return value

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from ray_tpu_gke import catalog
 
@@ -75,7 +75,7 @@ class Consequences:
         return out
 
 
-def _pools(plan: dict | None) -> list[Mapping[str, Any]]:
+def _pools(plan: dict | None) -> list[dict[str, Any]]:
     return states_of_type(plan, NODE_POOL)
 
 
