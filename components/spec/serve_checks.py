@@ -190,7 +190,7 @@ def check_service(obj: RayServiceConfig, path: str, known: dict) -> list[Problem
         # Each deployment takes its share of the groups' room at its own replica size; together at most all of it.
         rooms = [sum(held for _, _, held in _capacity(obj, kind, size, known)) for _, _, size in wanted]
         if wanted and sum(most / max(room, 1e-9) for (_, most, _), room in zip(wanted, rooms)) > 1 + 1e-9:
-            groups = "; ".join(g for g, _, _ in _capacity(obj, kind, wanted[0][2], known))
+            holders = "; ".join(g for g, _, _ in _capacity(obj, kind, wanted[0][2], known))
             held = ", ".join(f"{room} of {size:g}" for (_, _, size), room in zip(wanted, rooms))
             problems.append(
                 Problem(
@@ -198,7 +198,7 @@ def check_service(obj: RayServiceConfig, path: str, known: dict) -> list[Problem
                     f"{sum(m for _, m, _ in wanted)} replicas at most "
                     f"({'; '.join(w for w, _, _ in wanted)}), more than the worker groups hold at "
                     f"their maximum ({held} {'TPU chips' if kind == 'tpu' else 'GPUs'} each: "
-                    f"{groups}); allowed: lower max_replicas, or a larger maxReplicas",
+                    f"{holders}); allowed: lower max_replicas, or a larger maxReplicas",
                 )
             )
     return problems
