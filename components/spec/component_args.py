@@ -28,6 +28,12 @@ class Validated(dict):
     """Component arguments validated with the whole stack (RayTpuPlatform's): not validated again."""
 
 
+def validated(args: dict[str, Any]) -> Any:
+    """Arguments validated with the whole stack, handed to a component in place of its `...Args`. It reads them as
+    they are: models where its TypedDict has mappings, which no TypedDict type spells (hence `Any`)."""
+    return Validated(args)
+
+
 def required_args(args_type: Any) -> tuple[str, ...]:
     """The required keys of a generated `*Args` TypedDict class, in its order (args.py, from the declarations).
     `Any`: the typing module names no type of TypedDict classes."""

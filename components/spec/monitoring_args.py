@@ -29,6 +29,20 @@ class MonitoredEntry:
     pools: tuple[str, ...]
     worker_groups: tuple[str, ...]
 
+    @property
+    def tpu_slice(self) -> TpuSliceConfig:
+        """The entry of one of `MonitoringRequest.slices`."""
+        if not isinstance(self.entry, TpuSliceConfig):
+            raise TypeError(f"entry {self.index} is a GPU pool, not a TPU slice")
+        return self.entry
+
+    @property
+    def gpu_pool(self) -> GpuPoolConfig:
+        """The entry of one of `MonitoringRequest.gpu_pools`."""
+        if not isinstance(self.entry, GpuPoolConfig):
+            raise TypeError(f"entry {self.index} is a TPU slice, not a GPU pool")
+        return self.entry
+
 
 @dataclass(frozen=True)
 class MonitoringRequest:
