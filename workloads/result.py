@@ -12,7 +12,7 @@ from ray_tpu_gke import bench
 
 
 def _slice_indices(workers: list[dict]) -> dict[Optional[str], int]:
-    names = sorted({w.get("sliceName") for w in workers if w.get("sliceName")})
+    names = sorted({str(w["sliceName"]) for w in workers if w.get("sliceName")})
     return {name: i for i, name in enumerate(names)}
 
 

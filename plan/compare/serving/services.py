@@ -122,7 +122,9 @@ def services(plan: dict, values: dict) -> list[ServiceSide]:
             kind, units = _limits_kind(group)
             if kind is None:
                 continue
-            entry = next((g for g in configured.get("workerGroups") or [] if g.get("name") == group["groupName"]), {})
+            entry: dict[str, Any] = next(
+                (g for g in configured.get("workerGroups") or [] if g.get("name") == group["groupName"]), {}
+            )
             item = entry.get("slice") if kind == "tpu" else entry.get("gpuPool")
             if not item:
                 raise ServiceError(
