@@ -26,7 +26,7 @@ NonNegativeInt = Annotated[StrictInt, Field(ge=0, le=INT32_MAX)]
 PositiveInt = Annotated[StrictInt, Field(ge=1, le=INT32_MAX)]
 
 
-def checked(check: Callable[[str], None]) -> AfterValidator:
+def check_with(check: Callable[[str], None]) -> AfterValidator:
     """The validator of a string type: `check(value)` raises ValueError naming what is allowed."""
 
     def run(value: str) -> str:
@@ -36,19 +36,18 @@ def checked(check: Callable[[str], None]) -> AfterValidator:
     return AfterValidator(run)
 
 
-Name = Annotated[str, checked(lambda v: admission.check_dns_label(v, 40))]  # GKE cluster and node pool names allow 40
-SliceName = Annotated[
-    str, checked(lambda v: admission.check_dns_label(v, 30))
-]  # leaves room for the pool index in pool names
-Namespace = Annotated[str, checked(admission.check_namespace)]
-Image = Annotated[str, checked(admission.check_image)]
-Cidr = Annotated[str, checked(admission.check_cidr)]
-Zone = Annotated[str, checked(admission.check_zone)]
-Location = Annotated[str, checked(admission.check_location)]
-GkeVersion = Annotated[str, checked(admission.check_gke_version_pin)]
-RayVersion = Annotated[str, checked(admission.check_ray_version)]
-Quantity = Annotated[str, checked(admission.check_quantity)]
-LabelValue = Annotated[str, checked(admission.check_gcp_label_value)]
+# GKE cluster and node pool names allow 40; a slice's name leaves room for the pool index in its pools' names.
+Name = Annotated[str, check_with(lambda v: admission.check_dns_label(v, 40))]
+SliceName = Annotated[str, check_with(lambda v: admission.check_dns_label(v, 30))]
+Namespace = Annotated[str, check_with(admission.check_namespace)]
+Image = Annotated[str, check_with(admission.check_image)]
+Cidr = Annotated[str, check_with(admission.check_cidr)]
+Zone = Annotated[str, check_with(admission.check_zone)]
+Location = Annotated[str, check_with(admission.check_location)]
+GkeVersion = Annotated[str, check_with(admission.check_gke_version_pin)]
+RayVersion = Annotated[str, check_with(admission.check_ray_version)]
+Quantity = Annotated[str, check_with(admission.check_quantity)]
+LabelValue = Annotated[str, check_with(admission.check_gcp_label_value)]
 
 
 class Model(BaseModel):
