@@ -158,7 +158,8 @@ snapshots: $(STAMP) $(ON_PATH)
 		tests/test_docs.py::test_each_documented_manifest_is_what_its_config_renders --update-snapshots
 
 # Rewrite what is generated from the argument declarations (components/spec/ models): components/spec/args.py and
-# the argument reference of docs/library.md; tests/test_generate.py fails when either is stale.
+# the argument reference of docs/library.md, and the stack file reference docs/configuration.md;
+# tests/test_generate.py fails when any is stale.
 generate: $(STAMP) $(ON_PATH)
 	$(BIN)/python -m scripts.generate
 

@@ -19,6 +19,7 @@ no Pulumi; `spec` (validated declarations); `render` (pure builders); `resources
 
 import sys
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any, Optional
 
 # Imported on first use (PEP 562), so that `from ray_tpu_gke import bench` (pure Python, for training jobs in images
 # without Pulumi) never imports Pulumi; `from ray_tpu_gke import RayTpuPlatform` works as before. Each import is
@@ -46,7 +47,7 @@ _ARGS = (
 )
 
 
-def _module_of(name: str):
+def _module_of(name: str) -> tuple[Any, Optional[str]]:
     # A submodule is imported by name, not with `from . import X`, which would ask this hook for X again.
     if name == "bench":  # alone: the workloads images carry this package's __init__ and bench/ only
         from .bench import __name__ as loaded
@@ -55,9 +56,12 @@ def _module_of(name: str):
     elif name in ("catalog", "CatalogError", "SliceShape", "slice_shape"):
         from .catalog import __name__ as loaded
     else:
-        loaded = None
-    if loaded is not None:
-        return sys.modules[loaded], None if name in ("bench", "admission", "catalog") else name
+        return _generated_or_missing(name)
+    return sys.modules[loaded], None if name in ("bench", "admission", "catalog") else name
+
+
+def _generated_or_missing(name: str) -> tuple[Any, Optional[str]]:
+    # The generated argument types, the stack loader and the components (None: no such name).
     if name in _ARGS:
         from .spec import args
 

@@ -16,18 +16,18 @@ if __name__ == "__main__":
     # about a dozen full collections that find nothing to free: 0.4 of the 4.5 s of `python -m plan dev`, measured.
     gc.set_threshold(20_000, 10, 10)
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import json
+import sys
+from pathlib import Path
 
-from ray_tpu_gke.render import pricing  # noqa: E402
-from ray_tpu_gke.resources.preflight import PreflightError  # noqa: E402
-from ray_tpu_gke.spec.problems import ConfigError  # noqa: E402
+from ray_tpu_gke.render import pricing
+from ray_tpu_gke.resources.preflight import PreflightError
+from ray_tpu_gke.spec.problems import ConfigError
 
-from . import cost, mocks, planned, preview, stackfile, terminal  # noqa: E402
-from .policy_pack import policy_engine  # noqa: E402
-from .review import gates  # noqa: E402
+from . import cost, mocks, planned, preview, stackfile, terminal
+from .policy_pack import policy_engine
+from .review import gates
 
 POLICY_PACK = Path(__file__).resolve().parent.parent / "policy"  # this repository's; the wheel ships it inside
 

@@ -289,7 +289,7 @@ class _InlineExecutor(concurrent.futures.ThreadPoolExecutor):
         future: concurrent.futures.Future = concurrent.futures.Future()
         try:
             future.set_result(fn(*args, **kwargs))
-        except BaseException as error:  # noqa: BLE001 handed to the awaiting task
+        except BaseException as error:  # handed to the awaiting task
             future.set_exception(error)
         return future
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from plans import program_plan
 
-from plan import harness, stackfile
+from plan import harness, stackfile, steps
 from ray_tpu_gke.spec.config import parse_stack_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,7 +42,7 @@ def config_of(stack: str):
 
 
 def steps_of_type(plan: dict, type_: str) -> list[dict]:
-    return [s for s in plan["steps"] if s["newState"]["type"] == type_]
+    return list(steps.steps_of_type(plan["steps"], type_))
 
 
 def minimal_values(**overrides: Any) -> dict[str, Any]:
@@ -111,7 +111,7 @@ def run_workloads_script(script: str, tmp_path_factory, what: str, timeout: floa
     JSON document it wrote; the test fails with the script's last stderr when it wrote none or outran `timeout`.
 
     Each timeout in these modules guards against a hang, not a slow run: a loaded two-core machine has taken more
-    than 300 s for a multislice recovery and 290 s for two short fits (docs/benchmarks.md)."""
+    than 300 s for a multislice recovery and 290 s for two short fits."""
     python = workloads_python()
     out = tmp_path_factory.mktemp(Path(script).stem) / "seen.json"
     try:

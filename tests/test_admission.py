@@ -6,7 +6,7 @@ import re
 import pytest
 from helpers import (
     ROOT,
-    STACKS,  # noqa: E402  every stack in stacks/
+    STACKS,  # every stack in stacks/
     config_of,
     minimal_values,
     plan_of,

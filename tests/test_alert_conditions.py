@@ -5,6 +5,7 @@ creates descriptors, waits and policies (resources/metric_waits.py); and the uns
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 from helpers import STACKS, plan_of, steps_of_type
@@ -91,7 +92,7 @@ def test_every_alert_policy_of_every_stack_satisfies_the_condition_rules(stack):
 
 def test_the_library_refuses_a_policy_the_api_would_refuse():
     shape = catalog.slice_shape("v6e", "2x2")
-    env = series.Environment("acme-ml-test", "ray-tpu", "test", thresholds=series.Thresholds(idle_minutes=1.5))
+    env = series.Environment("acme-ml-test", "ray-tpu", "test", thresholds=replace(series.Thresholds.of(), idle_minutes=1.5))
     with pytest.raises(metrics.ObservabilityError, match=r"alert policy v6e-4-idle: .*90s is not a multiple of 60 s "
                                                           r"\(monitoring-threshold-duration\)"):
         alerts.alert_policies(env, [series.SliceTarget("v6e-4", shape, pools=("v6e-4-0",))])
@@ -166,7 +167,7 @@ def test_a_slice_wrong_for_15_minutes_opens_the_incident_and_one_wrong_for_5_doe
 
 def test_the_alignment_follows_the_schedule():
     env = series.Environment("acme-ml-test", "ray-tpu", "test", slice_health=True, ray_kinds=("RayCluster",),
-                             thresholds=series.Thresholds(slice_health_minutes=30, slice_check_minutes=10))
+                             thresholds=replace(series.Thresholds.of(), slice_health_minutes=30, slice_check_minutes=10))
     shape = catalog.slice_shape("v6e", "2x2")
     specs = {s.key: s.policy for s in alerts.alert_policies(env, [series.SliceTarget("v6e-4", shape,
                                                                                       pools=("v6e-4-0",))])}

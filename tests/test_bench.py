@@ -17,9 +17,9 @@ import pytest
 
 from helpers import ROOT
 from plan.compare import __main__ as compare_cli
-from plan.compare import events, sides
+from plan.compare import sides
 from ray_tpu_gke import bench
-from workloads import result as results
+
 
 EXAMPLES = ROOT / "examples" / "bench-jobs"
 
@@ -78,8 +78,6 @@ def test_read_finds_the_events_and_the_last_result_behind_rays_prefixes(tmp_path
     assert [e["event"] for e in found.events] == ["start", "step", "step", "checkpoint", "step", "step"]
     assert found.result == doc and found.last_step == 4 and found.lines == len(log)
     assert bench.read("\n".join(log)).events == found.events  # a text or its lines
-    # The collector's, the local runner's and the workload's names for it are this one parser.
-    assert events.parse is bench.read and results.parse_result("\n".join(log)) == doc
 
 
 def test_the_steady_step_rule_leaves_out_the_compiling_steps():

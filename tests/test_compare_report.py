@@ -12,7 +12,9 @@ import statistics
 import pytest
 
 from helpers import ROOT
-from plan.compare import events, markdown, output, report
+
+from ray_tpu_gke import bench
+from plan.compare import markdown, output, report
 from plan.compare.agreement import fingerprint_agreement, relative_difference
 from plan.compare.report import Injection, NodeSpan, SideRun
 from plan.compare.sides import SidePlan
@@ -276,13 +278,13 @@ def test_an_incomplete_report_says_each_problem_on_one_line(tmp_path):
 
 
 def test_job_logs_are_read_from_the_first_brace_of_each_line():
-    log = events.parse(LOG + "\n(RayTrainWorker pid=1) {\"event\": \"step\", \"time\": 5.0, \"step\": 99} "
+    log = bench.read(LOG + "\n(RayTrainWorker pid=1) {\"event\": \"step\", \"time\": 5.0, \"step\": 99} "
                              "[repeated 2x across cluster]\n")
     assert log.result["side"] == "bench-tpu"
     assert [e["event"] for e in log.events[:3]] == ["start", "step", "step"]
     assert log.last_step == 99  # text after the object (Ray's log deduplication) is ignored
     assert len(log.of("restart")) == 1 and len(log.of("checkpoint")) == 4
-    assert events.parse('{"event": "step"}\n{"event": "nonsense", "time": 1}').events == []
+    assert bench.read('{"event": "step"}\n{"event": "nonsense", "time": 1}').events == []
 
 
 # --- against the chip's limit, and what a simulated report may say ---------------------------------------------------

@@ -127,11 +127,11 @@ def stand_in():
             self.end_headers()
             self.wfile.write(data)
 
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             assert self.path == "/api/serve/applications/"
             self._send(cluster.serve_document(time.time()))
 
-        def do_POST(self):  # noqa: N802
+        def do_POST(self):
             self.rfile.read(int(self.headers["content-length"]))
             self._send(cluster.request(time.time()))
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import ROOT, git, project_repo  # noqa: E402
+from helpers import ROOT, git, project_repo
 from rich.console import Console
 
 from plan import __main__ as plan_cli

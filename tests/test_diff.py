@@ -30,7 +30,7 @@ from plan.review import classify, paths, replacement, revisions
 from plan.review.markdown import MARKER, markdown
 from plan.review.text import print_text
 
-from helpers import ROOT, git, project_repo  # noqa: E402
+from helpers import ROOT, git, project_repo
 
 
 def edit_stack(repo: Path, stack: str, change) -> None:

@@ -77,3 +77,60 @@ def test_the_maintenance_policy_is_not_said_to_keep_slices_whole_through_host_ma
         assert "keeps a running slice whole" not in flat
         assert "Compute Engine" in flat and "host maintenance" in flat
         assert "including Compute Engine" in flat  # GKE's own words on what the policy does not govern
+
+
+# Words of a work log: who built the package, in which sitting, and who else used the machine. A page of docs/ or the
+# README speaks of the product (what it does, what is measured and how to reproduce it), not of how it was built.
+WORK_LOG = (
+    r"\bthis session\b",
+    r"\bthese sessions\b",
+    r"\bother sessions\b",
+    r"\ba session of\b",
+    r"\bthe integrator\b",
+    r"\bintegrator's\b",
+    r"\bhelpers?\b(?! (?:function|module|script|`))",  # who worked on it; not a code helper (`the helper `x``)
+    r"\bthis round\b",
+    r"\bround of\b",
+    r"\b(?:first|second|third|last|next|previous) round\b",
+    r"\ba round ago\b",
+    r"\bbusy machine\b",
+    r"\bloaded machine\b",
+    r"\bquiet machine\b",
+    r"\bshared machine\b",
+    r"\bother tenants\b",
+    r"\bshared with (?:other|\w+ other)\b",
+    r"\bthis was written on\b",
+    r"\bwe (?:measured|tried|found|decided)\b",
+    r"\bwas tried (?:first )?and dropped\b",
+    r"\bthis branch\b",
+    r"\b(?:issue|issues) \d+\b",
+)
+
+
+def _pages() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def test_no_page_reads_as_a_work_log():
+    found = []
+    for page in _pages():
+        flat = " ".join(page.read_text().split())
+        for pattern in WORK_LOG:
+            for match in re.finditer(pattern, flat, re.I):
+                found.append(f"{page.name}: …{flat[max(0, match.start() - 40) : match.end() + 40]}…")
+    assert not found, "\n".join(found)
+
+
+def test_the_work_log_words_are_caught():
+    """The list catches the phrases it is for, and passes the product's own words beside them."""
+
+    def caught(text: str) -> bool:
+        return any(re.search(pattern, text, re.I) for pattern in WORK_LOG)
+
+    for phrase in ("measured while five other helpers ran", "the integrator's Ray runs", "as in these sessions",
+                   "this round's merge", "a second round of cuts", "measured on a busy machine", "issue 30",
+                   "shared with other test runs"):
+        assert caught(phrase), phrase
+    for phrase in ("the helper `plan_of(...)`", "a round-robin of zones", "the session token", "the load average",
+                   "after the merge, the deploy workflow runs"):
+        assert not caught(phrase), phrase

@@ -560,7 +560,7 @@ def fuzz_results(tmp_path_factory):
             assert error.problems and all("\n" not in str(p) for p in error.problems), (index, error.problems)
         except stackfile.StackNotFound:
             outcome = "missing"
-        except Exception as error:  # noqa: BLE001 - the point of the test
+        except Exception as error:  # the point of the test
             outcome = "".join(traceback.format_exception(error))
         results.append((index, stack, path, outcome, time.perf_counter() - start))
     return results

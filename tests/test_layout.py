@@ -263,3 +263,19 @@ def test_no_module_imports_another_packages_underscore_names():
     assert not found, found
     stale = UNDERSCORE_EXCEPTIONS - {f for m in MODULES for f in _underscore_imports(m)}
     assert not stale, f"strike from UNDERSCORE_EXCEPTIONS: {sorted(stale)}"
+
+
+# The modules mypy is told to skip (pyproject.toml [tool.mypy] overrides with ignore_errors): this count may only go
+# down. Lower it when a module leaves the list; never raise it to let a new module in.
+MYPY_EXEMPTIONS = 35
+
+
+def test_mypy_exemptions_only_shrink_and_spare_the_library():
+    import tomllib
+
+    overrides = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"].get("overrides", [])
+    relaxed = [m for o in overrides for m in ([o["module"]] if isinstance(o["module"], str) else o["module"])]
+    assert not [m for m in relaxed if m == "components" or m.startswith("components.")], "components/ is typed"
+    exempt = [m for o in overrides if o.get("ignore_errors") for m in o["module"]]
+    assert len(exempt) <= MYPY_EXEMPTIONS, f"{len(exempt)} modules exempt from mypy, more than {MYPY_EXEMPTIONS}"
+    assert len(exempt) == MYPY_EXEMPTIONS, f"{len(exempt)} exempt now: lower MYPY_EXEMPTIONS to it"

@@ -20,7 +20,7 @@ class _Stub(http.server.BaseHTTPRequestHandler):
     arrivals = {"/mixed": 0}
     lock = threading.Lock()
 
-    def do_POST(self):  # noqa: N802 (http.server's name)
+    def do_POST(self):  # http.server's name
         json.loads(self.rfile.read(int(self.headers["content-length"])))
         with self.lock:
             self.arrivals[self.path] = n = self.arrivals.get(self.path, 0) + 1

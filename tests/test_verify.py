@@ -28,11 +28,11 @@ from helpers import ROOT, InProcessKubectl
 from plans import program_plan
 from ray_tpu_gke import catalog
 from ray_tpu_gke.render import manifests
-from ray_tpu_gke.workload import ray_labels, smoke_args
+from ray_tpu_gke.workload import ray_labels, slice_checks, smoke_args
 from workloads import tpu_smoke
 
 from plan import harness, stackfile
-from plan.verify import cli, expected, kubectl, labels, smoke
+from plan.verify import cli, expected, kubectl, smoke
 
 DATA = ROOT / "tests" / "data" / "verify"
 CONTEXT = "gke_acme-ml-staging_us-east5-b_ray-tpu-staging"
@@ -197,8 +197,8 @@ def cluster_as_planned(plan: expected.StackPlan, images: dict) -> dict:
                     shape = catalog.resolve(spec.generation, spec.topology)
                     hosts = [f"gk3-{group.group}-{replica}-{w}" for w in range(spec.hosts)]
                     for name in hosts:
-                        nodes.append(make_node(name, {**group.selector, labels.NODE_POOL_LABEL: f"nap-{hosts[0]}",
-                                                      labels.INSTANCE_TYPE_LABEL: shape.machine_type.name},
+                        nodes.append(make_node(name, {**group.selector, slice_checks.NODE_POOL_LABEL: f"nap-{hosts[0]}",
+                                                      slice_checks.INSTANCE_TYPE_LABEL: shape.machine_type.name},
                                                spec.chips_per_host))
                 pods += [make_pod(obj.namespace, cluster, group, replica, w, hosts[w], images[obj.namespace, obj.name])
                          for w in range(spec.hosts)]
@@ -209,9 +209,9 @@ def cluster_as_planned(plan: expected.StackPlan, images: dict) -> dict:
             shape = catalog.resolve(_generation(pool.accelerator), pool.topology, pool.machine_type)
             for w in range(pool.hosts):
                 nodes.append(make_node(f"gke-{pool.name}-{w}", {
-                    labels.NODE_POOL_LABEL: pool.name, catalog.ACCELERATOR_LABEL: pool.accelerator,
+                    slice_checks.NODE_POOL_LABEL: pool.name, catalog.ACCELERATOR_LABEL: pool.accelerator,
                     catalog.TOPOLOGY_LABEL: pool.topology, manifests.SLICE_LABEL: pool.slice,
-                    labels.INSTANCE_TYPE_LABEL: pool.machine_type}, shape.chips_per_host))
+                    slice_checks.INSTANCE_TYPE_LABEL: pool.machine_type}, shape.chips_per_host))
     return {"context": CONTEXT, "nodes": nodes, "pods": pods, "objects": objects, "crds": crd_files(),
             "webhooks": [WEBHOOK],
             "smoke": {"status": {"jobDeploymentStatus": "Complete", "jobStatus": "SUCCEEDED"}, "logs": logs}}

@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from workloads.result import parse_events, parse_result, validate  # (no Ray, no JAX)
+from ray_tpu_gke import bench  # (no Ray, no JAX)
 
 if __name__ != "__main__":
     import pytest
@@ -57,7 +57,7 @@ def _train(address: str, argv: list[str], on_event=None, timeout: float = 600) -
     def read(name, stream):
         for line in stream:
             lines[name].append(line)
-            for event in parse_events(line):
+            for event in bench.read(line).events:
                 events.put(event)
 
     readers = [threading.Thread(target=read, args=(n, getattr(process, n)), daemon=True) for n in lines]
@@ -78,8 +78,8 @@ def _train(address: str, argv: list[str], on_event=None, timeout: float = 600) -
     for reader in readers:
         reader.join(timeout=10)
     log = "".join(lines["stdout"]) + "".join(lines["stderr"])
-    return {"returncode": process.returncode, "result": parse_result("".join(lines["stdout"])),
-            "events": parse_events(log), "tail": log[-4000:]}
+    return {"returncode": process.returncode, "result": bench.read("".join(lines["stdout"])).result,
+            "events": bench.read(log).events, "tail": log[-4000:]}
 
 
 def _simulate(out: Path) -> None:
@@ -153,7 +153,7 @@ def _two_whole_slices(workers: list[dict]) -> None:
 
 def test_multislice_training_runs_to_completion_over_both_slices(seen):
     result = _completed(seen["recover"])
-    assert validate(result) == []
+    assert bench.validate(result) == []
     assert (result["slices"], result["processes"], result["devices"]) == (2, 4, 16)  # one JAX program, 4 hosts
     assert [step for step, _ in result["loss"]] == list(range(1, STEPS_RECOVER + 1))
     assert result["simulated"] is True and result["kind"] == "tpu" and result["steps"] == STEPS_RECOVER
@@ -168,7 +168,7 @@ def test_multislice_resumes_from_the_checkpoint_on_two_whole_slices_after_a_lost
     result = _completed(run)
     lost = run["lost"]
     assert lost, f"no host was removed: the run ended before its checkpoint at step {KILL_AFTER}"
-    assert validate(result) == []
+    assert bench.validate(result) == []
     assert len(result["restarts"]) >= 1, result["failuresSeen"]
     restart = result["restarts"][0]
     # Resumed from a checkpoint, at most the one after which the host was lost: Ray Train's controller registers a

@@ -21,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from ray_tpu_gke import bench
 from ray_tpu_gke.workload import lm_config, train_args
 from ray_tpu_gke.workload.slice import SliceSpec
 
@@ -177,10 +178,10 @@ def test_event_lines_are_found_behind_rays_prefix():
         '\x1b[36m(RayTrainWorker pid=123)\x1b[0m {"event": "step", "step": 1, "stepS": 0.5, "loss": 1.0, "time": 1.0}',
         "(TrainController pid=9) Started training worker group of size 2",
         '{"not": "an event"}',
-        results.event_line("checkpoint", time=2.0, step=1, saveS=0.1)])
-    assert [e["event"] for e in results.parse_events(log)] == ["step", "checkpoint"]
+        bench.event_line("checkpoint", time=2.0, step=1, saveS=0.1)])
+    assert [e["event"] for e in bench.read(log).events] == ["step", "checkpoint"]
     with pytest.raises(ValueError):
-        results.event_line("stepped")
+        bench.event_line("stepped")
 
 
 def test_preemptions_get_their_own_budget_only_where_rays_failure_config_has_one():
@@ -248,7 +249,7 @@ def _build(record):
 
 def test_the_result_document_from_a_ledger_record():
     doc = _build(_record())
-    assert results.validate(doc) == []
+    assert bench.validate(doc) == []
     assert doc["stepTimesS"] == pytest.approx([0.1, 0.2, 0.3]) and doc["compiledSteps"] == [0]
     assert (doc["processStartToFirstStepS"], doc["workerGroupStartS"]) == (21.0, 5.0)
     assert doc["examplesPerS"] == pytest.approx(32 * 2 / 0.5)  # the steady steps: the compiling one left out
@@ -257,7 +258,7 @@ def test_the_result_document_from_a_ledger_record():
 
 def test_a_restart_keeps_every_executed_step_and_the_latest_loss_per_step():
     doc = _build(_record(attempts=2))
-    assert results.validate(doc) == []
+    assert bench.validate(doc) == []
     assert doc["stepTimesS"] == pytest.approx([0.1, 0.2, 0.3, 0.4]) and doc["compiledSteps"] == [0, 3]
     assert doc["loss"] == [[1, 1.0], [2, 0.5], [3, 0.3]]
     assert doc["examplesPerS"] == pytest.approx(32 * 2 / 0.5)  # every attempt's steady steps: both compiles out
@@ -268,7 +269,7 @@ def test_validate_names_every_departure_from_the_contract():
     doc = _build(_record())
     del doc["finalLoss"]
     doc.update(kind="fpga", devices="4", compiledSteps=[7], fingerprint={"seed": 0, "values": ["x"]})
-    assert results.validate(doc) == [
+    assert bench.validate(doc) == [
         "result.finalLoss: missing",
         "result.devices: str '4', expected int",
         "result.kind: 'fpga', expected one of tpu, gpu",
@@ -291,13 +292,13 @@ if __name__ != "__main__":
 def _document(run: dict) -> dict:
     assert run["returncode"] == 0, run["stderr"][-3000:]
     doc = json.loads(run["lastStdout"])  # the last line of the log is the result document
-    assert results.parse_result(run["stdout"]) == doc
+    assert bench.read(run["stdout"]).result == doc
     return doc
 
 
 def test_the_instrumented_run_produces_a_result_document_that_keeps_the_contract(seen):
     doc = _document(seen["first"])
-    assert results.validate(doc) == []
+    assert bench.validate(doc) == []
     assert (doc["kind"], doc["platform"], doc["simulated"], doc["side"], doc["run"]) == (
         "tpu", "cpu", True, "bench-tpu", "run-first")
     assert (doc["devices"], doc["processes"], doc["slices"], doc["steps"]) == (8, 2, 1, STEPS)
@@ -331,7 +332,7 @@ def test_step_times_are_measured_two_runs_differ_and_agree_on_the_outputs(seen):
 
 def test_event_lines_come_while_the_job_runs(seen):
     run = seen["first"]
-    events = results.parse_events(run["stdout"] + run["stderr"])
+    events = bench.read(run["stdout"] + run["stderr"]).events
     kinds = [e["event"] for e in events]
     assert kinds.count("start") == 1 and kinds.count("step") == STEPS and kinds.count("checkpoint") == STEPS // 4
     assert [e["step"] for e in events if e["event"] == "step"] == list(range(1, STEPS + 1))
@@ -348,7 +349,7 @@ def test_a_gpu_job_without_a_cuda_backend_stops_before_training_naming_it(seen):
     line = run["lastStderr"]
     assert line.startswith("workloads.train: --gpus 1 needs JAX's CUDA backend (platform gpu)")
     assert "no CUDA backend" in line and "jax-cuda12-plugin" in line and "JAX_PLATFORMS=cuda" in line
-    assert results.parse_events(run["stdout"] + run["stderr"]) == []  # not one step, not even a start
+    assert bench.read(run["stdout"] + run["stderr"]).events == []  # not one step, not even a start
     assert run["files"] == []  # and no result document
 
 
@@ -358,12 +359,12 @@ def test_a_tpu_job_on_hosts_without_tpus_stops_before_training_naming_it(seen):
     line = run["lastStderr"]
     assert line.startswith("workloads.train: a v6e 2x4 slice needs JAX's TPU backend (platform tpu)")
     assert "no TPU backend" in line and "libtpu" in line
-    assert results.parse_events(run["stdout"] + run["stderr"]) == []
+    assert bench.read(run["stdout"] + run["stderr"]).events == []
 
 
 def test_the_gpu_job_runs_on_the_cpu_when_simulating_and_says_so(seen):
     doc = _document(seen["gpu-simulated"])
-    assert results.validate(doc) == []
+    assert bench.validate(doc) == []
     assert (doc["kind"], doc["platform"], doc["simulated"], doc["devices"], doc["processes"]) == (
         "gpu", "cpu", True, 1, 1)
     assert doc["workers"][0]["megascaleSliceId"] is None and doc["slices"] == 1

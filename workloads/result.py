@@ -1,7 +1,7 @@
 """workloads.train's result document from its run's ledger (workloads.ledger.RunLedger.record): the ledger's record
 mapped onto `ray_tpu_gke.bench.document`, the one writer of the document, which every other job reaches through
-`bench.start(...).finish(...)`. Reading a log and checking a document are bench's too (`bench.read`, `bench.validate`);
-the names below are kept for the callers of this module. No Ray or JAX import.
+`bench.start(...).finish(...)`. Reading a log and checking a document are bench's (`bench.read`, `bench.validate`).
+No Ray or JAX import.
 """
 
 from __future__ import annotations
@@ -10,22 +10,9 @@ from typing import Optional
 
 from ray_tpu_gke import bench
 
-SCHEMA, EVENTS, FIELDS = bench.SCHEMA, bench.EVENTS, bench.FIELDS
-validate, event_line = bench.validate, bench.event_line
-
-
-def parse_events(log: str) -> list[dict]:
-    """The event objects of a job's log, in order (bench.read)."""
-    return bench.read(log).events
-
-
-def parse_result(log: str) -> Optional[dict]:
-    """The result document of a job's log: the last one (bench.read)."""
-    return bench.read(log).result
-
 
 def _slice_indices(workers: list[dict]) -> dict[Optional[str], int]:
-    names = sorted({w.get("sliceName") for w in workers if w.get("sliceName")})
+    names = sorted({str(w["sliceName"]) for w in workers if w.get("sliceName")})
     return {name: i for i, name in enumerate(names)}
 
 

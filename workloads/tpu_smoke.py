@@ -195,7 +195,7 @@ def run_psum(handle, spec: SliceSpec, platform: str, deadline: float) -> tuple[l
             continue
         try:
             ip, free = ray.get(coordinators[name], timeout=left())
-        except Exception as error:  # noqa: BLE001 the check fails with it
+        except Exception as error:  # the check fails with it
             checks.append(Check("psum", FAIL, _brief(error), name))
             continue
         pending[name] = [
@@ -205,7 +205,7 @@ def run_psum(handle, spec: SliceSpec, platform: str, deadline: float) -> tuple[l
     for name, refs in sorted(pending.items()):
         try:
             results = ray.get(refs, timeout=left())
-        except Exception as error:  # noqa: BLE001 a timeout or a host's error: the check fails with it
+        except Exception as error:  # a timeout or a host's error: the check fails with it
             for ref in refs:
                 ray.cancel(ref, force=True)
             checks.append(Check("psum", FAIL, _brief(error), name))
@@ -275,7 +275,7 @@ def smoke(
                     "the slices' chips in use, or a host still coming up?"
                 )
             ray.get(ready)
-        except Exception as error:  # noqa: BLE001 Ray's reservation raises several kinds; the check fails with it
+        except Exception as error:  # Ray's reservation raises several kinds; the check fails with it
             timings["reservation_s"] = time.monotonic() - began
             checks += [Check("reservation", FAIL, _brief(error)), Check("psum", SKIP, "not run: no reservation")]
             if handle is not None:

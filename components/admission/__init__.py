@@ -15,15 +15,15 @@ on vLLM). The public names of all of them are this package's.
 # Imported in this order: the rules register in it, and docs/admission.md lists them so.
 # isort: off
 # In this order: the rules register as they are imported, and docs/admission.md lists them so.
-from .rules import *  # noqa: F401,F403
-from .names import *  # noqa: F401,F403
-from .versions import *  # noqa: F401,F403
-from .nodes import *  # noqa: F401,F403
-from .pods import *  # noqa: F401,F403
-from .quota import *  # noqa: F401,F403
-from .gpu import *  # noqa: F401,F403
-from .alerting import *  # noqa: F401,F403
-from .cron import *  # noqa: F401,F403
-from .serve import *  # noqa: F401,F403
-from .runtime import *  # noqa: F401,F403
-from .llm import *  # noqa: F401,F403
+from .rules import *  # noqa: F403
+from .names import *  # noqa: F403
+from .versions import *  # noqa: F403
+from .nodes import *  # noqa: F403
+from .pods import *  # noqa: F403
+from .quota import *  # noqa: F403
+from .gpu import *  # noqa: F403
+from .alerting import *  # noqa: F403
+from .cron import *  # noqa: F403
+from .serve import *  # noqa: F403
+from .runtime import *  # noqa: F403
+from .llm import *  # noqa: F403

@@ -38,7 +38,7 @@ _MONTHS = {
     for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), start=1)
 }
 _DAYS = {d: i for i, d in enumerate(("sun", "mon", "tue", "wed", "thu", "fri", "sat"))}
-_FIELDS = (
+_FIELDS: tuple[tuple[str, int, int, dict[str, int]], ...] = (
     ("minute", 0, 59, {}),
     ("hour", 0, 23, {}),
     ("day of month", 1, 31, {}),
@@ -99,7 +99,8 @@ def _number(text: str, name: str, names: dict[str, int], expr: str) -> int:
 
 def _field(text: str, name: str, low: int, high: int, names: dict[str, int]) -> tuple[set[int], bool]:
     """The values of one field, and whether it is a plain `*`/`?` (robfig's starBit)."""
-    values, star = set(), False
+    values: set[int] = set()
+    star = False
     for expr in (part for part in text.split(",") if part):  # strings.FieldsFunc drops empty parts
         range_and_step = expr.split("/")
         if len(range_and_step) > 2:

@@ -179,7 +179,10 @@ def check_quantity(value: str) -> None:
 
 
 def parse_quantity(value: str) -> float:
-    number, suffix = re.fullmatch(r"([\d.]+)(\D*)", value).groups()
+    match = re.fullmatch(r"([\d.]+)(\D*)", value)
+    if match is None:
+        raise ValueError(f"{value!r} is not a Kubernetes quantity")
+    number, suffix = match.groups()
     return float(number) * _SUFFIX[suffix]
 
 

@@ -139,7 +139,7 @@ def quota_value(info: Any, region: str, dimensions: Iterable[tuple[str, str]] = 
 def project_quota(quota_infos: Iterable[Any], needs: Iterable[QuotaNeed]) -> dict[tuple[str, str], float]:
     """`{(need key, region): what the project has}` for every need whose quota ID the project lists; a quota ID the
     project does not list at all is left out (unknown, a warning), never taken as zero."""
-    by_id = {}
+    by_id: dict[Any, Any] = {}
     for info in quota_infos or []:
         by_id.setdefault(_get(info, "quota_id"), info)
     out = {}

@@ -4,7 +4,7 @@ types each may hold, and `validate`, every way a document departs from them (doc
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from typing import Any, Iterable, TypeGuard
 
 SCHEMA = "ray-tpu-gke/train-result/v1"
 EVENTS = ("start", "step", "checkpoint", "restore", "restart")
@@ -70,7 +70,7 @@ WORKER_FIELDS = {
 }
 
 
-def _number(value: Any) -> bool:
+def _number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -83,7 +83,8 @@ def _type_of(value: Any) -> str:
         return "int"
     if isinstance(value, float):
         return "float"
-    return {str: "str", list: "list", dict: "dict"}.get(type(value), type(value).__name__)
+    names: dict[type, str] = {str: "str", list: "list", dict: "dict"}
+    return names.get(type(value), type(value).__name__)
 
 
 def _fits(value: Any, allowed: tuple[str, ...]) -> bool:

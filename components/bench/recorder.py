@@ -50,7 +50,7 @@ class Run:
                 f"kind {kind!r} must be one of {', '.join(KINDS)} (or None: the side decides), "
                 f"platform {platform!r} one of {', '.join(PLATFORMS)}"
             )
-        self.facts = {
+        self.facts: dict[str, Any] = {
             "run": run,
             "side": side,
             "kind": kind,

@@ -150,9 +150,10 @@ def document(
 
     def per_second(key: str) -> Optional[float]:
         counts = [step_records[i].get(key) for i in calm]
-        if calm_s <= 0 or not counts or any(c is None for c in counts):
+        known = [c for c in counts if c is not None]
+        if calm_s <= 0 or not counts or len(known) < len(counts):
             return None
-        return sum(counts) / calm_s
+        return sum(known) / calm_s
 
     latest_loss = {int(s["step"]): float(s["loss"]) for s in step_records if s.get("loss") is not None}
     if final_loss is None and step_records and step_records[-1].get("loss") is not None:

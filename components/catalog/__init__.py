@@ -6,7 +6,7 @@
 list (`metrics`) are read by `render`.
 """
 
-from .autopilot import *  # noqa: F401,F403
-from .gpu import *  # noqa: F401,F403
-from .peaks import *  # noqa: F401,F403
-from .tpu import *  # noqa: F401,F403
+from .autopilot import *  # noqa: F403
+from .gpu import *  # noqa: F403
+from .peaks import *  # noqa: F403
+from .tpu import *  # noqa: F403

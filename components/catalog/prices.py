@@ -187,7 +187,7 @@ def parse_table(document: Any, where: str = "prices table") -> tuple[Rate, ...]:
         for rate in found:
             key = (rate.kind, rate.name, rate.capacity, rate.region)
             if key in seen:
-                raise TableError(f"{at}: a second row for {' '.join(key)}")
+                raise TableError(f"{at}: a second row for {' '.join(k for k in key if k is not None)}")
             seen.add(key)
             rates.append(rate)
     return tuple(_corrected(rates, document.get("corrections") or [], where))

@@ -272,7 +272,8 @@ def topologies(generation_name: str) -> tuple[str, ...]:
     """Every valid topology of a generation, smallest slice first."""
     gen = generation(generation_name)
     if gen.dimensions == 2:
-        candidates = [(1, 1)] + [(a, b) for a in range(2, 17) for b in (a, 2 * a)]
+        candidates: list[tuple[int, ...]] = [(1, 1)]
+        candidates += [(a, b) for a in range(2, 17) for b in (a, 2 * a)]
     else:
         steps = range(4, gen.max_chips // 16 + 1, 4)
         cubes = (

@@ -4,13 +4,15 @@ the alignment the slice check's series need."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..catalog.metrics import POD_UNSCHEDULABLE
 from .series import Environment
 
 
 def threshold(title: str, series: dict, comparison: str, value: float, seconds: int) -> dict:
     """A threshold condition: the series compared with `value` for `seconds`, a lapse in it counting as no problem."""
-    body = {
+    body: dict[str, Any] = {
         "displayName": title,
         "conditionThreshold": {
             "filter": series["filter"],

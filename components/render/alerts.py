@@ -258,7 +258,7 @@ def _stack_policies(env: Environment, slices: Sequence[SliceTarget]) -> list[Pol
     """The policies of the whole stack: the slice check's verdicts (and its silence), unschedulable Ray pods, Ray
     objects not ready and RayJobs failed (from the slice check's series of the objects' status)."""
     t, specs = env.thresholds, []
-    facts = {"groups": "", "hosts": ""}
+    facts: dict[str, str | int] = {"groups": "", "hosts": ""}
     if env.slice_health and slices:
         period, seconds = admission.slice_check_windows(t.slice_health_minutes, t.slice_check_minutes)
         facts.update(slice_health_minutes=seconds // 60, silent_minutes=2 * seconds // 60)

@@ -106,9 +106,10 @@ def checker_config(config: StackConfig, pools: Mapping[str, Sequence[str]], ctx:
         by_name = {g.name: g for g in obj.worker_groups}
         groups = []
         for group in manifests.tpu_worker_groups(manifest):  # every worker group: the TPU ones are checked
-            if by_name[group["groupName"]].slice is None:
+            slice_name = by_name[group["groupName"]].slice
+            if slice_name is None:
                 continue
-            entry: TpuSliceConfig = config.slice(by_name[group["groupName"]].slice)
+            entry: TpuSliceConfig = config.slice(slice_name)
             shape = entry.shape
             groups.append(
                 {

@@ -8,7 +8,7 @@ from typing import Any, Mapping, Optional
 
 from .. import admission
 from ..spec.llm_models import LlmConfig
-from ..spec.ray_models import RayServiceConfig
+from ..spec.ray_models import RayObjectConfig, RayServiceConfig
 
 APP_NAME = "llm"
 # vLLM reads VLLM_XLA_CACHE_PATH (vllm/envs.py) and tpu-inference points JAX's persistent compilation cache at it
@@ -103,7 +103,7 @@ def serve_config(obj: RayServiceConfig, targets: Mapping[str, Mapping], mounted:
     }
 
 
-def container_env(obj: RayServiceConfig, on_slice: bool) -> list[dict]:
+def container_env(obj: RayObjectConfig, on_slice: bool) -> list[dict]:
     """What an LLM service's Ray container adds to its env: the token from its Secret (never its value), and on a
     TPU host the compile cache's path."""
     llm = getattr(obj, "llm", None)
@@ -123,7 +123,7 @@ def container_env(obj: RayServiceConfig, on_slice: bool) -> list[dict]:
     return env
 
 
-def cache_volume(obj: RayServiceConfig, on_slice: bool) -> tuple[list[dict], list[dict]]:
+def cache_volume(obj: RayObjectConfig, on_slice: bool) -> tuple[list[dict], list[dict]]:
     """(volumes, mounts) of the compile cache on a TPU host's local disk; none elsewhere."""
     if getattr(obj, "llm", None) is None or not on_slice:
         return [], []

@@ -7,7 +7,7 @@ rebuild the expectation from the same catalogue.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Any, Callable, Mapping, Optional
 
 import yaml
 
@@ -135,7 +135,7 @@ def _head_group(obj: RayObjectConfig, ctx: RenderContext, slices: Mapping[str, T
     env = multislice.head_env(obj, slices)  # Ray Train's start timeout and the slice shape, for the driver
     env += llm.container_env(obj, on_slice=False)  # an LLM service's token: the head builds its app
     resources = {"cpu": obj.head.cpu, "memory": obj.head.memory}
-    container = {
+    container: dict[str, Any] = {
         "name": "ray-head",
         "image": obj.image,
         "ports": [
@@ -150,14 +150,14 @@ def _head_group(obj: RayObjectConfig, ctx: RenderContext, slices: Mapping[str, T
         container["env"] = env
     if mounts:
         container["volumeMounts"] = mounts
-    spec = {"serviceAccountName": ctx.service_account, "containers": [container]}
+    spec: dict[str, Any] = {"serviceAccountName": ctx.service_account, "containers": [container]}
     if ctx.standard:
         spec["nodeSelector"] = {"cloud.google.com/gke-nodepool": ctx.head_pool}
     if volumes:
         spec["volumes"] = volumes
     if multislice.grace_period(obj) is not None:  # Ray 2.57+ drains the head too (admission.RAY_DRAIN_GRACE)
         spec["terminationGracePeriodSeconds"] = multislice.grace_period(obj)
-    template = {"spec": spec}
+    template: dict[str, Any] = {"spec": spec}
     if annotations:
         template["metadata"] = {"annotations": annotations}
     # The head schedules no Ray tasks: TPU work belongs on the TPU hosts.
@@ -168,8 +168,11 @@ def _tpu_worker(tpu_slice: TpuSliceConfig, ctx: RenderContext, gcs: bool) -> dic
     shape = tpu_slice.shape
     # Sized from what the host allocates to pods (admission.ALLOCATABLE), less the GCS FUSE sidecar it shares.
     cpu, memory = admission.node_worker_resources(shape.machine_type.vcpus, shape.machine_type.memory_gib, gcs)
-    env = [{"name": "JAX_PLATFORMS", "value": "tpu,cpu"}, {"name": "ENABLE_PJRT_COMPATIBILITY", "value": "true"}]
-    ports = []
+    env: list[dict[str, Any]] = [
+        {"name": "JAX_PLATFORMS", "value": "tpu,cpu"},
+        {"name": "ENABLE_PJRT_COMPATIBILITY", "value": "true"},
+    ]
+    ports: list[dict[str, Any]] = []
     if shape.multi_host:
         # What KubeRay's multi-host TPU samples give each host: its node IP for the megascale/vbar control service,
         # and the MXLA port the hosts of one slice talk on.
@@ -212,10 +215,13 @@ def _gpu_worker(pool: GpuPoolConfig, ctx: RenderContext, gcs: bool) -> dict:
 
 
 def _cpu_worker(pool: CpuPoolConfig, ctx: RenderContext, gcs: bool) -> dict:
-    vcpus, memory_gib = admission.cpu_machine(pool.machine_type)
+    machine = admission.cpu_machine(pool.machine_type)
+    if machine is None:  # validation refuses a machine type Compute Engine has no size of (check_cpu_machine_type)
+        raise ValueError(f"{pool.machine_type!r} is not a predefined machine type")
+    vcpus, memory_gib = machine
     cpu, memory = admission.node_worker_resources(vcpus, memory_gib, gcs_fuse=gcs)
     if ctx.standard:
-        selector = {POOL_LABEL: pool.name}
+        selector: dict[str, str] = {POOL_LABEL: pool.name}
     else:
         selector = {"cloud.google.com/gke-spot": "true"} if pool.capacity == "spot" else {}
         if pool.zone:
@@ -230,7 +236,12 @@ def _cpu_worker(pool: CpuPoolConfig, ctx: RenderContext, gcs: bool) -> dict:
     }
 
 
-_WORKERS = {"slice": _tpu_worker, "gpu_pool": _gpu_worker, "cpu_pool": _cpu_worker}
+# What a worker group's pods need from the node they run on, by the kind of its target.
+_WORKERS: dict[str, Callable[[Any, RenderContext, bool], dict]] = {
+    "slice": _tpu_worker,
+    "gpu_pool": _gpu_worker,
+    "cpu_pool": _cpu_worker,
+}
 
 
 def _worker_group(
@@ -241,7 +252,7 @@ def _worker_group(
     annotations, volumes, mounts = _gcs_fuse(ctx, obj)
     worker = _WORKERS[kind](targets[kind][name], ctx, bool(mounts))
     resources = worker["resources"]
-    container = {"name": "ray-worker", "image": obj.image}
+    container: dict[str, Any] = {"name": "ray-worker", "image": obj.image}
     env = list(worker["env"])
     if kind == "slice":  # the group's shape, which the workloads read (workload/slice.py)
         env += multislice.slice_env(targets[kind][name], max(1, multislice.slices(obj, group)))
@@ -260,7 +271,7 @@ def _worker_group(
         container["ports"] = worker["ports"]
     if mounts:
         container["volumeMounts"] = mounts
-    spec = {"serviceAccountName": ctx.service_account}
+    spec: dict[str, Any] = {"serviceAccountName": ctx.service_account}
     if worker["selector"]:
         spec["nodeSelector"] = worker["selector"]
     if worker["tolerations"]:
@@ -271,7 +282,7 @@ def _worker_group(
     grace = multislice.grace_period(obj, group)  # longer than Ray's drain on SIGTERM (admission.RAY_DRAIN_GRACE)
     if grace is not None:
         spec["terminationGracePeriodSeconds"] = grace
-    template = {"spec": spec}
+    template: dict[str, Any] = {"spec": spec}
     if annotations:
         template["metadata"] = {"annotations": annotations}
     declared = {"replicas": group.replicas} if declare_replicas else {}
@@ -291,7 +302,7 @@ def ray_cluster_spec(
 ) -> dict:
     """`targets`: what worker groups run on, by kind ("slice", "gpu_pool", "cpu_pool") and name
     (`StackConfig.targets`); `declare_replicas` false leaves each group's `replicas` to Ray's autoscaler."""
-    spec = {
+    spec: dict[str, Any] = {
         "rayVersion": obj.ray_version,
         "headGroupSpec": _head_group(obj, ctx, targets.get("slice", {})),
         "workerGroupSpecs": [_worker_group(g, targets, obj, ctx, declare_replicas) for g in obj.worker_groups],
@@ -354,7 +365,8 @@ def ray_manifest(obj: RayObjectConfig, targets: Mapping[str, Mapping], ctx: Rend
     kind = kind_of(obj)
     declare = not autoscaler_owns_replicas(obj)
     cluster_spec = None if getattr(obj, "cluster", None) else ray_cluster_spec(obj, targets, ctx, declare)
-    if kind == "RayService":
+    spec: Optional[dict[str, Any]]
+    if isinstance(obj, RayServiceConfig):
         mounted = (ctx.bucket, GCS_MOUNT) if obj.gcs_fuse and ctx.bucket else None
         serve = obj.serve_config if obj.llm is None else llm.serve_config(obj, targets, mounted)
         spec = {
@@ -362,7 +374,7 @@ def ray_manifest(obj: RayObjectConfig, targets: Mapping[str, Mapping], ctx: Rend
             "upgradeStrategy": {"type": obj.upgrade_strategy},
             "rayClusterConfig": cluster_spec,
         }
-    elif kind == "RayJob":
+    elif isinstance(obj, RayJobConfig):
         spec = {
             "entrypoint": obj.entrypoint,
             "submissionMode": obj.submission_mode,
@@ -384,7 +396,7 @@ def ray_manifest(obj: RayObjectConfig, targets: Mapping[str, Mapping], ctx: Rend
             spec["rayClusterSpec"] = cluster_spec
     else:
         spec = cluster_spec
-    metadata = {
+    metadata: dict[str, Any] = {
         "name": obj.name,
         "namespace": obj.namespace,
         "labels": {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "ray-tpu-gke", **ctx.labels},

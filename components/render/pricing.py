@@ -150,7 +150,8 @@ def _pool_item(config: StackConfig, kind: str, pool, rate: Rate, group_key: str)
                 f"({', '.join(_who(o, g) for o, g in users)})"
             )
         )
-    quantity = _runs_at(demand, low, high, floor) if autoscaled else configured
+    top = high if high is not None else configured
+    quantity = _runs_at(demand, low, top, floor if floor is not None else 0) if autoscaled else configured
     return Item(
         kind,
         pool.name,
@@ -205,7 +206,7 @@ def estimate(
     overrides = stack_rates(config)
     region = config.region
     items: list[Item] = []
-    missing: dict[tuple, list[str]] = {}
+    missing: dict[tuple[str, str, str, str], list[str]] = {}
     for item_kind, name, kind, rate_name, capacity, source in _needs(config):
         system = source is config.cluster.system_pool
         rate = find_rate(kind, rate_name, capacity, region, overrides, table)

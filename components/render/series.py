@@ -15,7 +15,7 @@ Which series say what:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from .. import catalog
@@ -35,22 +35,41 @@ from ..catalog.metrics import (
     limit,
     metric_list,
 )
+from ..spec.models import MonitoringConfig
+from ..spec.operations import cron_interval_minutes
 
 # --- what is observed -----------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Thresholds:
-    """When an alert fires (config `ray-tpu-gke:monitoring`, `MonitoringConfig`)."""
+    """When an alert fires: the values of `ray-tpu-gke:monitoring`, whose defaults `MonitoringConfig` declares."""
 
-    idle_duty_cycle_percent: float = 5.0
-    idle_minutes: int = 60
-    unavailable_minutes: int = 15
-    interruptions_per_day: int = 3
-    pending_pods_minutes: int = 30
-    slice_health_minutes: int = 15
-    slice_check_minutes: int = 5
+    idle_duty_cycle_percent: float
+    idle_minutes: int
+    unavailable_minutes: int
+    interruptions_per_day: int
+    pending_pods_minutes: int
+    slice_health_minutes: int
+    slice_check_minutes: int
     """The longest time between two runs of the slice check's CronJob (monitoring.sliceHealth.schedule)."""
+
+    @classmethod
+    def of(cls, monitoring: Optional[MonitoringConfig] = None) -> Thresholds:
+        """The thresholds a monitoring config sets (unset: the config's defaults)."""
+        monitoring = monitoring if monitoring is not None else MonitoringConfig()
+        check_minutes = cron_interval_minutes(monitoring.slice_health.schedule)
+        if check_minutes is None:  # validation refuses a schedule that never runs (admission.parse_cron)
+            raise ValueError(f"the slice check's schedule {monitoring.slice_health.schedule!r} never runs")
+        return cls(
+            idle_duty_cycle_percent=monitoring.idle_duty_cycle_percent,
+            idle_minutes=monitoring.idle_minutes,
+            unavailable_minutes=monitoring.unavailable_minutes,
+            interruptions_per_day=monitoring.interruptions_per_day,
+            pending_pods_minutes=monitoring.pending_pods_minutes,
+            slice_health_minutes=monitoring.slice_health.alert_after_minutes,
+            slice_check_minutes=check_minutes,
+        )
 
 
 @dataclass(frozen=True)
@@ -61,7 +80,7 @@ class Environment:
     cluster: str
     environment: str
     autopilot: bool = False
-    thresholds: Thresholds = Thresholds()
+    thresholds: Thresholds = field(default_factory=Thresholds.of)
     notification_channels: tuple[str, ...] = ()
     ray_metrics: bool = False
     """Whether the Ray Operator add-on sends Ray metrics to Managed Service for Prometheus (rayOperator.monitoring)."""
@@ -232,7 +251,7 @@ def query(
     period_s: int,
     reducer: Optional[str] = None,
     group_by: Iterable[Field] = (),
-    **selection: Mapping[str, Values],
+    **selection: Optional[Mapping[str, Values]],
 ) -> dict:
     """A timeSeriesFilter: {filter, aggregation}. `selection`: resource=, metric=, user= label matches."""
     if period_s < limit("min_alignment_seconds"):

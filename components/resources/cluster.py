@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any, Mapping, Optional
 
 import pulumi
 import pulumi_gcp as gcp
@@ -19,20 +20,25 @@ RAY_KSA = "ray"  # the Kubernetes service account of Ray pods in each Ray namesp
 OAUTH_SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]  # access is limited by IAM, not scopes
 
 
-def node_hardening(service_account: pulumi.Input[str]) -> dict:
+def node_hardening(service_account: pulumi.Input[str]) -> gcp.container.NodePoolNodeConfigArgsDict:
     """Settings every node pool shares: own service account, COS, shielded VM, GKE metadata server only. Nested
     settings are plain dicts, which pulumi-gcp takes as well as its `...Args` classes (see slice_pool.py)."""
-    return dict(
-        service_account=service_account,
-        oauth_scopes=OAUTH_SCOPES,
-        image_type="COS_CONTAINERD",
-        metadata={"disable-legacy-endpoints": "true"},
-        shielded_instance_config={"enable_secure_boot": True, "enable_integrity_monitoring": True},
-        workload_metadata_config={"mode": "GKE_METADATA"},
-    )
+    return {
+        "service_account": service_account,
+        "oauth_scopes": OAUTH_SCOPES,
+        "image_type": "COS_CONTAINERD",
+        "metadata": {"disable-legacy-endpoints": "true"},
+        "shielded_instance_config": {"enable_secure_boot": True, "enable_integrity_monitoring": True},
+        "workload_metadata_config": {"mode": "GKE_METADATA"},
+    }
 
 
-def kubeconfig(name: pulumi.Input[str], endpoint: pulumi.Input[str], ca_certificate: pulumi.Input[str]):
+def _keywords(settings: Mapping[str, Any]) -> dict[str, Any]:
+    # The shared node settings as keywords of an `...Args` class, which takes their nested dicts as it sends them.
+    return dict(settings)
+
+
+def kubeconfig(name: pulumi.Input[str], endpoint: pulumi.Input[str], ca_certificate: pulumi.Input[Optional[str]]):
     """A kubeconfig that authenticates with gke-gcloud-auth-plugin: no token is ever stored in state."""
 
     def render(args):
@@ -103,7 +109,7 @@ class GkeCluster(pulumi.ComponentResource):
             remove_default_node_pool=True if standard else None,
             initial_node_count=1 if standard else None,
             node_config=gcp.container.ClusterNodeConfigArgs(
-                **node_hardening(node_email),
+                **_keywords(node_hardening(node_email)),
             )
             if standard
             else None,
@@ -218,7 +224,7 @@ class GkeCluster(pulumi.ComponentResource):
                 ),
                 management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
                 node_config=gcp.container.NodePoolNodeConfigArgs(
-                    **node_hardening(node_email),
+                    **_keywords(node_hardening(node_email)),
                     machine_type=pool.machine_type,
                     disk_size_gb=pool.disk_size_gb,
                     disk_type="pd-balanced",

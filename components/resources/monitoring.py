@@ -19,12 +19,11 @@ import pulumi_gcp as gcp
 from .. import admission
 from ..catalog import metrics
 from ..render import alerts, dashboards, health, manifests, series
-from ..spec.args import MonitoredGpuPoolArgs, MonitoredSliceArgs, SliceMonitoringArgs
-from ..spec.component_args import Validated
+from ..spec.args import SliceMonitoringArgs
+from ..spec.component_args import validated
 from ..spec.config import StackConfig
 from ..spec.models import MonitoringConfig, TpuSliceConfig
 from ..spec.monitoring_args import validate_monitoring_args
-from ..spec.operations import cron_interval_minutes
 from ..spec.paths import Paths
 from ..spec.problems import ConfigError, Problem
 from . import metric_waits
@@ -41,24 +40,16 @@ def _validated(
     root = f"SliceMonitoring({name}).args"
     monitoring = request.monitoring
     slices = [
-        (e.index, _slice_target(e.entry, e.pools, e.worker_groups, request.mode, request.cluster))
+        (e.index, _slice_target(e.tpu_slice, e.pools, e.worker_groups, request.mode, request.cluster))
         for e in request.slices
     ]
-    gpu_pools = [(e.index, _gpu_target(e.entry, e.pools, e.worker_groups)) for e in request.gpu_pools]
+    gpu_pools = [(e.index, _gpu_target(e.gpu_pool, e.pools, e.worker_groups)) for e in request.gpu_pools]
     env = series.Environment(
         project=request.project,
         cluster=request.cluster,
         environment=request.environment,
         autopilot=request.mode == "autopilot",
-        thresholds=series.Thresholds(
-            monitoring.idle_duty_cycle_percent,
-            monitoring.idle_minutes,
-            monitoring.unavailable_minutes,
-            monitoring.interruptions_per_day,
-            monitoring.pending_pods_minutes,
-            monitoring.slice_health.alert_after_minutes,
-            cron_interval_minutes(monitoring.slice_health.schedule),
-        ),
+        thresholds=series.Thresholds.of(monitoring),
         notification_channels=tuple(monitoring.notification_channels),
         ray_metrics=request.ray_metrics,
         labels=tuple(sorted(request.labels.items())),
@@ -236,21 +227,23 @@ def platform_args(config: StackConfig, labels: dict[str, str]) -> SliceMonitorin
     groups: dict[str, list[str]] = {}
     for obj in config.ray_objects:
         for group in obj.worker_groups:
-            groups.setdefault(group.target[1], []).append(group.name)
-    slices: list[MonitoredSliceArgs] = []
+            _, target = group.target
+            if target is not None:  # every validated group names where it runs
+                groups.setdefault(target, []).append(group.name)
+    slices: list[dict[str, Any]] = []
     for tpu_slice in config.tpu_slices:
-        entry: MonitoredSliceArgs = {"slice": tpu_slice, "worker_groups": sorted(set(groups.get(tpu_slice.name, [])))}
+        entry: dict[str, Any] = {"slice": tpu_slice, "worker_groups": sorted(set(groups.get(tpu_slice.name, [])))}
         if config.standard:
             entry["pools"] = [pool_name(tpu_slice, index) for index in range(tpu_slice.count)]
         slices.append(entry)
-    gpu_pools: list[MonitoredGpuPoolArgs] = []
+    gpu_pools: list[dict[str, Any]] = []
     for pool in config.gpu_pools:
-        gpu_entry: MonitoredGpuPoolArgs = {"pool": pool, "worker_groups": sorted(set(groups.get(pool.name, [])))}
+        gpu_entry: dict[str, Any] = {"pool": pool, "worker_groups": sorted(set(groups.get(pool.name, [])))}
         if config.standard:
             gpu_entry["pools"] = [pool.name]  # worker_pool.WorkerPool names its node pool after the entry
         gpu_pools.append(gpu_entry)
     # Validated: the stack's slices and pools were checked with the whole stack (spec/config.py), not again here.
-    return Validated(
+    return validated(
         {
             "project": config.project,
             "cluster": config.cluster.name,

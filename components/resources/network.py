@@ -25,10 +25,9 @@ class Network(pulumi.ComponentResource):
         super().__init__("ray-tpu-gke:index:Network", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         if net.existing:
-            self.network = pulumi.Output.from_input(net.network)
-            self.subnetwork = pulumi.Output.from_input(net.subnetwork)
-            self.pods_range_name = net.pods_range_name
-            self.services_range_name = net.services_range_name
+            network, subnetwork, self.pods_range_name, self.services_range_name = _existing(net)
+            self.network = pulumi.Output.from_input(network)
+            self.subnetwork = pulumi.Output.from_input(subnetwork)
         else:
             vpc = gcp.compute.Network(
                 name,
@@ -88,3 +87,11 @@ class Network(pulumi.ComponentResource):
             self.pods_range_name = PODS_RANGE
             self.services_range_name = SERVICES_RANGE
         self.register_outputs({"network": self.network, "subnetwork": self.subnetwork})
+
+
+def _existing(net: NetworkConfig) -> tuple[str, str, str, str]:
+    """The existing network, subnetwork and secondary ranges, which validation requires together."""
+    names = (net.network, net.subnetwork, net.pods_range_name, net.services_range_name)
+    if any(name is None for name in names):
+        raise ValueError("an existing network needs network, subnetwork, podsRangeName and servicesRangeName")
+    return (str(names[0]), str(names[1]), str(names[2]), str(names[3]))

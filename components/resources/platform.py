@@ -5,7 +5,7 @@ import pulumi
 from ..render import manifests
 from ..render.health import runs as health_runs
 from ..spec.args import RayTpuPlatformArgs
-from ..spec.component_args import Validated
+from ..spec.component_args import validated
 from ..spec.config import StackConfig, validate_platform_args
 from ..spec.paths import Paths
 from . import preflight
@@ -51,19 +51,20 @@ class RayTpuPlatform(pulumi.ComponentResource):
 
         network = Network(c.name, config.project, config.region, c.network, opts=child)
         identity = Identity(c.name, config.project, c.name, config.namespaces, opts=child)
+        bucket = config.bucket_name  # set when storage is enabled
         storage = (
             Storage(
                 c.name,
                 config.project,
                 config.region,
-                config.bucket_name,
+                bucket,
                 config.storage,
                 identity.ray_email,
                 labels,
                 c.deletion_protection,
                 opts=child,
             )
-            if config.storage.enabled
+            if bucket is not None
             else None
         )
         need = config.gke_version_need
@@ -71,7 +72,7 @@ class RayTpuPlatform(pulumi.ComponentResource):
         # validate it again (spec/component_args.py).
         cluster = GkeCluster(
             c.name,
-            Validated(
+            validated(
                 {
                     "project": config.project,
                     "cluster": c,
@@ -97,7 +98,7 @@ class RayTpuPlatform(pulumi.ComponentResource):
             for tpu_slice in config.tpu_slices:
                 pools_of[tpu_slice.name] = TpuSlicePools(
                     tpu_slice.name,
-                    Validated(
+                    validated(
                         {
                             "project": config.project,
                             "cluster": cluster_name,
@@ -116,7 +117,7 @@ class RayTpuPlatform(pulumi.ComponentResource):
                     pools_of[pool.name] = [
                         WorkerPool(
                             pool.name,
-                            Validated(
+                            validated(
                                 {
                                     "project": config.project,
                                     "cluster": cluster_name,
@@ -155,8 +156,8 @@ class RayTpuPlatform(pulumi.ComponentResource):
         ctx = manifests.render_context(config, RAY_KSA)
         self.workloads = []
         for obj in config.ray_objects:
-            slices = [g.target[1] for g in obj.worker_groups]
-            depends_on = [cluster.cluster, cluster.namespaces[obj.namespace]]
+            slices = [name for _, name in (g.target for g in obj.worker_groups) if name is not None]
+            depends_on: list[pulumi.Resource] = [cluster.cluster, cluster.namespaces[obj.namespace]]
             depends_on += [pool for s in slices for pool in pools_of.get(s, [])]
             depends_on += [r for s in slices for r in compute_classes.get(s, [])]
             if cluster.system_pool is not None:

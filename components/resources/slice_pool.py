@@ -7,7 +7,7 @@ from .. import admission, catalog
 from ..render import manifests, upgrades
 from ..spec.args import TpuSlicePoolsArgs
 from ..spec.component_args import validate_pool_args
-from ..spec.models import TpuSliceConfig
+from ..spec.models import GpuPoolConfig, TpuSliceConfig
 from .cluster import node_hardening
 from .identity import NODE_ROLES
 from .outputs import as_output, gathered, known
@@ -24,8 +24,12 @@ def pool_name(tpu_slice: TpuSliceConfig, index: int) -> str:
 # The nested inputs below are plain dicts in the SDK's snake_case, which pulumi-gcp takes as well as its `...Args`
 # classes (each input is typed `Union[...Args, ...ArgsDict]`) and sends the same: a class is turned into this dict
 # before it is sent (pulumi rpc.serialize_property, `input_type_to_dict`), at a few dozen calls per class.
-def reservation_affinity(tpu_slice: TpuSliceConfig) -> dict | None:
+def reservation_affinity(
+    tpu_slice: TpuSliceConfig,
+) -> gcp.container.NodePoolNodeConfigReservationAffinityArgsDict | None:
     if tpu_slice.capacity == "reservation":
+        if tpu_slice.reservation is None:  # validation requires it with reservation capacity
+            raise ValueError(f"slice {tpu_slice.name}: reservation capacity names no reservation")
         return {
             "consume_reservation_type": "SPECIFIC_RESERVATION",
             "key": "compute.googleapis.com/reservation-name",
@@ -36,14 +40,18 @@ def reservation_affinity(tpu_slice: TpuSliceConfig) -> dict | None:
     return None
 
 
-def autoscaling(tpu_slice: TpuSliceConfig, shape: catalog.SliceShape) -> dict | None:
+def autoscaling(
+    tpu_slice: TpuSliceConfig, shape: catalog.SliceShape
+) -> gcp.container.NodePoolAutoscalingArgsDict | None:
     """Per-zone bounds, never total limits: a multi-host pool goes from 0 to all its hosts at once."""
     if not tpu_slice.autoscaled:
         return None
     return {"min_node_count": tpu_slice.min_nodes, "max_node_count": shape.hosts, "location_policy": "ANY"}
 
 
-def placement(shape: catalog.SliceShape, workload_policy: gcp.compute.ResourcePolicy | None) -> dict | None:
+def placement(
+    shape: catalog.SliceShape, workload_policy: gcp.compute.ResourcePolicy | None
+) -> gcp.container.NodePoolPlacementPolicyArgsDict | None:
     if not shape.multi_host:
         return None
     if workload_policy is not None:
@@ -120,7 +128,7 @@ class TpuSlicePools(pulumi.ComponentResource):
             # GKE reads the slice's topology back from the policy; the program never sends it (the policy replaces
             # it), so without this every later `pulumi up` would replace the slice (placementPolicy is ForceNew).
             ignore.append("placementPolicy.tpuTopology")
-        node_config = {
+        node_config: gcp.container.NodePoolNodeConfigArgsDict = {
             **node_hardening(node_service_account(name, args, self)),
             "machine_type": shape.machine_type.name,
             "labels": node_labels,
@@ -170,7 +178,7 @@ class TpuSlicePools(pulumi.ComponentResource):
         )
 
 
-def _upgrade_settings(entry) -> dict | None:
+def _upgrade_settings(entry: TpuSliceConfig | GpuPoolConfig) -> gcp.container.NodePoolUpgradeSettingsArgsDict | None:
     """The pool's upgradeSettings as render/upgrades.py chooses them (None: GKE's own)."""
     settings = upgrades.upgrade_settings(entry)
     if settings is None:

@@ -12,13 +12,13 @@ from .. import admission
 from ..render import manifests
 from ..spec.args import WorkerPoolArgs
 from ..spec.component_args import validate_worker_pool_args
-from ..spec.models import GpuPoolConfig
+from ..spec.models import CpuPoolConfig, GpuPoolConfig
 from .cluster import node_hardening
 from .outputs import known
 from .slice_pool import _upgrade_settings, node_service_account
 
 
-def _autoscaling(pool, total: bool) -> dict | None:
+def _autoscaling(pool: GpuPoolConfig | CpuPoolConfig, total: bool) -> gcp.container.NodePoolAutoscalingArgsDict | None:
     if not pool.autoscaled:
         return None
     # Spot and flex-start capacity goes where it is (ANY); on-demand pools balance their zones.
@@ -32,9 +32,13 @@ def _autoscaling(pool, total: bool) -> dict | None:
     return {"min_node_count": pool.min_nodes, "max_node_count": pool.max_nodes, "location_policy": policy}
 
 
-def _reservation_affinity(pool) -> dict | None:
-    capacity = getattr(pool, "capacity", "onDemand")
+def _reservation_affinity(
+    pool: GpuPoolConfig | CpuPoolConfig,
+) -> gcp.container.NodePoolNodeConfigReservationAffinityArgsDict | None:
+    capacity = pool.capacity
     if capacity == "reservation":
+        if not isinstance(pool, GpuPoolConfig) or pool.reservation is None:  # validation requires it
+            raise ValueError(f"pool {pool.name}: reservation capacity names no reservation")
         return {
             "consume_reservation_type": "SPECIFIC_RESERVATION",
             "key": "compute.googleapis.com/reservation-name",
@@ -64,7 +68,7 @@ class WorkerPool(pulumi.ComponentResource):
         flex = gpu and pool.capacity == "flexStart"
         labels = {manifests.POOL_LABEL: pool.name}
         # Plain dicts for the nested inputs, as in slice_pool.py.
-        node_config = {
+        node_config: gcp.container.NodePoolNodeConfigArgsDict = {
             **node_hardening(node_service_account(name, args, self)),
             "machine_type": pool.machine_type,
             "labels": labels,
@@ -75,7 +79,7 @@ class WorkerPool(pulumi.ComponentResource):
         affinity = _reservation_affinity(pool)
         if affinity is not None:
             node_config["reservation_affinity"] = affinity
-        if gpu:
+        if isinstance(pool, GpuPoolConfig):
             if flex:
                 node_config["flex_start"] = True
             node_config["guest_accelerators"] = [
@@ -108,6 +112,8 @@ class WorkerPool(pulumi.ComponentResource):
             ),
         )
         self.pool_name = self.pool.name
-        selector = dict(labels, **({manifests.catalog.GPU_ACCELERATOR_LABEL: pool.accelerator} if gpu else {}))
+        selector = dict(labels)
+        if isinstance(pool, GpuPoolConfig):
+            selector[manifests.catalog.GPU_ACCELERATOR_LABEL] = pool.accelerator
         self.node_selector = known(selector)
         self.register_outputs({"poolName": self.pool_name, "nodeSelector": selector})

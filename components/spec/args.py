@@ -625,8 +625,6 @@ class RayClusterArgs(TypedDict, total=False):
 
     kubernetes_provider: Required[k8s.Provider]
     """Provider for the GKE cluster."""
-    spec: Required[RayObjectArgs]
-    """The Ray cluster; its worker groups name entries of tpu_slices, gpu_pools or cpu_pools."""
     tpu_slices: list[TpuSliceArgs]
     """The slices TPU groups run on (shape and capacity; in Standard mode, pools labelled by slice name)."""
     gpu_pools: list[GpuPoolArgs]
@@ -647,18 +645,64 @@ class RayClusterArgs(TypedDict, total=False):
     """Bucket to mount at /gcs when the spec asks for GCS FUSE."""
     labels: dict[str, str]
     """Labels of the Ray object."""
+    spec: Required[RayObjectArgs]
+    """The Ray cluster; its worker groups name entries of tpu_slices, gpu_pools or cpu_pools."""
 
 
-class RayServiceArgs(RayClusterArgs, total=False):
+class RayServiceArgs(TypedDict, total=False):
     """A KubeRay RayService."""
 
+    kubernetes_provider: Required[k8s.Provider]
+    """Provider for the GKE cluster."""
+    tpu_slices: list[TpuSliceArgs]
+    """The slices TPU groups run on (shape and capacity; in Standard mode, pools labelled by slice name)."""
+    gpu_pools: list[GpuPoolArgs]
+    """The GPU pools GPU groups run on."""
+    cpu_pools: list[CpuPoolArgs]
+    """The CPU pools CPU groups run on."""
+    mode: str
+    """standard (default) or autopilot: how worker pods select their nodes."""
+    cluster_name: str
+    """Name of the GKE cluster. Required in Autopilot mode for a TPU group on a multi-host Ironwood slice: its pods
+    select the workload policy `<cluster>-<slice>` (create it with `ironwood_workload_policy`)."""
+    service_account: str
+    """Kubernetes service account of the Ray pods, bound to a Google service account by Workload Identity. Unset: the
+    namespace's `default`, which acts as no Google service account, and the component warns so."""
+    head_pool: str
+    """Standard mode: the node pool the head runs on (default system)."""
+    bucket: str
+    """Bucket to mount at /gcs when the spec asks for GCS FUSE."""
+    labels: dict[str, str]
+    """Labels of the Ray object."""
     spec: Required[RayServiceSpecArgs]
     """The Ray cluster and the Serve config it serves."""
 
 
-class RayJobArgs(RayClusterArgs, total=False):
+class RayJobArgs(TypedDict, total=False):
     """A KubeRay RayJob."""
 
+    kubernetes_provider: Required[k8s.Provider]
+    """Provider for the GKE cluster."""
+    tpu_slices: list[TpuSliceArgs]
+    """The slices TPU groups run on (shape and capacity; in Standard mode, pools labelled by slice name)."""
+    gpu_pools: list[GpuPoolArgs]
+    """The GPU pools GPU groups run on."""
+    cpu_pools: list[CpuPoolArgs]
+    """The CPU pools CPU groups run on."""
+    mode: str
+    """standard (default) or autopilot: how worker pods select their nodes."""
+    cluster_name: str
+    """Name of the GKE cluster. Required in Autopilot mode for a TPU group on a multi-host Ironwood slice: its pods
+    select the workload policy `<cluster>-<slice>` (create it with `ironwood_workload_policy`)."""
+    service_account: str
+    """Kubernetes service account of the Ray pods, bound to a Google service account by Workload Identity. Unset: the
+    namespace's `default`, which acts as no Google service account, and the component warns so."""
+    head_pool: str
+    """Standard mode: the node pool the head runs on (default system)."""
+    bucket: str
+    """Bucket to mount at /gcs when the spec asks for GCS FUSE."""
+    labels: dict[str, str]
+    """Labels of the Ray object."""
     spec: Required[RayJobSpecArgs]
     """The job, and the Ray cluster it runs on."""
 

@@ -28,8 +28,15 @@ class Validated(dict):
     """Component arguments validated with the whole stack (RayTpuPlatform's): not validated again."""
 
 
-def required_args(args_type: type) -> tuple[str, ...]:
-    """The required keys of a generated `*Args` TypedDict, in its order (args.py, from the declarations)."""
+def validated(args: dict[str, Any]) -> Any:
+    """Arguments validated with the whole stack, handed to a component in place of its `...Args`. It reads them as
+    they are: models where its TypedDict has mappings, which no TypedDict type spells (hence `Any`)."""
+    return Validated(args)
+
+
+def required_args(args_type: Any) -> tuple[str, ...]:
+    """The required keys of a generated `*Args` TypedDict class, in its order (args.py, from the declarations).
+    `Any`: the typing module names no type of TypedDict classes."""
     return tuple(key for key in args_type.__annotations__ if key in args_type.__required_keys__)
 
 
@@ -68,6 +75,7 @@ def validate_cluster_args(args: Any, name: str) -> ClusterConfig:
         )
     if problems:
         raise ConfigError(problems)
+    assert cluster is not None  # a missing cluster is a problem above
     return cluster
 
 
@@ -79,18 +87,23 @@ def validate_pool_args(args: Any, name: str) -> tuple[TpuSliceConfig, list[str]]
     paths = EntryPaths("args", root, renames=(("tpu_slices", "slice"),))
     problems = component_args(args, root, typed.TpuSlicePoolsArgs)
     location = location_arg(args, root, problems)
-    tpu_slice, warnings = None, []
+    tpu_slice: Optional[TpuSliceConfig] = None
+    warnings: list[str] = []
     if args.get("slice") is not None:
         try:
             tpu_slice = validate_as(TpuSliceConfig, args["slice"], "args")
         except ValidationError as exc:
             problems += validation_problems(exc, f"{root}.slice", TpuSliceConfig, "args")
-        raw = args["slice"] if isinstance(args["slice"], dict) else tpu_slice.model_dump()
+        if isinstance(args["slice"], dict):
+            raw = args["slice"]
+        else:  # a TpuSliceConfig passes as it is; anything else failed above and is checked as no entry
+            raw = tpu_slice.model_dump() if tpu_slice is not None else {}
         problems += cross_section.check_slices(
             ClusterContext("standard", location), [raw], [tpu_slice], paths, warnings
         )
     if problems:
         raise ConfigError(problems)
+    assert tpu_slice is not None  # a missing slice is a problem above
     return tpu_slice, warnings
 
 
@@ -104,12 +117,17 @@ def validate_worker_pool_args(args: Any, name: str) -> tuple[GpuPoolConfig | Cpu
     if len(given) != 1:
         problems.append(Problem(root, f"names {len(given)} of gpu, cpu; allowed: exactly one"))
     location = location_arg(args, root, problems)
-    pool, warnings = None, []
+    pool: Optional[GpuPoolConfig | CpuPoolConfig] = None
+    warnings: list[str] = []
     if len(given) == 1:
         key = given[0]
-        model = GpuPoolConfig if key == "gpu" else CpuPoolConfig
+        model: type[GpuPoolConfig] | type[CpuPoolConfig] = GpuPoolConfig if key == "gpu" else CpuPoolConfig
         try:
-            pool = validate_as(model, args[key], "args")
+            pool = (
+                validate_as(GpuPoolConfig, args[key], "args")
+                if key == "gpu"
+                else validate_as(CpuPoolConfig, args[key], "args")
+            )
         except ValidationError as exc:
             problems += validation_problems(exc, f"{root}.{key}", model, "args")
         if pool is not None:
@@ -119,6 +137,7 @@ def validate_worker_pool_args(args: Any, name: str) -> tuple[GpuPoolConfig | Cpu
             problems += cross_section.check_worker_pools(ClusterContext("standard", location), lists, paths, warnings)
     if problems:
         raise ConfigError(problems)
+    assert pool is not None  # a missing pool is a problem above
     return pool, warnings
 
 
@@ -172,6 +191,7 @@ def validate_ray_args(kind: str, model: type[RayObjectConfig], args: Any, name: 
         ]
     if problems:
         raise ConfigError(problems)
+    assert obj is not None  # a missing or invalid spec is a problem above
     targets = {key: {e.name: e for e in lists[section] if e is not None} for section, key, _ in _TARGET_MODELS}
     cluster_name = args.get("cluster_name") or ""
     if mode == "autopilot" and not cluster_name:
@@ -179,7 +199,9 @@ def validate_ray_args(kind: str, model: type[RayObjectConfig], args: Any, name: 
             {
                 g.slice
                 for g in obj.worker_groups
-                if g.slice in targets["slice"] and admission.needs_workload_policy(targets["slice"][g.slice].shape)
+                if g.slice is not None
+                and g.slice in targets["slice"]
+                and admission.needs_workload_policy(targets["slice"][g.slice].shape)
             }
         )
         if ironwood:

@@ -336,6 +336,8 @@ def _validate(sections: dict[str, Any], paths: Paths, stack: str, problems: list
     problems += [p for p in across if not _overlaps(p.path, dropped)]
     if problems:
         raise ConfigError(list(dict.fromkeys(problems)))
+    # With no problem the project, the region and the cluster are known (each missing one is a problem above).
+    assert isinstance(project, str) and isinstance(region, str) and cluster is not None
     return StackConfig(
         stack=stack,
         project=project,

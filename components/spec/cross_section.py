@@ -24,7 +24,7 @@ def check_cluster(cluster: Optional[ClusterConfig], context: ClusterContext, pat
                 paths("cluster", "location"),
                 f"{show(context.location)} is a zone; Autopilot clusters "
                 f"are regional: allowed: a region such as "
-                f"{admission.region_of(context.location)}",
+                f"{context.region}",
             )
         )
     if cluster is not None and cluster.system_pool.min_nodes > cluster.system_pool.max_nodes:
@@ -230,10 +230,9 @@ def check_worker_pools(context: ClusterContext, lists: dict, paths: Paths, warni
             problems += _pool_bounds(pool, section, i, context, paths)
             if section == "gpu_pools":
                 problems += _gpu_pool(pool, i, context, paths, warnings)
-            elif (
-                admission.cpu_machine(pool.machine_type)
-                and admission.node_worker_resources(*admission.cpu_machine(pool.machine_type), False)[0] < 1
-            ):
+            elif (machine := admission.cpu_machine(pool.machine_type)) and admission.node_worker_resources(
+                *machine, False
+            )[0] < 1:
                 # What the node allocates less GKE's agents leaves no whole vCPU: the worker would ask for cpu '0'.
                 problems.append(
                     Problem(
@@ -244,9 +243,9 @@ def check_worker_pools(context: ClusterContext, lists: dict, paths: Paths, warni
                         "machine type of 4 vCPUs or more, such as e2-standard-4",
                     )
                 )
-            elif context.mode == "autopilot" and admission.cpu_machine(pool.machine_type):
+            elif context.mode == "autopilot" and machine:
                 # Its workers select no compute class, so Autopilot places them in general-purpose.
-                cpu, memory = admission.node_worker_resources(*admission.cpu_machine(pool.machine_type), False)
+                cpu, memory = admission.node_worker_resources(*machine, False)
                 too_big = admission.autopilot_class_problem(catalog.DEFAULT_CLASS, cpu, memory)
                 if too_big:
                     problems.append(

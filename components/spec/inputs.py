@@ -122,13 +122,11 @@ class WorkerPoolInputs(Inputs):
     """Protect the pool from `pulumi destroy` (default true, as for TPU pools)."""
 
 
-class RayClusterInputs(Inputs):
-    """A KubeRay RayCluster on TPU slices, GPU or CPU pools, in an existing cluster with the Ray Operator add-on."""
+class _RayObjectInputs(Inputs):
+    """What every KubeRay object's component takes beside its spec, which each kind declares as its own type."""
 
     kubernetes_provider: KubernetesProvider
     """Provider for the GKE cluster."""
-    spec: RayClusterConfig
-    """The Ray cluster; its worker groups name entries of tpu_slices, gpu_pools or cpu_pools."""
     tpu_slices: list[TpuSliceConfig] = []
     """The slices TPU groups run on (shape and capacity; in Standard mode, pools labelled by slice name)."""
     gpu_pools: list[GpuPoolConfig] = []
@@ -151,14 +149,21 @@ class RayClusterInputs(Inputs):
     """Labels of the Ray object."""
 
 
-class RayServiceInputs(RayClusterInputs):
+class RayClusterInputs(_RayObjectInputs):
+    """A KubeRay RayCluster on TPU slices, GPU or CPU pools, in an existing cluster with the Ray Operator add-on."""
+
+    spec: RayClusterConfig
+    """The Ray cluster; its worker groups name entries of tpu_slices, gpu_pools or cpu_pools."""
+
+
+class RayServiceInputs(_RayObjectInputs):
     """A KubeRay RayService."""
 
     spec: RayServiceConfig
     """The Ray cluster and the Serve config it serves."""
 
 
-class RayJobInputs(RayClusterInputs):
+class RayJobInputs(_RayObjectInputs):
     """A KubeRay RayJob."""
 
     spec: RayJobConfig

@@ -6,7 +6,7 @@ arguments (`validate_as`). The string types run an `admission` check, which name
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Callable, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -26,29 +26,30 @@ NonNegativeInt = Annotated[StrictInt, Field(ge=0, le=INT32_MAX)]
 PositiveInt = Annotated[StrictInt, Field(ge=1, le=INT32_MAX)]
 
 
-def checked(check):
-    """A string type validated by `check(value)`, which raises ValueError naming what is allowed."""
+def check_with(check: Callable[[str], None]) -> AfterValidator:
+    """The validator of a string type: `check(value)` raises ValueError naming what is allowed."""
 
     def run(value: str) -> str:
         check(value)
         return value
 
-    return Annotated[str, AfterValidator(run)]
+    return AfterValidator(run)
 
 
-Name = checked(lambda v: admission.check_dns_label(v, 40))  # GKE cluster and node pool names allow 40
-SliceName = checked(lambda v: admission.check_dns_label(v, 30))  # leaves room for the pool index in pool names
+# GKE cluster and node pool names allow 40; a slice's name leaves room for the pool index in its pools' names.
+Name = Annotated[str, check_with(lambda v: admission.check_dns_label(v, 40))]
+SliceName = Annotated[str, check_with(lambda v: admission.check_dns_label(v, 30))]
 # A Kubernetes Secret's name is a DNS subdomain ("Object Names and IDs"); a DNS label of up to 63 is its usual form.
-SecretName = checked(lambda v: admission.check_dns_label(v, 63))
-Namespace = checked(admission.check_namespace)
-Image = checked(admission.check_image)
-Cidr = checked(admission.check_cidr)
-Zone = checked(admission.check_zone)
-Location = checked(admission.check_location)
-GkeVersion = checked(admission.check_gke_version_pin)
-RayVersion = checked(admission.check_ray_version)
-Quantity = checked(admission.check_quantity)
-LabelValue = checked(admission.check_gcp_label_value)
+SecretName = Annotated[str, check_with(lambda v: admission.check_dns_label(v, 63))]
+Namespace = Annotated[str, check_with(admission.check_namespace)]
+Image = Annotated[str, check_with(admission.check_image)]
+Cidr = Annotated[str, check_with(admission.check_cidr)]
+Zone = Annotated[str, check_with(admission.check_zone)]
+Location = Annotated[str, check_with(admission.check_location)]
+GkeVersion = Annotated[str, check_with(admission.check_gke_version_pin)]
+RayVersion = Annotated[str, check_with(admission.check_ray_version)]
+Quantity = Annotated[str, check_with(admission.check_quantity)]
+LabelValue = Annotated[str, check_with(admission.check_gcp_label_value)]
 
 
 class Model(BaseModel):
@@ -65,7 +66,10 @@ class Model(BaseModel):
         return not any(loc and loc[0] in spelt for loc in self._dropped)
 
 
-def validate_as(model: type[Model], value: Any, style: str) -> Model:
+M = TypeVar("M", bound=Model)
+
+
+def validate_as(model: type[M], value: Any, style: str) -> M:
     """Validate with the one spelling of a front end: "stack" (camelCase keys) or "args" (snake_case)."""
     if isinstance(value, model):
         return value

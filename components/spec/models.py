@@ -30,7 +30,7 @@ from .model_types import (
     NonNegativeInt,
     SliceName,
     Zone,
-    checked,
+    check_with,
 )
 from .model_types import validate_as as validate_as  # with the models, for the front ends
 from .operations import MaintenanceConfig, SliceHealthConfig, UpgradeConfig
@@ -163,8 +163,8 @@ class ClusterConfig(Model):
 # --- storage -------------------------------------------------------------------------------------------------------
 
 
-BucketName = checked(admission.check_bucket_name)  # admission.BUCKET_NAME
-BucketLocation = checked(admission.check_bucket_location)  # admission.BUCKET_LOCATION
+BucketName = Annotated[str, check_with(admission.check_bucket_name)]  # admission.BUCKET_NAME
+BucketLocation = Annotated[str, check_with(admission.check_bucket_location)]  # admission.BUCKET_LOCATION
 
 
 class StorageConfig(Model):

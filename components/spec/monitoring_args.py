@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Optional, Union
 
 from pydantic import ValidationError
 
@@ -28,6 +28,20 @@ class MonitoredEntry:
     entry: Union[TpuSliceConfig, GpuPoolConfig]
     pools: tuple[str, ...]
     worker_groups: tuple[str, ...]
+
+    @property
+    def tpu_slice(self) -> TpuSliceConfig:
+        """The entry of one of `MonitoringRequest.slices`."""
+        if not isinstance(self.entry, TpuSliceConfig):
+            raise TypeError(f"entry {self.index} is a GPU pool, not a TPU slice")
+        return self.entry
+
+    @property
+    def gpu_pool(self) -> GpuPoolConfig:
+        """The entry of one of `MonitoringRequest.gpu_pools`."""
+        if not isinstance(self.entry, GpuPoolConfig):
+            raise TypeError(f"entry {self.index} is a TPU slice, not a GPU pool")
+        return self.entry
 
 
 @dataclass(frozen=True)
@@ -69,6 +83,8 @@ def validate_monitoring_args(args: Any, name: str) -> MonitoringRequest:
     if not (isinstance(project, str) and PROJECT_ID.fullmatch(project)):
         problems.append(Problem(f"{root}.project", f"required: the Google Cloud project ID (given {show(project)})"))
     try:
+        if not isinstance(cluster, str):
+            raise TypeError("must be a string")
         admission.check_dns_label(cluster, 40)
     except (TypeError, ValueError) as error:
         problems.append(
@@ -120,6 +136,8 @@ def validate_monitoring_args(args: Any, name: str) -> MonitoringRequest:
     gpu_pools = _targets(args, "gpu_pools", root, mode, problems, pools, checked)
     if problems:
         raise ConfigError(problems)
+    # With no problem the project, the cluster and the monitoring settings are known (a bad one is a problem above).
+    assert isinstance(project, str) and isinstance(cluster, str) and monitoring is not None
     return MonitoringRequest(
         project=project,
         cluster=cluster,
@@ -145,8 +163,10 @@ def _targets(
         problems.append(Problem(f"{root}.{section}", f"must be a list (given {show(raw)})"))
         return []
     gpu = section == "gpu_pools"
-    key, model = ("pool", GpuPoolConfig) if gpu else ("slice", TpuSliceConfig)
-    out, seen_names = [], {}
+    key = "pool" if gpu else "slice"
+    model: type[GpuPoolConfig] | type[TpuSliceConfig] = GpuPoolConfig if gpu else TpuSliceConfig
+    out: list[MonitoredEntry] = []
+    seen_names: dict[str, int] = {}
     for index, item in enumerate(raw):
         path = f"{root}.{section}[{index}]"
         if not isinstance(item, dict):
@@ -157,12 +177,16 @@ def _targets(
             Problem(f"{path}.{k}", f"unknown argument (given {show(item[k])}); allowed: {key}, pools, worker_groups")
             for k in unknown
         ]
-        entry = None
+        entry: Optional[TpuSliceConfig | GpuPoolConfig] = None
         if item.get(key) is None:
             problems.append(Problem(f"{path}.{key}", "required argument is missing"))
         else:
             try:
-                entry = validate_as(model, item[key], "args")
+                entry = (
+                    validate_as(GpuPoolConfig, item[key], "args")
+                    if gpu
+                    else validate_as(TpuSliceConfig, item[key], "args")
+                )
             except ValidationError as exc:
                 problems += validation_problems(exc, f"{path}.{key}", model, "args")
             if not checked:

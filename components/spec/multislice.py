@@ -56,8 +56,9 @@ def annotation(obj: RayObjectConfig, entries: Mapping[str, TpuSliceConfig]) -> O
     """`<group>: <N> slices of <entry> x <chips> chips = <total> chips` per multislice group, or None."""
     parts = []
     for group in tpu_groups(obj):
-        if group.slice in entries and is_multislice(obj, group):
-            n, chips = slices(obj, group), entries[group.slice].shape.chips
+        entry = entries.get(group.slice) if group.slice is not None else None
+        if entry is not None and is_multislice(obj, group):
+            n, chips = slices(obj, group), entry.shape.chips
             parts.append(f"{group.name}: {n} slices of {group.slice} x {chips} chips = {n * chips} chips")
     return "; ".join(parts) or None
 
@@ -81,13 +82,14 @@ def tpu_groups(obj: RayObjectConfig) -> list[WorkerGroupConfig]:
 def head_env(obj: RayObjectConfig, entries: Mapping[str, TpuSliceConfig]) -> list[dict]:
     """The head's environment: the start timeout for a trainer driven from it, and the shape where the object has
     exactly one TPU group (the driver of `python -m workloads.train` reads it there)."""
-    groups = [g for g in tpu_groups(obj) if g.slice in entries]
+    groups = [(g, entries[g.slice]) for g in tpu_groups(obj) if g.slice is not None and g.slice in entries]
     env = []
     timeout = start_timeout(obj)
     if timeout is not None:
         env.append({"name": START_TIMEOUT_ENV, "value": str(timeout)})
     if len(groups) == 1:
-        env += slice_env(entries[groups[0].slice], max(1, slices(obj, groups[0])))
+        (group, entry), *_ = groups
+        env += slice_env(entry, max(1, slices(obj, group)))
     return env
 
 

@@ -8,7 +8,8 @@ from typing import Any, Optional
 
 from pydantic import ValidationError
 
-from .models import Model, validate_as
+from .model_types import M
+from .models import validate_as
 
 # Keys whose default would change what other rules conclude (a capacity's reservation rules, a Ray version's
 # autoscaler and multislice rules, a machine's GPUs, the cluster's mode): an entry that failed on one of them is not
@@ -29,7 +30,7 @@ PIVOTAL = frozenset(
 )
 
 
-def validate_partial(model: type[Model], value: Any, style: str, error: ValidationError) -> Optional[Model]:
+def validate_partial(model: type[M], value: Any, style: str, error: ValidationError) -> Optional[M]:
     """What of `value` validates once every key that failed is left out (so its default applies), for the rules
     across sections to run on; None where a required key failed or the entry is no mapping. Never part of a
     validated configuration: the failures themselves are reported."""

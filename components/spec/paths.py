@@ -93,7 +93,7 @@ class ClusterContext:
 
     @property
     def zonal(self) -> bool:
-        return bool(self.location) and admission.is_zone(self.location)
+        return self.location is not None and admission.is_zone(self.location)
 
 
 def _cluster_context(raw: Any, cluster: Optional[ClusterConfig], style: str) -> ClusterContext:

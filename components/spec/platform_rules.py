@@ -59,7 +59,8 @@ def service_accounts(cluster: Optional[ClusterConfig], paths: Paths) -> list[Pro
     """The Google service accounts named after the cluster (resources/identity.py): valid IDs, never one for two."""
     if cluster is None or not cluster.intact("name"):
         return []
-    problems, ids = [], {}
+    problems: list[Problem] = []
+    ids: dict[str, str] = {}
     for purpose in admission.SERVICE_ACCOUNT_PURPOSES:
         account = admission.service_account_id(cluster.name, purpose)
         try:
@@ -125,7 +126,8 @@ def check_pricing(pricing: Optional[PricingConfig], paths: Paths) -> list[Proble
     """Two rates for the same item, capacity and region: one would be silently ignored."""
     if pricing is None:
         return []
-    problems, seen = [], {}
+    problems: list[Problem] = []
+    seen: dict[tuple, int] = {}
     for i, rate in enumerate(pricing.rates):
         key = (rate.kind, rate.name, rate.capacity, rate.region)
         if key in seen:

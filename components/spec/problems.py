@@ -40,6 +40,8 @@ def location_arg(args: dict, root: str, problems: list[Problem]) -> Optional[str
     """The `location` argument where it is a zone or a region (else None, with the problem noted)."""
     location = args.get("location")
     try:
+        if not isinstance(location, str):
+            raise TypeError("must be a string")
         admission.check_location(location)
     except (TypeError, ValueError) as error:
         if location is not None:

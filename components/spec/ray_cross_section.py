@@ -200,7 +200,7 @@ def _groups_of_broken_object(raw: Any, kind: str, i: int, known: dict, broken: d
 
 
 def _check_job(job: RayJobConfig, path: str, paths: Paths, clusters: set) -> list[Problem]:
-    problems = []
+    problems: list[Problem] = []
     if not job.intact("cluster", "worker_groups", "shutdown_after_job_finishes", "suspend", "wait_for_ready"):
         return problems  # which cluster the job runs on is not known
     if job.suspend and job.cluster is not None:

@@ -109,7 +109,7 @@ def _unresolved(obj: RayServiceConfig, kind: str, known: dict) -> bool:
     return any(
         group.target[0] == target_kind
         and group.target[1] in known[target_kind]
-        and _per_host(known, kind, *group.target) is None
+        and _per_host(known, kind, group.target[0], group.target[1] or "") is None
         for group in obj.worker_groups
     )
 
@@ -119,7 +119,7 @@ def _capacity(obj: RayServiceConfig, kind: str, per_replica: float, known: dict)
     at its maximum)."""
     out = []
     for group in obj.worker_groups:
-        found = _per_host(known, kind, *group.target)
+        found = _per_host(known, kind, group.target[0], group.target[1] or "")
         if found is not None:
             where, per_host, hosts = found
             out.append(
@@ -149,10 +149,11 @@ def _pods(obj: RayServiceConfig, kind: str, known: dict) -> Optional[list[tuple[
                 vcpus, memory_gib = entry.shape.machine_type.vcpus, entry.shape.machine_type.memory_gib
             elif target_kind == "gpu_pool":
                 vcpus, memory_gib = entry.machine.vcpus, entry.machine.memory_gib
-            elif admission.cpu_machine(entry.machine_type) is not None:
-                vcpus, memory_gib = admission.cpu_machine(entry.machine_type)
             else:
-                return None
+                shape = admission.cpu_machine(entry.machine_type)
+                if shape is None:
+                    return None
+                vcpus, memory_gib = shape
         except catalog.CatalogError:
             return None
         cpu, memory = admission.node_worker_resources(vcpus, memory_gib, gcs_fuse=False)
@@ -181,7 +182,11 @@ def _pod_fit(obj: RayServiceConfig, deployment: dict, path: str, kind: str, know
         return problems
     if not any((cpus or 0) <= cpu and (memory or 0) <= gib * 2**30 for _, cpu, gib in pods):
         key = "num_cpus" if (cpus or 0) > max(cpu for _, cpu, _ in pods) else "memory"
-        asked = f"{cpus:g} CPUs" if key == "num_cpus" else f"{memory / 2**30:.1f} GiB ({memory:.0f} bytes) of memory"
+        asked = (
+            f"{cpus:g} CPUs"
+            if key == "num_cpus"
+            else f"{(memory or 0) / 2**30:.1f} GiB ({memory or 0:.0f} bytes) of memory"
+        )
         problems.append(
             Problem(
                 f"{path}.ray_actor_options.{key}",
@@ -256,7 +261,7 @@ def check_service(obj: RayServiceConfig, path: str, known: dict) -> list[Problem
         # Each deployment takes its share of the groups' room at its own replica size; together at most all of it.
         rooms = [sum(held for _, _, held in _capacity(obj, kind, size, known)) for _, _, size in wanted]
         if wanted and sum(most / max(room, 1e-9) for (_, most, _), room in zip(wanted, rooms)) > 1 + 1e-9:
-            groups = "; ".join(g for g, _, _ in _capacity(obj, kind, wanted[0][2], known))
+            holders = "; ".join(g for g, _, _ in _capacity(obj, kind, wanted[0][2], known))
             held = ", ".join(f"{room} of {size:g}" for (_, _, size), room in zip(wanted, rooms))
             problems.append(
                 Problem(
@@ -264,7 +269,7 @@ def check_service(obj: RayServiceConfig, path: str, known: dict) -> list[Problem
                     f"{sum(m for _, m, _ in wanted)} replicas at most "
                     f"({'; '.join(w for w, _, _ in wanted)}), more than the worker groups hold at "
                     f"their maximum ({held} {'TPU chips' if kind == 'tpu' else 'GPUs'} each: "
-                    f"{groups}); allowed: lower max_replicas, or a larger maxReplicas",
+                    f"{holders}); allowed: lower max_replicas, or a larger maxReplicas",
                 )
             )
     return problems

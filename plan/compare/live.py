@@ -14,8 +14,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from ray_tpu_gke import bench
+
 from ..verify.kubectl import Kubectl, KubectlError
-from . import events
 from .kube import go_duration, timestamp
 from .report import Injection, NodeSpan, SideRun
 from .sides import SidePlan, run_manifest
@@ -150,7 +151,7 @@ class Collector:
     def _inject(self, f: Followed) -> None:
         if self.inject_step is None or f.injection is not None or f.injection_problem:
             return
-        last = events.parse(f.log).last_step
+        last = bench.read(f.log).last_step
         if f.done:
             f.injection_problem = (
                 f"the job ended at step {last} before step {self.inject_step} was reported"

@@ -224,7 +224,7 @@ def sentences(report: dict) -> list[str]:
         start, wall = s.get("startup") or {}, s.get("wallS")
         if wall and start:
             share = sum(start.values()) / wall
-            biggest = max(start, key=start.get)
+            biggest = max(start, key=lambda phase: start[phase])
             out.append(
                 f"{s['name']}: {seconds(sum(start.values()))} of its {seconds(wall)} wall time "
                 f"({share:.0%}) went to start-up, most of it to {PHASE_NAMES[biggest].split(' (')[0]}; "

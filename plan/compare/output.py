@@ -17,8 +17,6 @@ def keep_jobs_output(runs: list, run_id: str, out: Path) -> None:
     """Each side's whole job log into `out`/logs/<side>.log and its result document, where the log holds one and the
     job has not written it there itself, into `out`/results/<run>/<side>.json: a failed job's evidence stays with its
     report. Sets each run's `log_file` and `result_file` (relative to `out`)."""
-    from ray_tpu_gke import bench
-
     (out / LOGS).mkdir(parents=True, exist_ok=True)
     for run in runs:
         name = run.side.name
@@ -27,7 +25,7 @@ def keep_jobs_output(runs: list, run_id: str, out: Path) -> None:
         run.log_file = str(log)
         result = Path(RESULTS) / run_id / f"{name}.json"
         if not (out / result).exists():
-            document = bench.read(run.log).result
+            document = run.job_log.result
             if document is None:
                 continue
             (out / result).parent.mkdir(parents=True, exist_ok=True)

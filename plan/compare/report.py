@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from ray_tpu_gke import bench
 
-from . import events, limits
+from . import limits
 from .agreement import DEFAULT_TOLERANCE, agreement
 from .job_facts import compile_source, log_tail
 from .sides import SidePlan
@@ -76,6 +76,15 @@ class SideRun:
     cluster: dict = field(default_factory=dict)  # more the collector saw (image pulls, events by reason)
     log_file: Optional[str] = None  # the job's whole log, kept in the report's folder (relative to it)
     result_file: Optional[str] = None  # the job's result document, kept there too
+    _read: Optional[tuple[str, bench.JobLog]] = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def job_log(self) -> bench.JobLog:
+        """The log as `bench.read` reads it, read once for the report, its checks and the kept result document (again
+        only when the log was replaced)."""
+        if self._read is None or self._read[0] is not self.log:
+            self._read = (self.log, bench.read(self.log))
+        return self._read[1]
 
 
 # --- arithmetic ----------------------------------------------------------------------------------------------------
@@ -167,7 +176,7 @@ def _raised(log: str) -> Optional[str]:
     return next((line.strip()[:300] for line in reversed(log.splitlines()) if _RAISED.match(line.strip())), None)
 
 
-def _restarts(result: Optional[dict], log: events.JobLog) -> list[dict]:
+def _restarts(result: Optional[dict], log: bench.JobLog) -> list[dict]:
     if result is not None and isinstance(result.get("restarts"), list):
         return [r for r in result["restarts"] if isinstance(r, dict)]
     return log.of("restart")
@@ -221,7 +230,7 @@ def recovery(
     return out, None
 
 
-def _phases(run: SideRun, mode: str, log: events.JobLog) -> tuple[dict, dict]:
+def _phases(run: SideRun, mode: str, log: bench.JobLog) -> tuple[dict, dict]:
     """Start-up phases and, for those that cannot be measured, why not."""
     start = next((e for e in log.of("start") if e.get("attempt", 0) == 0), log.first("start"))
     first_step = log.first("step")
@@ -269,7 +278,7 @@ def _breakdown(phases: dict, result: dict, wall: Optional[float], recovered: Opt
 
 def side_report(run: SideRun, mode: str, run_id: str, collected_at: float) -> tuple[dict, list[tuple[str, str]]]:
     """One side of report.json, and the measures it lacks with the reason for each."""
-    side, log = run.side, events.parse(run.log)
+    side, log = run.side, run.job_log
     missing: list[tuple[str, str]] = []
     out: dict[str, Any] = {
         "name": side.name,
@@ -427,7 +436,7 @@ def build(
         side, missing = side_report(run, mode, run_id, collected_at)
         sides.append(side)
         problems += [f"{run.side.name}: {measure}: {reason}" for measure, reason in missing]
-        parsed = events.parse(run.log).result
+        parsed = run.job_log.result
         results[run.side.name] = None if side.get("refused") or parsed is None else parsed
     pairs = []
     if len(sides) < 2:

@@ -17,6 +17,8 @@ from ray_tpu_gke import bench, catalog
 from ray_tpu_gke.catalog.resource_types import RAY_KIND_PREFIX
 from ray_tpu_gke.render import manifests
 
+from ..steps import states_of_type
+
 RAYJOB_TYPE = RAY_KIND_PREFIX + "RayJob"  # KubeRay RayJobs in the plan's steps (catalog/resource_types.py)
 PROJECT = "ray-tpu-gke"
 # KubeRay ray-operator/controllers/ray/utils/constant.go MaxRayJobNameLength (53 - 6): the submitter Job and the
@@ -120,10 +122,7 @@ def sides(plan: dict, values: dict) -> list[SidePlan]:
     """The plan's RayJobs with a worker group on a TPU slice or a GPU pool, TPU sides first, in plan order."""
     jobs = _config_list(values, "rayJobs")
     found = []
-    for step in plan.get("steps", []):
-        state = step.get("newState") or {}
-        if state.get("type") != RAYJOB_TYPE:
-            continue
+    for state in states_of_type(plan, RAYJOB_TYPE):
         manifest = state["inputs"]
         name, namespace = manifest["metadata"]["name"], manifest["metadata"].get("namespace", "default")
         configured = _by_name(jobs, name)

@@ -73,7 +73,10 @@ def of_changes(changes: Iterable[Change]) -> Capacity:
             removed = (before.chips, before.hosts) if before else (0, 0)
         if added == removed == (0, 0):
             continue
-        name = (after or before).slice
+        side = after or before
+        if side is None:
+            continue
+        name = side.slice
         entry = by_slice.setdefault(name, SliceCapacity(name))
         entry.pools.append((change.name, change.op))
         entry.chips_added += added[0]

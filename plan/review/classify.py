@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from ray_tpu_gke.catalog.resource_types import RAY_KIND_PREFIX
 
+from ..steps import steps_of_type
 from . import tpu
 from .change import Change, Detail
 from .changes import StackDiff
@@ -135,9 +136,7 @@ def compare(old: Side, new: Side, stack: str, ref: str = "", commit: str = "") -
         for o, n in _pair(old_only, new_only, key):
             matched[n["urn"]] = o
 
-    pools = sum(1 for s in new_steps if _state(s)["type"] == NODE_POOL) or sum(
-        1 for s in old_steps if _state(s)["type"] == NODE_POOL
-    )
+    pools = len(steps_of_type(new_steps, NODE_POOL)) or len(steps_of_type(old_steps, NODE_POOL))
     for n in new_steps:
         ns = _state(n)
         o = matched.get(n["urn"])

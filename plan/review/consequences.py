@@ -22,6 +22,7 @@ from typing import Any
 
 from ray_tpu_gke import catalog
 
+from ..steps import states_of_type
 from .paths import ABSENT, lookup
 from .replacement import NODE_POOL
 from .tpu import SLICE_LABEL, size
@@ -74,8 +75,8 @@ class Consequences:
         return out
 
 
-def _pools(plan: dict | None) -> list[dict]:
-    return [s["newState"] for s in (plan or {}).get("steps", []) if s["newState"]["type"] == NODE_POOL]
+def _pools(plan: dict | None) -> list[dict[str, Any]]:
+    return states_of_type(plan, NODE_POOL)
 
 
 def _reservation(state: dict) -> str | None:

@@ -86,7 +86,7 @@ def clause_diffs(old: list[str], new: list[str]) -> list[tuple[str, Any, Any]]:
     """(subject or "clause", old clause or None, new clause or None) for every clause removed, added or changed."""
     removed = [c for c in old if c not in new]
     added = [c for c in new if c not in old]
-    out = []
+    out: list[tuple[str, Any, Any]] = []
     for clause in removed:
         key = subject(clause)
         twin = next((c for c in added if key is not None and subject(c) == key), None)

@@ -32,13 +32,25 @@ from typing import Optional
 
 from ray_tpu_gke.resources.preflight import PreflightError
 from ray_tpu_gke.spec.problems import ConfigError
+from ray_tpu_gke.workload.slice_checks import (
+    CLUSTER_LABEL,
+    FAIL,
+    GROUP_LABEL,
+    NODE_TYPE_LABEL,
+    PASS,
+    SKIP,
+    Check,
+    group_checks,
+    labels_of,
+    name_of,
+    object_checks,
+    pool_checks,
+)
 
 from .. import arguments, planned, stackfile
 from . import live_versions
-from .checks import FAIL, PASS, SKIP, Check, group_checks, labels_of, name_of, object_checks, pool_checks
 from .expected import StackPlan, stack_plan
 from .kubectl import Kubectl, KubectlError
-from .labels import CLUSTER_LABEL, GROUP_LABEL, NODE_TYPE_LABEL
 from .smoke import SmokeTarget, _finished, run_smoke
 
 
@@ -64,7 +76,7 @@ def verify(
     targets = []
     for obj in stack.objects:
         live = kubectl.get(obj.kind, obj.name, obj.namespace)
-        own, cluster = object_checks(obj, live)
+        own, cluster = object_checks(obj.subject, obj.kind, obj.name, live, obj.cluster_selector)
         checks += own
         # A RayJob on an existing RayCluster (clusterSelector) runs on that cluster's pods, in that cluster's image.
         if (

@@ -8,12 +8,11 @@ from typing import Optional
 from ray_tpu_gke import catalog
 from ray_tpu_gke.catalog.resource_types import NODE_POOL, RAY_KIND_PREFIX
 from ray_tpu_gke.render import manifests
-from ray_tpu_gke.workload.slice import SliceSpec  # noqa: F401  (expected.SliceSpec)
-from ray_tpu_gke.workload.slice_checks import GroupPlan, PoolPlan
+from ray_tpu_gke.workload.slice import SliceSpec  # callers read it as expected.SliceSpec
+from ray_tpu_gke.workload.slice_checks import CLUSTER_LABEL, GroupPlan, PoolPlan
 from ray_tpu_gke.workload.slice_checks import tpu_container as _tpu_container
 
 from .. import harness
-from .labels import CLUSTER_LABEL
 
 # --- what the plan says --------------------------------------------------------------------------------------------
 

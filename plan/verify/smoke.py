@@ -11,11 +11,19 @@ from typing import Callable
 
 from ray_tpu_gke import admission
 from ray_tpu_gke.workload import smoke_args
+from ray_tpu_gke.workload.slice_checks import (
+    CLUSTER_LABEL,
+    DEPLOYMENT_FAILED,
+    FAIL,
+    PASS,
+    SKIP,
+    Check,
+    listing,
+    name_of,
+)
 
-from .checks import FAIL, PASS, SKIP, Check, listing, name_of
 from .expected import GroupPlan
 from .kubectl import Kubectl, KubectlError
-from .labels import CLUSTER_LABEL, DEPLOYMENT_FAILED
 
 MAX_RAYJOB_NAME = 47  # KubeRay ray-operator/controllers/ray/utils/constant.go MaxRayJobNameLength (53 - 6)
 # KubeRay's deployment status once the submitter has ended (ray-operator/apis/ray/v1/rayjob_types.go).

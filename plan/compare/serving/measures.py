@@ -52,7 +52,9 @@ def pattern_summary(run: LoadRun, pattern: Pattern) -> dict:
             for phase in pattern.phases
         ]
     else:
-        summary["coldLatenciesMs"] = [round(o.latency_s * 1000, 3) if o.ok else None for o in run.outcomes]
+        summary["coldLatenciesMs"] = [
+            round(o.latency_s * 1000, 3) if o.ok and o.latency_s is not None else None for o in run.outcomes
+        ]
     return summary
 
 

@@ -138,7 +138,8 @@ def upscale(samples: list[dict], step_at: float, decided_by: Optional[float] = N
     """Serve's first upscale decision after a load step at `step_at`: the poll before and the poll at which its
     `target_num_replicas` rose, or None when it did not rise by `decided_by`."""
     after = [s for s in samples if s["at"] > step_at]
-    previous = ([s for s in samples if s["at"] <= step_at] or [None])[-1]
+    before = [s for s in samples if s["at"] <= step_at]
+    previous = before[-1] if before else None
     for s in after:
         if decided_by is not None and s["at"] > decided_by:
             return None

@@ -14,6 +14,7 @@ import yaml
 from ray_tpu_gke import catalog
 from ray_tpu_gke.render.llm import llm_model_id
 
+from ...steps import states_of_type
 from ..sides import RUN_LABEL, SIDE_LABEL, label_value, run_suffix
 
 RAYSERVICE_TYPE = "kubernetes:ray.io/v1:RayService"  # CONTRACTS section 2: KubeRay objects in the plan's steps
@@ -113,10 +114,7 @@ def _price(plan: dict, kind: str, item: str, units: int) -> tuple[Optional[float
 def services(plan: dict, values: dict) -> list[ServiceSide]:
     """The plan's RayServices with a worker group on a TPU slice or a GPU pool, TPU sides first."""
     found = []
-    for step in plan.get("steps", []):
-        state = step.get("newState") or {}
-        if state.get("type") != RAYSERVICE_TYPE:
-            continue
+    for state in states_of_type(plan, RAYSERVICE_TYPE):
         manifest = state["inputs"]
         if llm_model_id(yaml.safe_load(manifest["spec"].get("serveConfigV2") or "{}")) is not None:
             continue  # an LLM service: measured in tokens, not by this request-latency comparison
@@ -127,7 +125,9 @@ def services(plan: dict, values: dict) -> list[ServiceSide]:
             kind, units = _limits_kind(group)
             if kind is None:
                 continue
-            entry = next((g for g in configured.get("workerGroups") or [] if g.get("name") == group["groupName"]), {})
+            entry: dict[str, Any] = next(
+                (g for g in configured.get("workerGroups") or [] if g.get("name") == group["groupName"]), {}
+            )
             item = entry.get("slice") if kind == "tpu" else entry.get("gpuPool")
             if not item:
                 raise ServiceError(
