@@ -9,12 +9,14 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 
 
 class StandIn:
     def __init__(self, ttft_s: float, itl_s: float, hold_until: int = 0, words_per_token: int = 1):
         self.ttft_s, self.itl_s, self.hold_until = ttft_s, itl_s, hold_until
-        self.arrived: list[float] = []
+        self.arrived: list[float] = []  # the server loop's clock
+        self.arrived_epoch: list[float] = []  # time.time(), for scripts that follow the first arrival
         self.bodies: list[dict] = []
         self.loop = asyncio.new_event_loop()
         self.all_arrived = None
@@ -28,6 +30,7 @@ class StandIn:
         length = next((int(h.split(":")[1]) for h in lines[1:] if h.lower().startswith("content-length")), 0)
         body = json.loads(await reader.readexactly(length)) if length else {}
         self.arrived.append(self.loop.time())
+        self.arrived_epoch.append(time.time())
         self.bodies.append(body)
         if self.hold_until and len(self.arrived) >= self.hold_until:
             self.all_arrived.set()

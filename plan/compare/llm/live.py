@@ -97,7 +97,7 @@ def collect(
         from ...verify.kubectl import Kubectl
 
         kubectl = Kubectl(args.context, args.kubeconfig)
-    job_options = {k: options.pop(k) for k in ("url_for", "poll_s") if k in options}
+    job_options = {k: v for k, v in (("url_for", options.pop("url_for", None)), ("poll_s", options.get("poll_s"))) if v}
     out = []
     for side in found:
         traffic = job_traffic(
@@ -163,7 +163,10 @@ def dry_run(
         )
         made = job.manifests(side, service, run_id, order, code, image, _deadline(shapes, timeout_s, cold))
         made[0]["binaryData"] = {"generator.zip": f"<{len(code)} bytes: {', '.join(job.MODULES)}>"}
-        made[0]["data"] = {"spec.json": f"<{len(made[0]['data']['spec.json'])} characters>"}
+        made[0]["data"] = {
+            "spec.json": f"<{len(made[0]['data']['spec.json'])} characters: the shapes and prompts, aimed at "
+            f"{order['url']}>"
+        }
         for manifest in (run_manifest(side, run_id), *made):
             print(yaml.safe_dump(manifest, sort_keys=False), end="---\n")
     print(f"# cost ceiling: ${ceiling['usd']:,.2f} ({ceiling['basis']})")

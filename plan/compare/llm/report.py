@@ -183,7 +183,7 @@ def build(
     agreed = agreement.compare(
         {s["name"]: StreamRun.from_json(s["agreement"]) for s in seen if s.get("agreement")}, agree_tokens
     )
-    if agreed.get("problem"):
+    if agreed.get("problem") and len(named) > 1:  # one side alone has nothing to agree with
         problems.append(f"agreement: {agreed['problem']}")
     document = {
         "schema": REPORT_SCHEMA,
