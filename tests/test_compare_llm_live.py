@@ -78,15 +78,33 @@ class Cluster:
         replicas, target = [], 0
         if not self.idle(now):
             start = self.activations(now)[-1]
-            replicas.append({"replica_id": f"r{len(self.activations(now))}", "start_time_s": start + REPLICA_AT,
-                             "state": "RUNNING" if now >= start + REPLICA_AT else "STARTING"})
+            replicas.append(
+                {
+                    "replica_id": f"r{len(self.activations(now))}",
+                    "start_time_s": start + REPLICA_AT,
+                    "state": "RUNNING" if now >= start + REPLICA_AT else "STARTING",
+                }
+            )
             target = 1
             if self.upscaled is not None and self.upscaled >= start:
-                replicas.append({"replica_id": "b", "start_time_s": self.upscaled,
-                                 "state": "RUNNING" if now >= self.upscaled + 0.3 else "STARTING"})
+                replicas.append(
+                    {
+                        "replica_id": "b",
+                        "start_time_s": self.upscaled,
+                        "state": "RUNNING" if now >= self.upscaled + 0.3 else "STARTING",
+                    }
+                )
                 target = 2
-        return {"applications": {"llm": {"status": "RUNNING", "deployments": {deployment: {
-            "status": "HEALTHY", "target_num_replicas": target, "replicas": replicas}}}}}
+        return {
+            "applications": {
+                "llm": {
+                    "status": "RUNNING",
+                    "deployments": {
+                        deployment: {"status": "HEALTHY", "target_num_replicas": target, "replicas": replicas}
+                    },
+                }
+            }
+        }
 
 
 class FakeKubectl:
@@ -106,7 +124,9 @@ class FakeKubectl:
             order = json.loads(self.c.configmaps[name]["data"]["spec.json"])
 
             def run():
-                self.c.logs[name] = "\n".join(["some output"] + job_main.encode(job_main.run(order, say=lambda m: None)))
+                self.c.logs[name] = "\n".join(
+                    ["some output"] + job_main.encode(job_main.run(order, say=lambda m: None))
+                )
                 self.c.jobs[name] = True
 
             self.c.jobs[name] = False
@@ -122,8 +142,11 @@ class FakeKubectl:
         return {"metadata": {"name": name}, "status": {"pendingServiceStatus": {"rayClusterName": f"{name}-rc"}}}
 
     def pod(self, name, kind, ready, node=None):
-        return {"metadata": {"name": name}, "spec": {"nodeName": node},
-                "status": {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": iso(ready)}]}}
+        return {
+            "metadata": {"name": name},
+            "spec": {"nodeName": node},
+            "status": {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": iso(ready)}]},
+        }
 
     def items(self, *args):
         self.c.calls.append(list(args))
@@ -131,15 +154,23 @@ class FakeKubectl:
         if args[0] == "nodes":
             if self.c.deleted is not None:
                 return []
-            return [{"metadata": {"name": f"gke-node-{i}", "creationTimestamp": iso(t)},
-                     "status": {"conditions": [{"type": "Ready", "status": "True",
-                                                "lastTransitionTime": iso(t + NODE_READY)}]}}
-                    for i, t in enumerate(starts)]
+            return [
+                {
+                    "metadata": {"name": f"gke-node-{i}", "creationTimestamp": iso(t)},
+                    "status": {
+                        "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": iso(t + NODE_READY)}]
+                    },
+                }
+                for i, t in enumerate(starts)
+            ]
         selector = args[args.index("-l") + 1]
         if "node-type=head" in selector:
             return [self.pod("head-0", "head", self.c.created["rayservice"])]
-        return [self.pod(f"worker-{i}", "worker", t + POD_READY, node=f"gke-node-{i}")
-                for i, t in enumerate(starts) if time.time() >= t + POD_READY]
+        return [
+            self.pod(f"worker-{i}", "worker", t + POD_READY, node=f"gke-node-{i}")
+            for i, t in enumerate(starts)
+            if time.time() >= t + POD_READY
+        ]
 
     def run(self, *args, stdin=None):
         self.c.calls.append(list(args))
@@ -187,18 +218,46 @@ def live_run():
                 return {"timeSeries": [{"points": [{"value": {"doubleValue": value}}]}], "nextPageToken": "2"}
             return {"timeSeries": [{"points": [{"value": {"int64Value": str(int(value / 2))}}]}]}
 
-        chosen = [shapes.poisson(8.0, 1.0, seed=0), shapes.burst(2.0, 20.0, 0.5, 1.0, 0.5, seed=0),
-                  shapes.sparse(1, 1.5, None)]
-        load = LlmLoad(prompts.prompt_set(8, 6, 0.0, seed=0, count=4).prompts(), agree_count=3, agree_tokens=4,
-                       models={tpu.name: sides.model_id(tpu)})
-        seen = live.collect(None, [tpu], RUN, chosen, load, timeout_s=30, say=lambda m: None,
-                            kubectl=FakeKubectl(cluster), monitoring=accelerators.Monitoring("acme", "ray-compare",
-                                                                                             fetch),
-                            forward=forward, poll_s=0.05, url_for=lambda service, namespace: engine.url,
-                            sleep=lambda s: time.sleep(min(s, 0.05)))
+        chosen = [
+            shapes.poisson(8.0, 1.0, seed=0),
+            shapes.burst(2.0, 20.0, 0.5, 1.0, 0.5, seed=0),
+            shapes.sparse(1, 1.5, None),
+        ]
+        load = LlmLoad(
+            prompts.prompt_set(8, 6, 0.0, seed=0, count=4).prompts(),
+            agree_count=3,
+            agree_tokens=4,
+            models={tpu.name: sides.model_id(tpu)},
+        )
+        seen = live.collect(
+            None,
+            [tpu],
+            RUN,
+            chosen,
+            load,
+            timeout_s=30,
+            say=lambda m: None,
+            kubectl=FakeKubectl(cluster),
+            monitoring=accelerators.Monitoring("acme", "ray-compare", fetch),
+            forward=forward,
+            poll_s=0.05,
+            url_for=lambda service, namespace: engine.url,
+            sleep=lambda s: time.sleep(min(s, 0.05)),
+        )
         head.shutdown()
-    document = report.build("compare", "live", RUN, [(tpu.name, tpu)], seen, chosen, slo_ms={"ttft": 5000.0},
-                            plan=plan, prompts={}, agree_tokens=4, context="stand-in")
+    document = report.build(
+        "compare",
+        "live",
+        RUN,
+        [(tpu.name, tpu)],
+        seen,
+        chosen,
+        slo_ms={"ttft": 5000.0},
+        plan=plan,
+        prompts={},
+        agree_tokens=4,
+        context="stand-in",
+    )
     return tpu, cluster, seen[0], document, queries, chosen
 
 
@@ -238,8 +297,12 @@ def test_accelerator_usage_comes_from_gkes_metrics_over_the_load(live_run):
     _, _, seen, document, queries, _ = live_run
     usage = document["llm"][0]["accelerators"]
     assert set(usage["metrics"]) == set(accelerators.METRICS["tpu"])
-    assert usage["metrics"]["dutyCyclePct"] == {"metric": "kubernetes.io/container/accelerator/duty_cycle",
-                                                "mean": 37.5, "max": 50.0, "points": 2}
+    assert usage["metrics"]["dutyCyclePct"] == {
+        "metric": "kubernetes.io/container/accelerator/duty_cycle",
+        "mean": 37.5,
+        "max": 50.0,
+        "points": 2,
+    }
     assert usage["memoryUsedShareMax"] == pytest.approx(20 / 32)
     url, params = queries[0]
     assert url == "https://monitoring.googleapis.com/v3/projects/acme/timeSeries"
@@ -261,8 +324,12 @@ def test_the_load_job_manifest():
     assert pod["containers"][0]["image"] == head["containers"][0]["image"]
     assert "nvidia.com/gpu" not in json.dumps(pod)
     assert made["spec"]["backoffLimit"] == 0 and made["spec"]["activeDeadlineSeconds"] == 900
-    assert job.manifests(side, "x", RUN, order, b"", "python:3.12", 60)[1]["spec"]["template"]["spec"][
-        "containers"][0]["image"] == "python:3.12"
+    assert (
+        job.manifests(side, "x", RUN, order, b"", "python:3.12", 60)[1]["spec"]["template"]["spec"]["containers"][0][
+            "image"
+        ]
+        == "python:3.12"
+    )
     assert job.serve_url("llm-gpu-1", "compare") == "http://llm-gpu-1-serve-svc.compare.svc.cluster.local:8000"
 
 
@@ -271,12 +338,24 @@ def test_the_jobs_code_zip_runs_on_its_own(tmp_path):
     (tmp_path / "generator.zip").write_bytes(job.archive())
     assert set(zipfile.ZipFile(tmp_path / "generator.zip").namelist()) == {f"plan/{m}" for m in job.MODULES}
     with StandIn(0.0, 0.0) as engine:
-        order = job.spec(engine.url, "side", "m", [shapes.poisson(5.0, 1.0, seed=0)],
-                         LlmLoad(prompts.prompt_set(4, 3, 0.0, 0, 2).prompts(), agree_count=2, agree_tokens=2), 30, 30)
+        order = job.spec(
+            engine.url,
+            "side",
+            "m",
+            [shapes.poisson(5.0, 1.0, seed=0)],
+            LlmLoad(prompts.prompt_set(4, 3, 0.0, 0, 2).prompts(), agree_count=2, agree_tokens=2),
+            30,
+            30,
+        )
         (tmp_path / "spec.json").write_text(json.dumps(order))
-        done = subprocess.run([sys.executable, "-m", "plan.compare.llm.job_main", str(tmp_path / "spec.json")],
-                              cwd=tmp_path, env={"PYTHONPATH": str(tmp_path / "generator.zip"), "PATH": os.environ["PATH"]},
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "plan.compare.llm.job_main", str(tmp_path / "spec.json")],
+            cwd=tmp_path,
+            env={"PYTHONPATH": str(tmp_path / "generator.zip"), "PATH": os.environ["PATH"]},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert done.returncode == 0, done.stderr[-2000:]
     got = job.read_seen(done.stdout)
     assert got["problems"] == [] and got["cold"]["outcomes"][0]["outputTokens"] == 3
@@ -292,13 +371,16 @@ def test_dry_run_prints_the_rayservices_the_load_jobs_and_the_cost_ceiling(capsy
     assert "# cost ceiling: $" in out
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--slo", "ttft=fast"], "--slo"),
-    (["--llm-shapes", "steady"], "--llm-shapes"),
-    (["--sweep-rates", "4,1"], "--sweep-rates"),
-    (["--target", "nourl"], "--target"),
-    (["--llm-sides", "nope"], "--llm-sides"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--slo", "ttft=fast"], "--slo"),
+        (["--llm-shapes", "steady"], "--llm-shapes"),
+        (["--sweep-rates", "4,1"], "--sweep-rates"),
+        (["--target", "nourl"], "--target"),
+        (["--llm-sides", "nope"], "--llm-sides"),
+    ],
+)
 def test_bad_flags_exit_2_with_the_flag_named(flags, message, capsys):
     assert compare_cli.main(["compare", "--llm", "--dry-run", "--config-file", str(CONFIG), *flags]) == 2
     assert message in capsys.readouterr().err
@@ -311,10 +393,30 @@ def test_a_stack_without_an_llm_service_says_so(capsys):
 
 def test_a_target_is_measured_with_the_same_prompts(tmp_path, capsys):
     with StandIn(0.02, 0.005) as engine:
-        code = compare_cli.main(["compare", "--llm", "--config-file", str(CONFIG), "--target", f"mine={engine.url}",
-                                 "--target", f"llm-gpu={engine.url}", "--llm-shapes", "poisson",
-                                 "--llm-rate", "4", "--llm-seconds", "1", "--prompts", "3", "--output-len", "4",
-                                 "--out", str(tmp_path)])
+        code = compare_cli.main(
+            [
+                "compare",
+                "--llm",
+                "--config-file",
+                str(CONFIG),
+                "--target",
+                f"mine={engine.url}",
+                "--target",
+                f"llm-gpu={engine.url}",
+                "--llm-shapes",
+                "poisson",
+                "--llm-rate",
+                "4",
+                "--llm-seconds",
+                "1",
+                "--prompts",
+                "3",
+                "--output-len",
+                "4",
+                "--out",
+                str(tmp_path),
+            ]
+        )
     document = json.loads((tmp_path / "report.json").read_text())
     assert document["mode"] == "target" and [s["name"] for s in document["llm"]] == ["mine", "llm-gpu"]
     mine, gpu = document["llm"]
