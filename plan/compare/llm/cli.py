@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from ..serving import output as serving_output
 from ..serving.patterns import PatternError
@@ -18,7 +18,7 @@ DEFAULT_OUT = Path("compare-llm-report")
 DEFAULT_SHAPES = "sparse,burst,poisson,sweep"  # burst before the sweep: its step meets one replica, not the sweep's
 # Local defaults: `make compare-llm` in under 3 minutes on two cores, both sides at once; the burst's high step above
 # what one stand-in replica answers (one decoding step at a time), so that Serve adds one.
-LOCAL = {
+LOCAL: dict[str, Any] = {
     "rate": 2.0,
     "seconds": 6.0,
     "sweep_rates": "1,3,6",
@@ -30,7 +30,7 @@ LOCAL = {
     "prompts": 32,
     "timeout": 60.0,
 }
-LIVE = {
+LIVE: dict[str, Any] = {
     "rate": 4.0,
     "seconds": 120.0,
     "sweep_rates": "1,2,4,8,16",
@@ -110,7 +110,8 @@ def build_shapes(args, found: list[ServiceSide], local: bool) -> list[shapes.Sha
             built.append(shapes.sweep(rates, pick("sweep_seconds", "sweep_seconds"), seed))
         elif name == "burst":
             low, high = _floats(pick("llm_burst_rates", "burst_rates"), "--llm-burst-rates", 2)
-            built.append(shapes.burst(low, high, *_floats(pick("llm_burst_s", "burst_s"), "--llm-burst-s", 3), seed))
+            low_s, high_s, after_s = _floats(pick("llm_burst_s", "burst_s"), "--llm-burst-s", 3)
+            built.append(shapes.burst(low, high, low_s, high_s, after_s, seed))
         else:
             built.append(_sparse(args, found, local, after_load=i > 0))
     return built
@@ -128,7 +129,7 @@ def _sparse(args, found: list[ServiceSide], local: bool, after_load: bool) -> sh
     return shapes.sparse(requests, gap, delay)
 
 
-def _load(args, found: list[ServiceSide], local: bool) -> drive.LlmLoad:
+def _load(args, found: list[ServiceSide], local: bool) -> tuple[drive.LlmLoad, prompts.PromptSet]:
     d = LOCAL if local else LIVE
     chosen = prompts.prompt_set(
         args.input_len or d["input_len"],
@@ -204,7 +205,7 @@ def main(
             print(f"error: {error}", file=sys.stderr)
             return 1
         facts.update({"compileCacheDir": cache, "wallS": round(time.time() - started, 1)})
-        named = [(s.name, s) for s in found]
+        named: list[tuple[str, Optional[ServiceSide]]] = [(s.name, s) for s in found]
     elif targets:
         from . import targets as target_run
 
@@ -221,7 +222,7 @@ def main(
             return live.dry_run(found, run_id, ceiling, chosen, load, timeout, args.load_image)
         say(f"cost ceiling of this run: ${ceiling['usd']:,.2f} ({ceiling['basis']})")
         cluster = values.get("ray-tpu-gke:cluster") or {}
-        monitoring = Monitoring(values.get("gcp:project"), cluster.get("name"))
+        monitoring = Monitoring(str(values.get("gcp:project") or ""), str(cluster.get("name") or ""))
         try:
             seen = live.collect(args, found, run_id, chosen, load, timeout_s=timeout, say=say, monitoring=monitoring)
         except (live.LiveError, KubectlError) as error:

@@ -14,6 +14,7 @@ import io
 import json
 import zipfile
 from pathlib import Path
+from typing import Any
 
 from ..serving.services import ServiceSide
 from ..sides import RUN_LABEL, SIDE_LABEL, label_value
@@ -87,7 +88,7 @@ def manifests(
     meta = {"name": name, "namespace": side.namespace, "labels": labels}
     head = side.manifest["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]
     image = image or head["containers"][0]["image"]
-    pod = {
+    pod: dict[str, Any] = {
         "restartPolicy": "Never",
         "containers": [
             {

@@ -84,7 +84,7 @@ def good(o: TokenOutcome, slo_ms: dict[str, float]) -> bool:
     if not o.ok:
         return False
     measured = {"ttft": ttft_s(o), "tpot": tpot_s(o) or 0.0, "e2el": e2el_s(o)}
-    return all(measured[k] is not None and measured[k] * 1000 <= v for k, v in slo_ms.items())
+    return all((value := measured[k]) is not None and value * 1000 <= v for k, v in slo_ms.items())
 
 
 def summary(outcomes: list[TokenOutcome], seconds: float, slo_ms: dict[str, float]) -> dict:

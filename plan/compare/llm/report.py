@@ -46,7 +46,7 @@ def _costs(side: Optional[ServiceSide], shapes_seen: dict, curve: dict, plan: di
     input_tps = best[1]
     if input_tps is None and curve.get("points"):
         sweep = shapes_seen.get("sweep") or {}
-        at = next((p for p in sweep.get("phases", []) if p["outputTokensPerS"] == best[0]), {})
+        at: dict = next((p for p in sweep.get("phases", []) if p["outputTokensPerS"] == best[0]), {})
         input_tps = at.get("inputTokensPerS")
     least = autoscaling(side).get("min_replicas", 1)
     out = {

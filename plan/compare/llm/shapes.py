@@ -48,7 +48,8 @@ class Shape:
 
 def poisson_sends(rate: float, seconds: float, start: float, label: str, rng: random.Random) -> list:
     """Arrivals of a Poisson process at `rate` within [start, start + seconds)."""
-    out, t = [], 0.0
+    out: list[tuple[float, str]] = []
+    t = 0.0
     while True:
         t += rng.expovariate(rate)
         if t >= seconds:

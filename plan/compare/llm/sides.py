@@ -53,7 +53,7 @@ def price_facts(plan: dict, side: ServiceSide) -> dict:
     """The side's price as the plan's cost table states it: per node-hour here, its unit, date, pricing model and
     source there (plan cost `rates`)."""
     rate = side.rate or {}
-    listed = next(
+    listed: dict = next(
         (
             r
             for r in (plan.get("cost") or {}).get("rates") or []

@@ -17,7 +17,7 @@ def collect(targets: list[Target], shapes: list, load: LlmLoad, *, timeout_s: fl
     own = dataclasses.replace(load, models={})  # the server's own model name, whatever the stack's side serves
     seen = []
     for target in targets:
-        entry = {"name": target.name, "url": target.url, "appliedAt": time.time(), "patterns": {}, "problems": []}
+        entry: dict = {"name": target.name, "url": target.url, "appliedAt": time.time(), "patterns": {}, "problems": []}
         try:
             drive.traffic(entry, target.url, shapes, own, timeout_s=timeout_s, cold_timeout_s=timeout_s, say=say)
         except Exception as error:  # the endpoint unreachable or not OpenAI-compatible: said, the others still run

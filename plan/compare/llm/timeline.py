@@ -30,7 +30,7 @@ def _r(value: float) -> float:
 def phases(
     outcome: TokenOutcome, started_at: float, nodes: list[dict], pods_ready: list[float], live: bool
 ) -> tuple[Optional[dict], list[str]]:
-    if not outcome.ok or outcome.first_at is None:
+    if not outcome.ok or outcome.first_at is None or outcome.sent is None:
         return None, [f"the request failed ({outcome.error})"]
     sent, first = started_at + outcome.sent, started_at + outcome.first_at
     out: dict = {"totalS": _r(first - sent)}
@@ -75,7 +75,7 @@ def cold_starts(seen: dict, shapes: list, live: bool) -> tuple[dict, list[str]]:
         problems += [f"coldStart.cold.{p}" for p in found]
         if out["cold"] is not None:
             out["cold"] = {
-                "appToRunningS": _r(cold.started_at + cold.outcomes[0].sent - seen["appliedAt"]),
+                "appToRunningS": _r(cold.started_at + (cold.outcomes[0].sent or 0.0) - seen["appliedAt"]),
                 **out["cold"],
             }
     sparse = seen["patterns"].get("sparse")

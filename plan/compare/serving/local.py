@@ -350,7 +350,7 @@ def node_spans(events: list[dict]) -> list[dict]:
 
 def run(
     sides: list[ServiceSide],
-    patterns: list[Pattern],
+    patterns: list,
     body,
     python: str,
     *,

@@ -108,7 +108,7 @@ def _pattern_entry(side: ServiceSide, pattern: Pattern, data: dict, nodes: list[
     return summary
 
 
-def offered_per_second(seen: dict, patterns: list[Pattern], since: float) -> list[dict]:
+def offered_per_second(seen: dict, patterns: list, since: float) -> list[dict]:
     """Requests scheduled per second, over the side's whole run (seconds from `since`)."""
     counts: dict[int, int] = {}
     for pattern in patterns:
