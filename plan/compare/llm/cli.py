@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+import httpx
+
 from ..serving import output as serving_output
 from ..serving.patterns import PatternError
 from ..serving.services import ServiceError, ServiceSide
@@ -201,8 +203,11 @@ def main(
             seen, facts = llm_local.serving_local.run(
                 found, chosen, load, workloads_python(), timeout_s=timeout, say=say, app=llm_local.local_app(cache)
             )
-        except RuntimeError as error:
+        except RuntimeError as error:  # local.LocalError, or no workloads interpreter
             print(f"error: {error}", file=sys.stderr)
+            return 1
+        except httpx.HTTPError as error:
+            print(f"error: the local cluster's Serve did not answer: {type(error).__name__}: {error}", file=sys.stderr)
             return 1
         facts.update({"compileCacheDir": cache, "wallS": round(time.time() - started, 1)})
         named: list[tuple[str, Optional[ServiceSide]]] = [(s.name, s) for s in found]

@@ -17,6 +17,8 @@ import copy
 import tempfile
 import time
 
+import httpx
+
 from ..serving import local as serving_local
 from ..serving import serve_state
 from ..serving.services import ServiceSide
@@ -80,8 +82,11 @@ def settler(sides: list[ServiceSide], timeout_s: float = SETTLE_TIMEOUT_S, sleep
         try:
             deadline = clock() + timeout_s
             while clock() < deadline:
-                now = serve_state.sample(api.applications(), seen["name"], deployments[seen["name"]], clock())
-                if (now["target"] or 0) <= serve_state.running(now):
+                try:
+                    now = serve_state.sample(api.applications(), seen["name"], deployments[seen["name"]], clock())
+                except httpx.HTTPError:  # a busy dashboard: read again
+                    now = None
+                if now is not None and (now["target"] or 0) <= serve_state.running(now):
                     return
                 sleep(1.0)
         finally:
