@@ -270,7 +270,16 @@ def run_wave(
 
 
 def _drive(
-    api, serve_port: int, side: ServiceSide, seen: dict, patterns, body, timeout_s: float, together, say, traffic
+    api,
+    serve_port: int,
+    side: ServiceSide,
+    seen: dict,
+    patterns,
+    body,
+    timeout_s: float,
+    together,
+    say,
+    traffic=drive.traffic,
 ) -> None:
     """One side's traffic: its application RUNNING, the first request sent with the other sides of the wave's
     (`together`, broken for them all when this side fails), every pattern."""
