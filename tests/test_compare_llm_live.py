@@ -49,6 +49,7 @@ class Cluster:
     def __init__(self, engine: StandIn):
         self.engine, self.calls, self.created, self.deleted, self.upscaled = engine, [], {}, None, None
         self.configmaps, self.jobs, self.logs = {}, {}, {}
+        self.upscale_after = 10**9  # arrivals before the burst's high step (set by the fixture)
 
     @property
     def first(self):
@@ -72,8 +73,8 @@ class Cluster:
         now = time.time()
         if "rayservice" not in self.created:
             return {"applications": {}}
-        recent = [t for t in self.engine.arrived_epoch if t > now - 0.5]
-        if self.first is not None and self.upscaled is None and len(recent) > 6:  # the scripted autoscaler
+        # the scripted autoscaler: a second replica at the first poll after the burst's high step began
+        if self.upscaled is None and len(self.engine.arrived_epoch) > self.upscale_after:
             self.upscaled = now
         replicas, target = [], 0
         if not self.idle(now):
@@ -185,6 +186,13 @@ def live_run():
     tpu = next(s for s in found if s.kind == "tpu")
     with StandIn(TTFT_S, ITL_S) as engine:
         cluster = Cluster(engine)
+        chosen = [
+            shapes.poisson(8.0, 1.0, seed=0),
+            shapes.burst(2.0, 20.0, 0.5, 2.0, 0.5, seed=0),
+            shapes.sparse(1, 1.5, None),
+        ]
+        # the cold request, the Poisson shape's and the burst's low step's: the next arrival is the high step's
+        cluster.upscale_after = 1 + chosen[0].requests + sum(1 for _, label in chosen[1].sends if label == "low")
 
         class Head(http.server.BaseHTTPRequestHandler):
             def do_GET(self):  # noqa: N802
@@ -218,11 +226,6 @@ def live_run():
                 return {"timeSeries": [{"points": [{"value": {"doubleValue": value}}]}], "nextPageToken": "2"}
             return {"timeSeries": [{"points": [{"value": {"int64Value": str(int(value / 2))}}]}]}
 
-        chosen = [
-            shapes.poisson(8.0, 1.0, seed=0),
-            shapes.burst(2.0, 20.0, 0.5, 1.0, 0.5, seed=0),
-            shapes.sparse(1, 1.5, None),
-        ]
         load = LlmLoad(
             prompts.prompt_set(8, 6, 0.0, seed=0, count=4).prompts(),
             agree_count=3,
@@ -280,8 +283,9 @@ def test_the_llm_section_is_complete_from_the_job_and_the_cluster(live_run):
         assert (summary["requests"], summary["errors"]) == (shape.requests, 0)
         assert summary["ttftMs"]["p50"] >= TTFT_S * 1000 * 0.9 and summary["itlMs"]["p50"] >= ITL_S * 1000 * 0.9
     assert entry["costs"]["perMillionTokens"]["outputUsd"] > 0 and entry["costs"]["price"]["asOf"]
-    assert entry["costs"]["idleCostPerHourUsd"] == 0.0  # min_replicas 0
-    cold, warm = entry["coldStart"]["cold"], entry["coldStart"]["compileCacheWarm"]
+    assert entry["idleCostPerHourUsd"] == 0.0  # min_replicas 0
+    assert all(entry["shapes"][s.name]["costPerMillionOutputTokensUsd"] > 0 for s in chosen)
+    cold, warm = entry["coldStartS"], entry["coldStartCompileCacheWarmS"]
     first = cluster.first
     sent = seen["cold"]["startedAt"] + seen["cold"]["outcomes"][0]["sent"]
     assert cold["capacityAndNodeS"] == pytest.approx(first + NODE_READY - sent, abs=0.02)
@@ -290,7 +294,7 @@ def test_the_llm_section_is_complete_from_the_job_and_the_cluster(live_run):
     assert len(cluster.activations(time.time())) == 2  # the sparse request found the service at zero
     assert warm["podAndImageS"] == pytest.approx(POD_READY - NODE_READY, abs=0.02) and warm["totalS"] >= TTFT_S
     assert entry["autoscale"]["reaction"]["replica"] == "b" and entry["autoscale"]["peakTarget"] == 2
-    assert document["agreement"]["problem"] == "fewer than two sides decoded the prompts"  # one side: said, no gap
+    assert entry["agreement"]["problem"] == "fewer than two sides decoded the prompts"  # one side: said, no gap
 
 
 def test_accelerator_usage_comes_from_gkes_metrics_over_the_load(live_run):
@@ -421,7 +425,8 @@ def test_a_target_is_measured_with_the_same_prompts(tmp_path, capsys):
     assert document["mode"] == "target" and [s["name"] for s in document["llm"]] == ["mine", "llm-gpu"]
     mine, gpu = document["llm"]
     assert mine["costs"]["formula"] is None and gpu["costs"]["perMillionTokens"]["outputUsd"] > 0
-    assert mine["model"] == "stand-in-model" and document["agreement"]["matchShare"] == 1.0
+    assert mine["model"] == "stand-in-model" and mine["agreement"]["matchingPrefixShare"] == 1.0
+    assert mine["agreement"]["with"] == ["llm-gpu"] and set(mine["agreement"]["firstDifference"].values()) == {None}
     # the endpoint of its own has no price: the one problem, said
     assert document["problems"] == ["mine: costs: an endpoint of its own (--target) has no price in the plan"]
     assert code == 1 and (tmp_path / "report.md").read_text().startswith("# LLM serving measured live")

@@ -44,7 +44,7 @@ def test_ttft_tpot_itl_come_back_within_the_tolerance_of_the_known_delays(measur
         for q in ("mean", "p50", "p90", "p95", "p99"):
             assert ALLOWANCE * known * 1000 <= summary[key][q] < GUARD_S * 1000, (key, q, summary[key])
     expected_e2el = TTFT_S + 7 * ITL_S
-    assert ALLOWANCE * expected_e2el * 1000 <= summary["e2elMs"]["p50"] < GUARD_S * 1000
+    assert ALLOWANCE * expected_e2el * 1000 <= summary["e2eMs"]["p50"] < GUARD_S * 1000
     assert summary["itlMs"]["count"] == 7 * summary["completed"] and summary["tpotMs"]["count"] == summary["completed"]
     assert summary["goodputRps"] == summary["requestsPerS"]  # a TTFT objective of 10 s that every request met
 
@@ -83,13 +83,13 @@ def test_metrics_follow_vllms_definitions():
     assert s["ttftMs"]["count"] == 3 and s["ttftMs"]["mean"] == pytest.approx((100 + 300 + 50) / 3, abs=1e-3)
     assert s["tpotMs"]["count"] == 2 and s["tpotMs"]["mean"] == pytest.approx((150 + 100 / 3) / 2, abs=1e-3)
     assert s["itlMs"]["count"] == 3 and s["itlMs"]["p50"] == pytest.approx(100.0, abs=1e-3)
-    assert s["e2elMs"]["p99"] == pytest.approx(300 + (400 - 300) * 0.98, abs=1e-3)  # linear interpolation
+    assert s["e2eMs"]["p99"] == pytest.approx(300 + (400 - 300) * 0.98, abs=1e-3)  # linear interpolation
     assert (s["outputTokens"], s["errors"], s["timeouts"]) == (3 + 1 + 4, 1, 1)
     assert s["goodputRps"] == pytest.approx(0.1)  # c only: a's TPOT 150 > 120, b's TTFT 300 > 150
     assert s["requestsPerS"] == pytest.approx(0.3) and s["inputTokensPerS"] == pytest.approx(1.5)
 
 
-def test_sweep_curve_names_the_rate_of_the_highest_goodput():
+def test_the_sweep_curve_and_the_rate_of_the_highest_goodput():
     phases = [
         {
             "rate": r,
@@ -103,7 +103,9 @@ def test_sweep_curve_names_the_rate_of_the_highest_goodput():
         for r, g in ((1, 1.0), (2, 1.8), (4, 0.5))
     ]
     curve = metrics.sweep_curve({"phases": phases})
-    assert curve["bestRate"] == 2 and curve["bestGoodputRps"] == 1.8 and len(curve["points"]) == 3
+    assert [p["offeredRps"] for p in curve] == [1, 2, 4] and curve[1]["outputTokensPerS"] == 20
+    best = metrics.best_goodput({"sweep": {"phases": phases}, "poisson": {"goodputRps": 9.0}})
+    assert (best["rps"], best["offeredRps"], best["outputTokensPerS"]) == (1.8, 2, 20)  # the sweep's, when there is one
 
 
 def test_slo_parsing():

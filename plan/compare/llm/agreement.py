@@ -43,8 +43,22 @@ def compare(runs: dict[str, StreamRun], count: int) -> dict:
         "prompts": prompts,
         "compared": len(prompts),
         "failedRequests": failed,
-        "matchShare": round(matched / len(prompts), 4) if prompts else None,
+        "matchingPrefixShare": round(matched / len(prompts), 4) if prompts else None,
     }
     if not prompts:
         out["problem"] = "no prompt was answered on every side"
     return out
+
+
+def for_side(compared: dict, name: str) -> dict:
+    """A side's view of the comparison (report.json `llm[].agreement`): the prompts compared, the share whose first
+    `tokens` pieces match on every side, the other sides, and per prompt where they first differ."""
+    return {
+        "prompts": compared.get("compared", 0),
+        "matchingPrefixShare": compared.get("matchingPrefixShare"),
+        "tokens": compared["tokens"],
+        "with": [n for n in compared.get("sides", []) if n != name],
+        "failedRequests": compared.get("failedRequests"),
+        "firstDifference": {str(p["prompt"]): p["firstDifference"] for p in compared.get("prompts", [])},
+        **({"problem": compared["problem"]} if compared.get("problem") else {}),
+    }

@@ -38,10 +38,12 @@ def curve(report: dict, path: Path) -> None:
     plt = _pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     for side in report["llm"]:
-        points = (side.get("sweep") or {}).get("points") or []
-        for ax, key in ((axes[0], "ttftP50Ms"), (axes[1], "tpotP50Ms")):
-            shown = [p for p in points if p[key] is not None]
-            ax.plot([p["outputTokensPerS"] for p in shown], [p[key] for p in shown], marker="o", label=side["name"])
+        points = side.get("sweep") or []
+        for ax, key in ((axes[0], "ttftMs"), (axes[1], "tpotMs")):
+            shown = [p for p in points if p[key]["p50"] is not None]
+            ax.plot(
+                [p["outputTokensPerS"] for p in shown], [p[key]["p50"] for p in shown], marker="o", label=side["name"]
+            )
     for ax, label in ((axes[0], "TTFT p50 (ms)"), (axes[1], "TPOT p50 (ms)")):
         ax.set_xlabel("output tokens/s")
         ax.set_ylabel(label)

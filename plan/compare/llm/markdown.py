@@ -51,7 +51,7 @@ def table(report: dict) -> list[str]:
     lines.append(_row("model", [str(s.get("model")) for s in sides]))
     for name in report["shapes"]:
         lines.append(_row(f"**{name}**", ["" for _ in sides]))
-        for key, label in (("ttftMs", "TTFT"), ("tpotMs", "TPOT"), ("itlMs", "ITL"), ("e2elMs", "E2EL")):
+        for key, label in (("ttftMs", "TTFT"), ("tpotMs", "TPOT"), ("itlMs", "ITL"), ("e2eMs", "E2EL")):
             cells = []
             for s in sides:
                 d = (s["shapes"].get(name) or {}).get(key)
@@ -74,11 +74,9 @@ def table(report: dict) -> list[str]:
         )
     lines.append(
         _row(
-            f"best goodput in the sweep{sim}",
+            f"best goodput{sim}",
             [
-                "-"
-                if not s.get("sweep")
-                else f"{_num(s['sweep']['bestGoodputRps'])} requests/s at {s['sweep']['bestRate']:g}"
+                "-" if s["goodput"]["rps"] is None else f"{_num(s['goodput']['rps'])} requests/s ({s['goodput']['at']})"
                 for s in sides
             ],
         )
@@ -89,7 +87,7 @@ def table(report: dict) -> list[str]:
             [_usd((s["costs"].get("perMillionTokens") or {}).get("outputUsd")) for s in sides],
         )
     )
-    lines.append(_row("idle cost per hour (min replicas)", [_usd(s["costs"].get("idleCostPerHourUsd")) for s in sides]))
+    lines.append(_row("idle cost per hour (min replicas)", [_usd(s.get("idleCostPerHourUsd")) for s in sides]))
     lines.append(
         _row(
             "price",
@@ -102,14 +100,12 @@ def table(report: dict) -> list[str]:
             ],
         )
     )
-    for which in ("cold", "compileCacheWarm"):
-        label = "start from zero, cold" if which == "cold" else "start from zero, compile cache warm"
+    for which in ("coldStartS", "coldStartCompileCacheWarmS"):
+        label = "start from zero, cold" if which == "coldStartS" else "start from zero, compile cache warm"
         lines.append(_row(f"**{label}**{sim}", ["" for _ in sides]))
         for key, name in TIMELINE:
-            if any(key in (((s.get("coldStart") or {}).get(which)) or {}) for s in sides):
-                lines.append(
-                    _row(f"- {name}", [_s((((s.get("coldStart") or {}).get(which)) or {}).get(key)) for s in sides])
-                )
+            if any(key in ((s.get(which)) or {}) for s in sides):
+                lines.append(_row(f"- {name}", [_s(((s.get(which)) or {}).get(key)) for s in sides]))
     lines.append(
         _row(
             "Serve's peak target in the burst", [str((s.get("autoscale") or {}).get("peakTarget", "-")) for s in sides]
@@ -134,11 +130,11 @@ def curve(report: dict) -> list[str]:
             "| rate | output tokens/s | goodput | TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 |",
             "| --- | --- | --- | --- | --- | --- | --- |",
         ]
-        for p in s["sweep"]["points"]:
+        for p in s["sweep"]:
             lines.append(
-                f"| {p['rate']:g} | {_num(p['outputTokensPerS'])} | {_num(p['goodputRps'])} | "
-                f"{_ms(p['ttftP50Ms'])} | {_ms(p['ttftP99Ms'])} | {_ms(p['tpotP50Ms'])} | "
-                f"{_ms(p['tpotP99Ms'])} |"
+                f"| {p['offeredRps']:g} | {_num(p['outputTokensPerS'])} | {_num(p['goodputRps'])} | "
+                f"{_ms(p['ttftMs']['p50'])} | {_ms(p['ttftMs']['p99'])} | {_ms(p['tpotMs']['p50'])} | "
+                f"{_ms(p['tpotMs']['p99'])} |"
             )
         lines.append("")
     return lines
@@ -146,15 +142,16 @@ def curve(report: dict) -> list[str]:
 
 def render(report: dict, charts: list[str]) -> str:
     slo = ", ".join(f"{k} ≤ {v:g} ms" for k, v in report["slo"].items())
-    agreed = report["agreement"]
+    agreed: dict = report["llm"][0]["agreement"] if report["llm"] else {"problem": "no side ran"}
     lines = [first_line(report), "", f"Objective for goodput: {slo}. Prompts: {report['prompts']}.", ""]
     lines += table(report) + ["", "## Throughput against latency (sweep)", ""] + curve(report)
     lines += ["## Output agreement", ""]
-    if agreed.get("matchShare") is not None:
+    if agreed.get("matchingPrefixShare") is not None:
+        differ = {p: at for p, at in agreed["firstDifference"].items() if at is not None}
         lines.append(
-            f"{agreed['compared']} prompts decoded greedily on {', '.join(agreed['sides'])}: "
-            f"{agreed['matchShare']:.0%} match in their first {agreed['tokens']} tokens; first differences "
-            f"at {[p['firstDifference'] for p in agreed['prompts'] if p['firstDifference'] is not None]}."
+            f"{agreed['prompts']} prompts decoded greedily on {report['llm'][0]['name']} and "
+            f"{', '.join(agreed['with'])}: {agreed['matchingPrefixShare']:.0%} match in their first "
+            f"{agreed['tokens']} tokens; where they first differ (prompt: token): {differ or 'nowhere'}."
         )
     else:
         lines.append(f"Not compared: {agreed.get('problem')}.")

@@ -25,7 +25,7 @@ from ..serving.patterns import PatternError
 from .stream import StreamRun, TokenOutcome
 
 PERCENTILES = (50, 90, 95, 99)
-SLO_KEYS = {"ttft": "ttftMs", "tpot": "tpotMs", "e2el": "e2elMs"}  # vllm bench serve --goodput's keys
+SLO_KEYS = {"ttft": "ttftMs", "tpot": "tpotMs", "e2el": "e2eMs"}  # vllm bench serve --goodput's keys
 
 
 def distribution_ms(values_s: list[float]) -> Optional[dict]:
@@ -111,7 +111,7 @@ def summary(outcomes: list[TokenOutcome], seconds: float, slo_ms: dict[str, floa
         "ttftMs": distribution_ms([t for o in answered if (t := ttft_s(o)) is not None]),
         "tpotMs": distribution_ms([t for o in answered if (t := tpot_s(o)) is not None]),
         "itlMs": distribution_ms([gap for o in answered for gap in itls_s(o)]),
-        "e2elMs": distribution_ms([t for o in answered if (t := e2el_s(o)) is not None]),
+        "e2eMs": distribution_ms([t for o in answered if (t := e2el_s(o)) is not None]),
         "goodputRps": per_s(sum(1 for o in outcomes if good(o, slo_ms))),
         "maxSendLagMs": round(max(lags) * 1000, 3) if lags else None,
     }
@@ -132,26 +132,35 @@ def shape_summary(run: StreamRun, phases, duration_s: float, slo_ms: dict[str, f
     return out
 
 
-def sweep_curve(sweep: dict) -> dict:
-    """The throughput-latency curve of a sweep (per offered rate: output tokens/s against TTFT and TPOT p50 and p99,
-    goodput) and the rate whose goodput was highest."""
-    points = [
+def sweep_curve(sweep: dict) -> list[dict]:
+    """The throughput-latency curve of a sweep: per offered rate, output tokens/s against TTFT and TPOT (p50, p99),
+    requests/s, goodput and errors."""
+    return [
         {
-            "rate": p["rate"],
+            "offeredRps": p["rate"],
             "outputTokensPerS": p["outputTokensPerS"],
             "requestsPerS": p["requestsPerS"],
             "goodputRps": p["goodputRps"],
-            "ttftP50Ms": (p["ttftMs"] or {}).get("p50"),
-            "ttftP99Ms": (p["ttftMs"] or {}).get("p99"),
-            "tpotP50Ms": (p["tpotMs"] or {}).get("p50"),
-            "tpotP99Ms": (p["tpotMs"] or {}).get("p99"),
+            "ttftMs": {q: (p["ttftMs"] or {}).get(q) for q in ("p50", "p99")},
+            "tpotMs": {q: (p["tpotMs"] or {}).get(q) for q in ("p50", "p99")},
             "errors": p["errors"],
         }
         for p in sweep.get("phases", [])
     ]
-    best = max(points, key=lambda p: (p["goodputRps"] or 0.0, -p["rate"]), default=None)
-    return {
-        "points": points,
-        "bestRate": best["rate"] if best else None,
-        "bestGoodputRps": best["goodputRps"] if best else None,
-    }
+
+
+def best_goodput(shapes_seen: dict) -> dict:
+    """The highest goodput measured at one offered rate (the sweep's rates, or a whole shape where there is no sweep),
+    with the rate and the output tokens/s there."""
+    candidates = [
+        (p["goodputRps"] or 0.0, p["rate"], p["outputTokensPerS"], f"sweep at {p['rate']:g}")
+        for p in (shapes_seen.get("sweep") or {}).get("phases", [])
+    ] or [
+        (s["goodputRps"] or 0.0, s["offeredRps"], s["outputTokensPerS"], name)
+        for name, s in shapes_seen.items()
+        if name != "sparse"
+    ]
+    if not candidates:
+        return {"rps": None, "offeredRps": None, "outputTokensPerS": None, "at": None}
+    rps, rate, tokens, at = max(candidates, key=lambda c: (c[0], -(c[1] or 0.0)))
+    return {"rps": rps, "offeredRps": rate, "outputTokensPerS": tokens, "at": at}

@@ -34,32 +34,30 @@ def cost_per_million(hourly: Optional[float], output_tps: Optional[float], input
     }
 
 
-def _costs(side: Optional[ServiceSide], shapes_seen: dict, curve: dict, plan: dict) -> tuple[dict, list[str]]:
+def replica_hourly(side: Optional[ServiceSide]) -> Optional[float]:
+    """What one replica's nodes cost an hour: a TPU replica holds its slice's hosts, a GPU replica its node."""
+    return side.node_hourly * side.hosts if side is not None and side.node_hourly is not None else None
+
+
+def _costs(side: Optional[ServiceSide], shapes_seen: dict, plan: dict) -> tuple[dict, list[str]]:
+    """Cost per million tokens at the highest output throughput measured at one offered rate (the sweep's rates, or a
+    whole shape's), one replica's nodes at the plan's price; and the price's facts."""
     if side is None:
         return {"formula": None}, ["costs: an endpoint of its own (--target) has no price in the plan"]
-    price = price_facts(plan, side)
-    # the highest output throughput measured at any offered rate: the sweep's points, else the shapes'
-    candidates = [(p["outputTokensPerS"], None) for p in curve.get("points", [])] or [
-        (s["outputTokensPerS"], s["inputTokensPerS"]) for s in shapes_seen.values()
-    ]
-    best = max(candidates, key=lambda c: c[0] or 0.0, default=(None, None))
-    input_tps = best[1]
-    if input_tps is None and curve.get("points"):
-        sweep = shapes_seen.get("sweep") or {}
-        at: dict = next((p for p in sweep.get("phases", []) if p["outputTokensPerS"] == best[0]), {})
-        input_tps = at.get("inputTokensPerS")
+    rates = (shapes_seen.get("sweep") or {}).get("phases") or [s for n, s in shapes_seen.items() if n != "sparse"]
+    best: dict = max(rates, key=lambda r: r["outputTokensPerS"] or 0.0, default={})
     least = autoscaling(side).get("min_replicas", 1)
     out = {
         "formula": "GKE Inference Quickstart: $/output token = $/s / (input tokens/s / 4 + output tokens/s)",
-        "price": price,
-        "atOutputTokensPerS": best[0],
-        "atInputTokensPerS": input_tps,
+        "price": price_facts(plan, side),
+        "replicaHourlyUsd": replica_hourly(side),
+        "atOutputTokensPerS": best.get("outputTokensPerS"),
+        "atInputTokensPerS": best.get("inputTokensPerS"),
         "perMillionTokens": cost_per_million(
-            side.node_hourly * side.hosts if side.node_hourly else None, best[0], input_tps
+            replica_hourly(side), best.get("outputTokensPerS"), best.get("inputTokensPerS")
         ),
         "minReplicas": least,
         "idleNodes": side.nodes_for(least),
-        "idleCostPerHourUsd": round(side.nodes_for(least) * side.node_hourly, 4) if side.node_hourly else None,
     }
     problems = [] if side.node_hourly is not None else [f"costs: {side.price_problem}"]
     if out["perMillionTokens"]["outputUsd"] is None and side.node_hourly is not None:
@@ -124,22 +122,28 @@ def side_entry(
         run = StreamRun.from_json(data["run"])
         summary = metrics.shape_summary(run, shape.phases, shape.duration_s, slo_ms, shape.name in PER_PHASE)
         summary["params"] = shape.params
+        summary["costPerMillionOutputTokensUsd"] = cost_per_million(
+            replica_hourly(side), summary["outputTokensPerS"], summary["inputTokensPerS"]
+        )["outputUsd"]
         entry["shapes"][shape.name] = summary
-        for key in ("ttftMs", "tpotMs", "itlMs", "e2elMs"):
+        for key in ("ttftMs", "tpotMs", "itlMs", "e2eMs"):
             if summary[key] is None:
                 problems.append(f"shapes.{shape.name}.{key}: no request measured it ({summary['errorKinds']})")
     sweep = entry["shapes"].get("sweep")
     entry["sweep"] = metrics.sweep_curve(sweep) if sweep else None
     entry["goodput"] = {
         "slo": slo_ms,
+        **metrics.best_goodput(entry["shapes"]),
         "byShape": {n: s["goodputRps"] for n, s in entry["shapes"].items()},
-        "bestRate": (entry["sweep"] or {}).get("bestRate"),
-        "bestGoodputRps": (entry["sweep"] or {}).get("bestGoodputRps"),
     }
-    entry["costs"], found = _costs(side, entry["shapes"], entry["sweep"] or {}, plan)
+    entry["costs"], found = _costs(side, entry["shapes"], plan)
     problems += found
+    least = entry["costs"].get("minReplicas", 0)
+    hourly = side.node_hourly if side is not None else None
+    entry["idleCostPerHourUsd"] = round(side.nodes_for(least) * hourly, 4) if side and hourly is not None else None
     if mode != "target":
-        entry["coldStart"], found = timeline.cold_starts(seen, shapes, live=mode == "live")
+        starts, found = timeline.cold_starts(seen, shapes, live=mode == "live")
+        entry["coldStartS"], entry["coldStartCompileCacheWarmS"] = starts["cold"], starts["compileCacheWarm"]
         problems += found
         entry["autoscale"], found = _autoscale(seen, shapes)
         problems += found
@@ -185,6 +189,8 @@ def build(
     )
     if agreed.get("problem") and len(named) > 1:  # one side alone has nothing to agree with
         problems.append(f"agreement: {agreed['problem']}")
+    for entry in entries:  # each side's agreement with the others on the same prompts (the same figures on each)
+        entry["agreement"] = agreement.for_side(agreed, entry["name"])
     document = {
         "schema": REPORT_SCHEMA,
         "stack": stack,
@@ -195,7 +201,6 @@ def build(
         "prompts": prompts,
         "shapes": {s.name: s.params for s in shapes},
         "llm": entries,
-        "agreement": agreed,
         "problems": problems,
         "complete": not problems and len(entries) == len(named),
     }

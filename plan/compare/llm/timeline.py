@@ -69,10 +69,10 @@ def cold_starts(seen: dict, shapes: list, live: bool) -> tuple[dict, list[str]]:
     problems: list[str] = []
     cold = StreamRun.from_json(seen["cold"]) if seen.get("cold") else None
     if cold is None or not cold.outcomes:
-        problems.append("coldStart.cold: no first request")
+        problems.append("coldStartS: no first request")
     else:
         out["cold"], found = phases(cold.outcomes[0], cold.started_at, nodes, pods, live)
-        problems += [f"coldStart.cold.{p}" for p in found]
+        problems += [f"coldStartS.{p}" for p in found]
         if out["cold"] is not None:
             out["cold"] = {
                 "appToRunningS": _r(cold.started_at + (cold.outcomes[0].sent or 0.0) - seen["appliedAt"]),
@@ -81,13 +81,13 @@ def cold_starts(seen: dict, shapes: list, live: bool) -> tuple[dict, list[str]]:
     sparse = seen["patterns"].get("sparse")
     if sparse is None:
         if any(s.name == "sparse" for s in shapes):
-            problems.append("coldStart.compileCacheWarm: the sparse shape did not run")
+            problems.append("coldStartCompileCacheWarmS: the sparse shape did not run")
         return out, problems
     run = StreamRun.from_json(sparse["run"])
     first = run.outcomes[0]
     before = [s for s in seen.get("samples", []) if s["at"] <= run.started_at + first.due]
     if before and serve_state.running(before[-1]) != 0:
-        problems.append("coldStart.compileCacheWarm: the sparse request met a replica still RUNNING (lengthen the gap)")
+        problems.append("coldStartCompileCacheWarmS: the sparse request met a replica still RUNNING (lengthen the gap)")
     out["compileCacheWarm"], found = phases(first, run.started_at, nodes, pods, live)
-    problems += [f"coldStart.compileCacheWarm.{p}" for p in found]
+    problems += [f"coldStartCompileCacheWarmS.{p}" for p in found]
     return out, problems
