@@ -87,7 +87,7 @@ def test_every_token_metric_is_measured_per_shape(rehearsed):
     _, document, _ = rehearsed
     for side in document["llm"]:
         assert side["simulated"] is True and "not vLLM" in side["engine"]
-        assert tuple(side["shapes"]) == SHAPES
+        assert sorted(side["shapes"]) == sorted(SHAPES)
         for name, shape in side["shapes"].items():
             assert shape["errors"] == 0 and shape["completed"] == shape["requests"] > 0, (side["name"], name)
             assert shape["outputTokens"] > 0 and shape["inputTokens"] > 0
