@@ -383,6 +383,7 @@ def test_dry_run_prints_the_rayservices_the_load_jobs_and_the_cost_ceiling(capsy
         (["--sweep-rates", "4,1"], "--sweep-rates"),
         (["--target", "nourl"], "--target"),
         (["--llm-sides", "nope"], "--llm-sides"),
+        (["--target", "x=http://127.0.0.1:1"], "--target"),  # with --dry-run: nothing to show
     ],
 )
 def test_bad_flags_exit_2_with_the_flag_named(flags, message, capsys):

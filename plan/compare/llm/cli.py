@@ -176,8 +176,11 @@ def main(
     except (ServiceError, sides.TargetError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    if targets and args.local:
-        print("error: --target measures endpoints of your own; it is not for --local", file=sys.stderr)
+    if targets and (args.local or getattr(args, "dry_run", False)):
+        print(
+            "error: --target measures endpoints of your own at once; it is not for --local or --dry-run",
+            file=sys.stderr,
+        )
         return 2
     if not found and not targets:
         print(
