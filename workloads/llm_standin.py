@@ -40,6 +40,10 @@ from workloads.serve_bench import PRESET_ENV, LmModel
 
 MAX_TOKENS = 4096
 SERVER_PREFIX = "LLMServer:"
+# Seconds one decoding step holds the replica at least ($STANDIN_STEP_S, default 0: as fast as the CPU goes). The
+# local rehearsal sets it so that a replica's capacity (1 / STEP tokens a second) is the same on any machine, and the
+# burst's high step must queue requests whatever this machine's speed.
+STEP_ENV = "STANDIN_STEP_S"
 
 
 def server_name(model_id: str) -> str:
@@ -58,6 +62,7 @@ class StandInServer:
         self.model_id = model_id
         self.device = ThreadPoolExecutor(max_workers=1, thread_name_prefix="device")  # one step at a time
         self.model = LmModel(os.environ.get(PRESET_ENV))
+        self.step_s = float(os.environ.get(STEP_ENV) or 0.0)
         loaded = time.time()
         tokens, lengths = self.model.batch([[0]], 1)
         self.model.step(tokens, lengths)  # compile the decoding step of the smallest shape now
@@ -67,6 +72,7 @@ class StandInServer:
             "compileS": round(time.time() - loaded, 4),
             "platform": self.model.platform,
             "engine": "stand-in (workloads.llm_standin), not vLLM",
+            "stepS": self.step_s,
             "model": self.model.config.describe(),
         }
 
@@ -88,11 +94,20 @@ class StandInServer:
             "choices": [{"index": 0, "text": piece, "finish_reason": None}],
         }
 
+    def _step(self, tokens, lengths):
+        """One decoding step on the device thread, holding it at least step_s (as an accelerator's step would)."""
+        began = time.monotonic()
+        out = self.model.step(tokens, lengths)
+        rest = self.step_s - (time.monotonic() - began)
+        if rest > 0:
+            time.sleep(rest)
+        return out
+
     async def _tokens(self, ids: list[int], count: int):
         loop = asyncio.get_running_loop()
         tokens, lengths = self.model.batch([ids], min(count, self.model.config.seq_len))
         for _ in range(count):
-            tokens, lengths, chosen = await loop.run_in_executor(self.device, self.model.step, tokens, lengths)
+            tokens, lengths, chosen = await loop.run_in_executor(self.device, self._step, tokens, lengths)
             yield int(chosen[0])
 
     async def __call__(self, request: Request):

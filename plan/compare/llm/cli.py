@@ -18,15 +18,15 @@ from . import local as llm_local
 
 DEFAULT_OUT = Path("compare-llm-report")
 DEFAULT_SHAPES = "sparse,burst,poisson,sweep"  # burst before the sweep: its step meets one replica, not the sweep's
-# Local defaults: `make compare-llm` in about 3 minutes on two cores, both sides at once. The burst's high step far
-# above what one stand-in replica answers (one decoding step at a time: at 8 requests/s a request of 24 tokens took
-# 60 ms, half a request in flight, and Serve kept one replica), so that requests queue and Serve adds a replica.
+# Local defaults: `make compare-llm` in about 3 minutes on two cores, both sides at once. One stand-in replica answers
+# about 2 requests a second (llm/local.py STAND_IN_STEP_S, 24 tokens each): the burst's low rate within it, its high
+# step three times it, so that requests queue and Serve adds a replica.
 LOCAL: dict[str, Any] = {
     "rate": 2.0,
     "seconds": 6.0,
     "sweep_rates": "1,3,6",
     "sweep_seconds": 4.0,
-    "burst_rates": "1,30",
+    "burst_rates": "1,6",
     "burst_s": "2,6,2",
     "input_len": 16,
     "output_len": 24,

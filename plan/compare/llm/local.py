@@ -37,6 +37,10 @@ LOCAL_AUTOSCALING = {
     "downscale_delay_s": 120.0,
     "target_ongoing_requests": 1,
 }
+# The stand-in's decoding step holds a replica 20 ms at least (workloads.llm_standin STEP_ENV): one replica answers
+# at most 50 tokens a second, about two requests of 24 tokens, on any machine; the tiny model's own step takes about
+# a millisecond here, so that a fast machine answered the burst's 30 requests a second with one replica.
+STAND_IN_STEP_S = 0.02
 SETTLE_TIMEOUT_S = 240.0  # the hang guard of the wait for the burst's added replica
 CACHE_ENV = ("JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS")
 
@@ -59,7 +63,7 @@ def make_config(cache_dir: str):
                 scaling.update(LOCAL_AUTOSCALING)
             args["stand_in"] = {"ray_actor_options": replica_actor_options(side)}
             env = app["runtime_env"]["env_vars"]
-            env.update({CACHE_ENV[0]: cache_dir, CACHE_ENV[1]: "0"})
+            env.update({CACHE_ENV[0]: cache_dir, CACHE_ENV[1]: "0", "STANDIN_STEP_S": str(STAND_IN_STEP_S)})
         return document
 
     return config
