@@ -47,20 +47,9 @@ def rehearsed(tmp_path_factory):
         "--slo",
         "ttft=20s,tpot=2s",
     ]
+    rehearsal = ["--llm", "--local", "--out", str(out), "--config-file", str(CONFIG)]  # make compare-llm's
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "plan.compare",
-            "compare",
-            "--llm",
-            "--local",
-            "--config-file",
-            str(CONFIG),
-            "--out",
-            str(out),
-            *shortest,
-        ],
+        [sys.executable, "-m", "plan.compare", "compare", *rehearsal, *shortest],
         cwd=ROOT,
         env={**os.environ, "WORKLOADS_PYTHON": python},
         capture_output=True,
