@@ -28,14 +28,15 @@ from .sides import server_deployment
 STAND_IN = "workloads.llm_standin:build_openai_app"
 # JAX's persistent compilation cache (jax docs, "Persistent compilation cache"): the folder, and no minimum compile
 # time (its default, 1 s, would keep the tiny model's compilations out of it).
-# Serve's autoscaling for the stand-in, locally: the serving rehearsal's delays (serving/local.py), one request in
-# flight per replica (the stand-in decodes one step at a time, so a second request halves each one's token rate, and
-# the burst's step must make Serve add a replica), and a downscale delay (2 to 1) long enough that the replica Serve
-# adds at the burst's step is not stopped while it starts (on a loaded two-core machine that took over 30 s).
+# Serve's autoscaling for the stand-in, locally: the serving rehearsal's delays (serving/local.py), two requests in
+# flight per replica (at 1, the first request from zero alone made Serve ask for a second replica: it counted the
+# request twice, queued at the proxy's handle and running on the replica, as the replica started; the burst's queue
+# goes far beyond 2), and a downscale delay (2 to 1) long enough that the replica Serve adds at the burst's step is
+# not stopped while it starts (on a loaded two-core machine that took over 30 s).
 LOCAL_AUTOSCALING = {
     **serving_local.LOCAL_AUTOSCALING,
     "downscale_delay_s": 120.0,
-    "target_ongoing_requests": 1,
+    "target_ongoing_requests": 2,
 }
 # The stand-in's decoding step holds a replica 20 ms at least (workloads.llm_standin STEP_ENV): one replica answers
 # at most 50 tokens a second, about two requests of 24 tokens, on any machine; the tiny model's own step takes about
