@@ -193,3 +193,12 @@ compare: $(STAMP) $(ON_PATH) $(WORKLOADS_STAMP) workloads-job-deps
 .PHONY: compare-serve
 compare-serve: $(STAMP) $(ON_PATH) $(WORKLOADS_STAMP)
 	WORKLOADS_PYTHON=$(abspath $(WORKLOADS_VENV))/bin/python $(BIN)/python -m plan.compare $(COMPARE_STACK) --serve --local --out compare-serve-report $(COMPARE_SERVE_ARGS)
+
+# The LLM serving rehearsal on this machine: the compare stack's LLM pair (Ray Serve LLM's OpenAI app on the TPU slice
+# and on a GPU pool) on a local Ray cluster, a stand-in engine (the small JAX transformer, not vLLM) streaming tokens
+# through the same OpenAI API, under sparse, burst, Poisson and rate-sweep load; TTFT, TPOT, ITL, goodput, cost per
+# million tokens, the start from zero; the report in compare-llm-report/ (docs/compare.md, "LLM serving").
+# COMPARE_LLM_ARGS adds options, e.g. "--slo ttft=300ms,tpot=20ms --api chat".
+.PHONY: compare-llm
+compare-llm: $(STAMP) $(ON_PATH) $(WORKLOADS_STAMP)
+	WORKLOADS_PYTHON=$(abspath $(WORKLOADS_VENV))/bin/python $(BIN)/python -m plan.compare $(COMPARE_STACK) --llm --local --out compare-llm-report $(COMPARE_LLM_ARGS)

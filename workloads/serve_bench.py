@@ -48,7 +48,7 @@ def padded(size: int, least: int) -> int:
     return max(least, 1 << max(0, size - 1).bit_length())
 
 
-class _Model:
+class LmModel:
     """The comparison's transformer as this app needs it: jitted scoring and greedy steps on padded [batch, length]
     token ids. The only place that knows workloads.lm: when the comparison's model changes, only this class does."""
 
@@ -109,11 +109,16 @@ class _Model:
     def score(self, tokens: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         return np.asarray(self._score(self._params, tokens, lengths))
 
+    def step(self, tokens, lengths):
+        """One greedy token after each row: (tokens, lengths) to continue from, and the chosen ids (fetched)."""
+        tokens, lengths, ids = self._step(self._params, tokens, lengths)
+        return tokens, lengths, np.asarray(ids)
+
     def generate(self, tokens: np.ndarray, lengths: np.ndarray, new_tokens: int) -> np.ndarray:
         chosen = []
         for _ in range(new_tokens):  # each step's ids fetched before the next: one device round trip per token
-            tokens, lengths, ids = self._step(self._params, tokens, lengths)
-            chosen.append(np.asarray(ids))
+            tokens, lengths, ids = self.step(tokens, lengths)
+            chosen.append(ids)
         return np.stack(chosen, axis=1)
 
 
@@ -125,7 +130,7 @@ class Scorer:
         # this replica's queue, where Serve's ongoing-request count (what its autoscaling follows) sees them, instead
         # of as threads contending for the same chips or cores.
         self.device = ThreadPoolExecutor(max_workers=1, thread_name_prefix="device")
-        self.model = _Model(os.environ.get(PRESET_ENV))
+        self.model = LmModel(os.environ.get(PRESET_ENV))
         loaded = time.time()
         tokens, lengths = self.model.batch([[0]])  # compile the smallest batch's two functions now
         self.model.score(tokens, lengths)

@@ -23,6 +23,7 @@ from ray_tpu_gke import ConfigError, admission
 
 from .. import arguments, cost, inventory, planned, stackfile
 from . import dryrun, estimate, extras, local, output, registered, report, sides
+from .llm import cli as llm_cli
 from .serving import cli as serving_cli
 
 DEFAULT_OUT = Path("compare-report")  # in the current folder: `make compare` runs at the repository's root
@@ -154,11 +155,14 @@ def parse_args(argv, prog: str = "python -m plan.compare"):
         help=f"--local: checkpoint cadence (default {local.DEFAULT_REPORT_EVERY})",
     )
     serving_cli.add_arguments(parser)
+    llm_cli.add_arguments(parser)
     args = parser.parse_args(argv)
     args.inject_failure, args.inject_by_side = _injection(parser, args.inject_failure, args.local)
     args.entrypoints = _entrypoints(parser, args.entrypoint)
-    if not (args.context or args.local or args.estimate or args.dry_run):
-        parser.error("one of --context, --local, --estimate or --dry-run is required")
+    if not (args.context or args.local or args.estimate or args.dry_run or (args.llm and args.target)):
+        parser.error("one of --context, --local, --estimate or --dry-run is required (or, with --llm, --target)")
+    if args.llm and (args.serve or args.estimate):
+        parser.error("--llm is a comparison of its own; it is not for --serve or --estimate")
     if args.dry_run and (args.local or args.estimate):
         parser.error("--dry-run shows a live run; it is not for --local or --estimate")
     if not (args.local or args.estimate) and (args.steps is not None or args.report_every is not None):
@@ -262,12 +266,16 @@ def main(
     prog: str = "python -m plan.compare",
 ) -> int:
     args = parse_args(argv, prog)
-    lacking = extras.missing(args, prog + (" --serve" if args.serve else ""))
+    lacking = extras.missing(args, prog + (" --llm" if args.llm else " --serve" if args.serve else ""))
     if lacking:
         print(f"error: {lacking}", file=sys.stderr)
         return stackfile.EXIT_ERROR
     try:
         plan, values = load_plan(args.stack, args.config_file)
+        if args.llm:  # the LLM comparison: the stack's Ray Serve LLM services (or --target endpoints), in tokens
+            return llm_cli.main(
+                args, plan, values, args.run or default_run(args.stack, clock()), local.workloads_python
+            )
         if args.serve:  # the serving comparison: the stack's RayServices, not its RayJobs
             return serving_cli.main(
                 args, plan, values, args.run or default_run(args.stack, clock()), local.workloads_python

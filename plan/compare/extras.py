@@ -1,7 +1,7 @@
 """The optional `compare` extra (pyproject.toml [project.optional-dependencies]): matplotlib draws every report's
-charts, httpx sends the serving comparison's load. The toolchain imports neither at start, so `ray-tpu-gke compare
---help`, `--dry-run` and the other commands work without them; a run that needs one says which, and how to install
-it, in one line before it starts (exit 1: not a configuration error)."""
+charts, httpx sends the serving and LLM comparisons' load. The toolchain imports neither at start, so
+`ray-tpu-gke compare --help`, `--dry-run` and the other commands work without them; a run that needs one says which,
+and how to install it, in one line before it starts (exit 1: not a configuration error)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def needed(args) -> list[str]:
     """The extra's modules this run of `compare` imports: none for a dry run, which writes no report."""
     if args.dry_run:
         return []
-    return ["matplotlib", "httpx"] if args.serve else ["matplotlib"]
+    return ["matplotlib", "httpx"] if args.serve or getattr(args, "llm", False) else ["matplotlib"]
 
 
 def missing(args, command: str) -> str | None:

@@ -10,6 +10,7 @@ from typing import Callable
 
 from ... import arguments
 from .. import output as training_output
+from ..llm.sides import is_llm
 from . import load, local, output, patterns, report, services
 
 DEFAULT_OUT = Path("compare-serve-report")
@@ -171,7 +172,8 @@ def main(
     say=lambda m: print(f"compare-serve: {m}", file=sys.stderr, flush=True),
 ) -> int:
     try:
-        sides = services.services(plan, values)
+        # the LLM services (Ray Serve LLM's OpenAI app) are the LLM comparison's (--llm), not driven with this body
+        sides = [s for s in services.services(plan, values) if not is_llm(s)]
     except services.ServiceError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

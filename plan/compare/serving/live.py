@@ -149,7 +149,11 @@ def run_side(
     sleep=time.sleep,
     clock=time.time,
     say=print,
+    traffic: Callable = drive.traffic,
+    deployment: Optional[str] = None,
 ) -> dict:
+    """One side's run; `traffic` (drive.traffic's signature) sends the load once the application is RUNNING (the LLM
+    comparison's runs it from a Job in the cluster), `deployment` names the deployment whose replicas are read."""
     manifest = run_manifest(side, run_id)
     name = manifest["metadata"]["name"]
     created = kubectl.json("create", "-f", "-", stdin=json.dumps(manifest))
@@ -164,19 +168,19 @@ def run_side(
     try:
         say(f"{side.name}: RayService {side.namespace}/{name} created; waiting for its head")
         cluster, head = _wait_head(kubectl, side, name, drive.APP_TIMEOUT_S, sleep, clock)
-        seen["headReadyAt"] = ready_at(head)
+        seen["headReadyAt"], seen["rayCluster"] = ready_at(head), cluster
         watch = ClusterWatch(kubectl, side.namespace, cluster, poll_s, clock).start()
         dashboard, process = forward(kubectl, side.namespace, f"pod/{head['metadata']['name']}", DASHBOARD_PORT)
         forwards.append(process)
         serve, process = forward(kubectl, side.namespace, f"pod/{head['metadata']['name']}", SERVE_PORT)
         forwards.append(process)
         api = serve_state.ServeApi(dashboard)
-        app, deployment = side.application.get("name"), side.deployment.get("name")
+        app, deployment = side.application.get("name"), deployment or side.deployment.get("name")
         poller = serve_state.Poller(api.applications, app, deployment).start()
         drive.wait_app(api, app, drive.APP_TIMEOUT_S, sleep=sleep, clock=clock)
         say(f"{side.name}: application {app} RUNNING; the first request, from zero")
         url = serve + (side.application.get("route_prefix") or "/")
-        drive.traffic(seen, url, patterns, body, timeout_s=timeout_s, cold_timeout_s=drive.COLD_TIMEOUT_S, say=say)
+        traffic(seen, url, patterns, body, timeout_s=timeout_s, cold_timeout_s=drive.COLD_TIMEOUT_S, say=say)
     except (LiveError, drive.DriveError) as error:
         seen["problems"].append(f"{side.name}: {error}")
     finally:
@@ -196,6 +200,7 @@ def run_side(
                 p["readyAt"] for p in watch.pods.values() if p["readyAt"] and (sent is None or p["readyAt"] >= sent - 1)
             )
             seen["podReadyAt"] = ready[0] if ready else None
+            seen["podsReadyAt"] = sorted(p["readyAt"] for p in watch.pods.values() if p["readyAt"])
     return seen
 
 

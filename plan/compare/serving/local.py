@@ -18,12 +18,15 @@ removed. What was seen goes to `report.build`, the same as for a live run.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import queue
 import subprocess
 import threading
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Callable
 
 from . import drive, load, serve_state
 from .patterns import Pattern
@@ -133,6 +136,21 @@ def local_config(sides: list[ServiceSide], serve_port: int, overrides: dict | No
     return config
 
 
+@dataclass(frozen=True)
+class LocalApp:
+    """What a local run deploys and sends, the rest of it shared: the wave's Serve config (`config(sides,
+    serve_port)`), the deployment whose replicas are read (`deployment(side)`), and the traffic once the application
+    is RUNNING (`traffic`, drive.traffic's signature: the request-serving app's by default, the LLM comparison's
+    streamed token load in plan/compare/llm)."""
+
+    config: Callable[[list[ServiceSide], int], dict] = local_config
+    deployment: Callable[[ServiceSide], "str | None"] = lambda side: side.deployment.get("name")
+    traffic: Callable = drive.traffic
+
+
+SERVE_APP = LocalApp()
+
+
 def waves(sides: list[ServiceSide]) -> list[list[ServiceSide]]:
     """The sides in runs at once, each run holding at most one side per accelerator kind, in the sides' order."""
     runs: list[list[ServiceSide]] = []
@@ -225,10 +243,10 @@ def run_wave(
     serve_port: int,
     sides: list[ServiceSide],
     patterns: list[Pattern],
-    body: dict,
+    body,
     timeout_s: float,
     say=print,
-    autoscaling_overrides: dict | None = None,
+    app: LocalApp = SERVE_APP,
 ) -> list[dict]:
     """The sides of one wave end to end, at once; what was seen of each, in the form report.side_entry reads."""
     first_event = len(half.events)
@@ -236,18 +254,29 @@ def run_wave(
         half.send(cmd="side", side=side_shape(side))
         half.wait_for("side", 30, name=side.name)
     applied = time.time()
-    seen = [{"name": side.name, "appliedAt": applied, "patterns": {}, "problems": []} for side in sides]
-    pollers = [
-        serve_state.Poller(api.applications, local_name(side), side.deployment.get("name")).start() for side in sides
+    seen = [
+        {"name": side.name, "appliedAt": applied, "patterns": {}, "problems": [], "dashboard": api.base}
+        for side in sides
     ]
+    pollers = [serve_state.Poller(api.applications, local_name(side), app.deployment(side)).start() for side in sides]
     try:
-        api.deploy(local_config(sides, serve_port, autoscaling_overrides))
+        api.deploy(app.config(sides, serve_port))
         # The sides send their first requests together, so that each pattern meets the others' same pattern.
         together = threading.Barrier(len(sides))
         failures = _at_once(
             [
                 lambda side=side, entry=entry: _drive(
-                    api, serve_port, side, entry, patterns, body, timeout_s, together, say
+                    api,
+                    serve_port,
+                    side,
+                    entry,
+                    patterns,
+                    body,
+                    timeout_s,
+                    together,
+                    say,
+                    app.traffic,
+                    app.deployment(side),
                 )
                 for side, entry in zip(sides, seen)
             ]
@@ -279,7 +308,17 @@ def run_wave(
 
 
 def _drive(
-    api, serve_port: int, side: ServiceSide, seen: dict, patterns, body, timeout_s: float, together, say
+    api,
+    serve_port: int,
+    side: ServiceSide,
+    seen: dict,
+    patterns,
+    body,
+    timeout_s: float,
+    together,
+    say,
+    traffic=drive.traffic,
+    deployment: "str | None" = None,
 ) -> None:
     """One side's traffic: its application RUNNING, the first request sent with the other sides of the wave's
     (`together`, broken for them all when this side fails), every pattern."""
@@ -288,7 +327,7 @@ def _drive(
     try:
         drive.wait_app(api, app, APP_TIMEOUT_S)
         say(f"{side.name}: application {app} RUNNING; the first request, from zero")
-        drive.traffic(
+        traffic(
             seen,
             url,
             patterns,
@@ -298,7 +337,8 @@ def _drive(
             say=say,
             ready=together.wait,
         )
-        drive.settle(api, app, side.deployment.get("name"), COLD_TIMEOUT_S)  # a replica started, as the first
+        if deployment:  # wait for a replica Serve added for the load: a start, as the first request's
+            drive.settle(api, app, deployment, COLD_TIMEOUT_S)
     except BaseException:
         together.abort()
         raise
@@ -360,15 +400,19 @@ def node_spans(events: list[dict]) -> list[dict]:
 
 def run(
     sides: list[ServiceSide],
-    patterns: list[Pattern],
-    body: dict,
+    patterns: list,
+    body,
     python: str,
     *,
     timeout_s: float = load.DEFAULT_TIMEOUT_S,
     autoscaling_overrides: dict | None = None,
     say=print,
+    app: LocalApp = SERVE_APP,
 ) -> tuple[list[dict], dict]:
-    """Every side on one local Ray cluster, in waves (`waves`); what was seen of each, and facts of the local run."""
+    """Every side on one local Ray cluster, in waves (`waves`); what was seen of each, and facts of the local run.
+    `autoscaling_overrides` replace the request-serving app's local delays (`--local-autoscaling`)."""
+    if autoscaling_overrides:
+        app = replace(app, config=functools.partial(local_config, overrides=autoscaling_overrides))
     say = _one_line_at_a_time(say)  # the sides' threads report at once
     half = RayHalf(python)
     try:
@@ -380,9 +424,7 @@ def run(
             seen = [
                 entry
                 for wave in waves(sides)
-                for entry in run_wave(
-                    half, api, cluster["servePort"], wave, patterns, body, timeout_s, say, autoscaling_overrides
-                )
+                for entry in run_wave(half, api, cluster["servePort"], wave, patterns, body, timeout_s, say, app)
             ]
         finally:
             api.close()

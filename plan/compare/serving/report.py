@@ -108,7 +108,7 @@ def _pattern_entry(side: ServiceSide, pattern: Pattern, data: dict, nodes: list[
     return summary
 
 
-def _offered(seen: dict, patterns: list[Pattern], since: float) -> list[dict]:
+def offered_per_second(seen: dict, patterns: list, since: float) -> list[dict]:
     """Requests scheduled per second, over the side's whole run (seconds from `since`)."""
     counts: dict[int, int] = {}
     for pattern in patterns:
@@ -201,7 +201,7 @@ def side_entry(
     since = seen["appliedAt"]
     entry["timeline"] = {
         "replicas": serve_state.timeline(samples, since),
-        "offered": _offered(seen, patterns, since),
+        "offered": offered_per_second(seen, patterns, since),
         "windows": {
             name: [round(d["run"]["startedAt"] - since, 3), round(d["endedAt"] - since, 3)]
             for name, d in seen["patterns"].items()
