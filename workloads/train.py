@@ -32,9 +32,9 @@ from typing import Optional
 
 from ray_tpu_gke import bench
 from ray_tpu_gke.workload.slice import ENV, SliceSpec
-from ray_tpu_gke.workload.train_args import DEFAULT_NAME, DEFAULT_STORAGE, parse_args
+from ray_tpu_gke.workload.train_args import DATA_FOLDER, DEFAULT_NAME, DEFAULT_STORAGE, parse_args
 
-from . import lm
+from . import lm, token_files
 
 EXIT_TRAINING_FAILED, EXIT_WRONG_PLATFORM = 1, 3
 
@@ -59,13 +59,16 @@ def make_trainer(
     seed: int = 0,
     simulate: bool = False,
     throttle_s: float = 0.0,
+    data_path: Optional[str] = None,
     ledger=None,
 ):
     """A JaxTrainer on `slices` TPU slices of `spec`, or with `gpus`, on one GPU node: one worker holding all its
     GPUs, the same training loop, so the two sides of stacks/Pulumi.compare.yaml measure the same program. `name` is
     Ray Train's run name (checkpoints under storage_path/name). `simulate`: the CPU stands in for the accelerator
     (JAX_PLATFORMS=cpu, one CPU device per chip or GPU). `model`: the language model's sizes (default the tiny
-    preset); `batch_size` sequences per global batch (default the model's). Without `ledger`, one is started here."""
+    preset); `batch_size` sequences per global batch (default the model's). `data_path`: where the token files are
+    written, once per corpus, and read from through Ray Data (default <storage_path>/tokens: workloads.token_files).
+    Without `ledger`, one is started here."""
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
     from ray.train.v2.jax import JaxTrainer
 
@@ -103,6 +106,12 @@ def make_trainer(
         if gpus
         else f"{slices if slices > 1 else 'a'} {spec.generation} {spec.topology} slice{'s' if slices > 1 else ''}"
     )
+    processes = 1 if gpus else spec.hosts * slices
+    data_path = data_path or f"{storage_path.rstrip('/')}/{DATA_FOLDER}"
+    folder = token_files.corpus(
+        data_path, steps=steps, seed=seed, batch_size=batch_size, processes=processes, model=model
+    )
+    paths = token_files.write(folder, steps=steps, batch_size=batch_size, processes=processes, seed=seed, model=model)
     return JaxTrainer(
         train_loop,
         train_loop_config={
@@ -122,6 +131,8 @@ def make_trainer(
             "ledger": ledger,
         },
         scaling_config=scaling,
+        datasets={token_files.DATASET: token_files.dataset(paths)},
+        dataset_config=token_files.data_config(),
         # A lost worker (a preempted host, a deleted pod) restarts the workers, on whole slices, from the latest
         # checkpoint.
         run_config=RunConfig(
@@ -196,6 +207,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         seed=args.seed,
         simulate=args.simulate,
         throttle_s=args.throttle_s,
+        data_path=args.data_path,
         ledger=ledger,
     )
     stop = threading.Event()

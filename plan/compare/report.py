@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from ray_tpu_gke import bench
 
-from . import events, limits
+from . import events, input_wait, limits
 from .agreement import DEFAULT_TOLERANCE, agreement
 from .sides import SidePlan
 
@@ -322,6 +322,7 @@ def side_report(run: SideRun, mode: str, run_id: str, collected_at: float) -> tu
     need("stepTimeS", stats, no_result if result is None else "no step ran without compiling")
     if result is not None:
         out.update(limits.side_fields(side, result, stats))
+        out["input"] = input_wait.side_input(result, stats)
     need("compileS", (result or {}).get("compileS"), no_result)
     need("finalLoss", (result or {}).get("finalLoss"), no_result)
     if result is not None:
