@@ -8,7 +8,7 @@ ray_tpu_gke.workload.train_args).
     python -m workloads.train --gpus 8 --preset gpt-100m       # the ~110M-parameter model (default: tiny)
 
 One Ray Train worker per TPU host (`ScalingConfig(use_tpu=True, topology=..., accelerator_type=...)`), which Ray
-2.55 places on whole slices with its slice placement group and joins into one JAX program (`jax.distributed
+(2.55 and later) places on whole slices with its slice placement group and joins into one JAX program (`jax.distributed
 .initialize` in ray/train/v2/jax/config.py); with `--slices N` it reserves N slices and sets MEGASCALE_* per slice.
 Before the first step every worker checks that JAX runs on the accelerator asked for (workloads.backend); when it
 does not, the job stops at once, exit status 3, with one line naming the missing backend. Checkpoints go under
@@ -89,7 +89,8 @@ def make_trainer(
             topology=spec.topology,
             accelerator_type=spec.accelerator_type,  # e.g. TPU-V6E (ray.util.accelerators)
             # Explicit: Ray 2.55 takes 8 chips per v5e/v6e host otherwise (ray/_private/accelerators/tpu.py
-            # get_chips_per_host), while GKE's multi-host v5e/v6e slices have 4-chip hosts.
+            # get_chips_per_host; 2.60 takes 4 on multi-host topologies), while GKE's multi-host v5e/v6e slices have
+            # 4-chip hosts, and a stack may pin 2.55.
             resources_per_worker={"TPU": spec.chips_per_host},
         )
     worker_env = {}
