@@ -43,6 +43,7 @@ def test_the_plan_json_carries_the_version_set(plan_output):
         "imageRayVersion": RAY, "workloadsImage": True}
     assert set(v["rayObjects"]) == {o.name for o in config.ray_objects}
     assert "spec.workerGroupSpecs[].numOfHosts" in v["kuberay"]["fields"]["RayCluster"]
+    assert v["kuberay"]["minimum"]["version"] == "v1.3" and "Ray 2.38.0 and later" in v["kuberay"]["minimum"]["reason"]
     assert v["workloadsImages"]["tpu"]["base"] == f"rayproject/ray:{RAY}-py311"
     assert {"jax", "libtpu"} <= set(v["workloadsImages"]["tpu"])
     gpu = v["workloadsImages"]["gpu"]

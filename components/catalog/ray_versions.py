@@ -15,6 +15,7 @@ __all__ = [
     "RayFeature",
     "RAY_FEATURES",
     "DEFAULT_RAY_VERSION",
+    "KUBERAY_MINIMUM",
     "ray_feature",
     "ray_lacks",
     "ray_has",
@@ -148,6 +149,11 @@ _BY_KEY = {feature.key: feature for feature in RAY_FEATURES}
 # The Ray release the stacks, the workloads images and requirements-workloads.txt use unless a stack pins another
 # (PyPI ray 2.60.0). 2.55.0 is the oldest the project plans for TPUs: the release the rows above start from.
 DEFAULT_RAY_VERSION = "2.60.0"
+# The oldest KubeRay the version set asks of the Ray Operator add-on: KubeRay v1.3.x and v1.4.x "support Ray 2.38.0 and
+# later" (docs.ray.io, KubeRay upgrade guide, "KubeRay / Ray compatibility"), so 2.55.0 to 2.60.0 alike; the stacks'
+# KubeRay fields are checked against the CRDs of v1.3.2 and v1.7.0 (tests/kuberay_schema.py), and plan.verify reads
+# the live cluster's.
+KUBERAY_MINIMUM = ("v1.3", "KubeRay v1.3 and later support Ray 2.38.0 and later (docs.ray.io KubeRay upgrade guide)")
 
 
 def ray_version_key(version: str) -> tuple[int, ...]:
