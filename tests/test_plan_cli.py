@@ -291,7 +291,7 @@ def _plain(monkeypatch, *args: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(["python", "-m", "plan", *args], code, out.getvalue(), err.getvalue())
 
 
-@pytest.mark.parametrize("stack", ["prod"])  # a stack with a warning longer than 90 columns
+@pytest.mark.parametrize("stack", ["compare"])  # a stack with a warning longer than 90 columns
 def test_text_output_follows_columns_and_warnings_wrap_at_words(stack, monkeypatch):
     """Tables fit COLUMNS (their cells wrap), long warnings wrap at words; in JSON mode each stays one line."""
     text = _plain(monkeypatch, stack, COLUMNS="90")
