@@ -168,6 +168,5 @@ def declared(argv: list[str]) -> dict:
         "side": args.side,
         "resultDir": args.result_dir,
         "storagePath": args.storage_path,
-        "dataPath": args.data_path,
         "simulate": args.simulate,
     }
