@@ -1,6 +1,8 @@
 """The training loop every Ray Train worker runs (one per TPU host, or one per GPU node): the decoder-only transformer
-language model of workloads.lm, data-parallel over every device of the job, reporting through `ray_tpu_gke.bench`
-like any other job.
+language model of workloads.lm, data-parallel over every device of the job, its tokens read through Ray Data
+(workloads.token_files: its dataset shard, `iter_jax_batches`), reporting through `ray_tpu_gke.bench` like any other
+job. At the end rank 0 reports how long its loop waited for batches, from its shard's own statistics, and the step's
+time on a batch already on the devices.
 
 Before the first step each worker checks what it runs on: the JAX platform against the one the job asked for
 (workloads.backend) and its pod's declared shape ($SLICE_*) against the job's. A mismatch goes to the run's ledger,
