@@ -67,7 +67,7 @@ $(CHECKOV_STAMP): requirements-checkov.txt
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
 	touch $@
 
-# Ray 2.55 and JAX for workloads/ (tests/test_workloads_*.py run them in a subprocess): a virtualenv of their own,
+# Ray 2.60 and JAX for workloads/ (tests/test_workloads_*.py run them in a subprocess): a virtualenv of their own,
 # since Ray's dependency ranges are not pulumi's exact pins. WORKLOADS_VENV may be overridden like VENV.
 WORKLOADS_VENV ?= .venv-workloads
 WORKLOADS_STAMP := $(WORKLOADS_VENV)/.requirements-installed

@@ -4,7 +4,8 @@
 - `gke`: the release channel and pin, and the newest minimum GKE version the stack needs and why;
 - `rayOperatorAddon`: GKE's Ray Operator add-on, which serves the KubeRay CRDs and runs the operator and the TPU
   webhook (its version comes with the cluster's GKE version: it has none of its own to pin);
-- `kuberay`: the API version and every KubeRay field the stack's objects set, per kind (what an installed CRD must
+- `kuberay`: the API version, the oldest KubeRay that runs the stack's Ray (catalog.ray_versions.KUBERAY_MINIMUM), and
+  every KubeRay field the stack's objects set, per kind (what an installed CRD must
   have: `plan.verify` reads them from its schema);
 - `rayObjects`: per Ray object (by name) its kind, namespace, Ray version and image (with what the image tag says);
 - `workloadsImages`: what the repository's two workloads images pin, per variant (`tpu`: workloads/Dockerfile,
@@ -17,6 +18,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
+from ray_tpu_gke.catalog.ray_versions import KUBERAY_MINIMUM
 from ray_tpu_gke.catalog.resource_types import RAY_KIND_PREFIX
 from ray_tpu_gke.spec.config import StackConfig
 from ray_tpu_gke.spec.operations import (
@@ -132,7 +134,11 @@ def versions(plan: Plan, config: StackConfig, inventory=None) -> dict:
             "version": "the cluster's GKE version",
             "provides": "KubeRay CRDs (ray.io/v1), the KubeRay operator, the TPU webhook",
         },
-        "kuberay": {"apiVersion": "ray.io/v1", "fields": kuberay_fields(plan)},
+        "kuberay": {
+            "apiVersion": "ray.io/v1",
+            "minimum": {"version": KUBERAY_MINIMUM[0], "reason": KUBERAY_MINIMUM[1]},
+            "fields": kuberay_fields(plan),
+        },
         "rayObjects": objects,
     }
     if inventory is not None and not inventory.has_cluster:  # its channel and pin are the existing cluster's
@@ -187,6 +193,9 @@ def table(v: dict) -> Table:
     t.add_row("GKE minimum needed", gke["minimum"]["version"], gke["minimum"]["reason"])
     addon = v["rayOperatorAddon"]
     t.add_row("Ray Operator add-on", addon["version"], addon["provides"])
+    minimum = v["kuberay"].get("minimum")
+    if minimum:
+        t.add_row("KubeRay minimum", minimum["version"], minimum["reason"])
     fields = v["kuberay"]["fields"]
     t.add_row(
         "KubeRay API",

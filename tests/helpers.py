@@ -89,7 +89,7 @@ def project_repo(repo: Path) -> Path:
     return repo
 
 
-# --- the workloads interpreter (Ray 2.55 and JAX, in a virtualenv of their own) ------------------------------------
+# --- the workloads interpreter (Ray 2.60 and JAX, in a virtualenv of their own) ------------------------------------
 
 def workloads_python() -> str:
     """$WORKLOADS_PYTHON, else the checkout's .venv-workloads/bin/python; without either the calling test is skipped,

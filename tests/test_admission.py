@@ -298,14 +298,17 @@ def test_a_group_with_no_replicas_and_no_autoscaling_is_refused():
 
 def test_ray_255_autoscaling_of_an_ironwood_group_is_refused_and_256_allowed():
     values = minimal_values(tpuSlices=[{"name": "iw", "generation": "tpu7x", "topology": "2x2x1"}],
-                            rayClusters=[{"name": "t", "autoscaling": {"enabled": True},
+                            rayClusters=[{"name": "t", "autoscaling": {"enabled": True}, "rayVersion": "2.55.0",
+                                          "image": "rayproject/ray:2.55.0-py311",
                                           "workerGroups": [{"name": "tpu", "slice": "iw"}]}])
     (problem,) = problems(values)
     assert problem.startswith("ray-tpu-gke:rayClusters[0].autoscaling.enabled: true, but Ray 2.55.0's autoscaler")
     values["ray-tpu-gke:rayClusters"][0].update(rayVersion="2.56.0", image="rayproject/ray:2.56.0-py311")
     parse_stack_config(values, "test")
+    del values["ray-tpu-gke:rayClusters"][0]["rayVersion"], values["ray-tpu-gke:rayClusters"][0]["image"]
+    parse_stack_config(values, "test")  # the default, 2.60.0, maps tpu7x too
     # A Ray version refused for another reason is not replaced by the default to judge the autoscaler on.
-    values["ray-tpu-gke:rayClusters"][0]["image"] = "rayproject/ray:2.55.0-py311"
+    values["ray-tpu-gke:rayClusters"][0].update(rayVersion="2.55.0", image="rayproject/ray:2.56.0-py311")
     assert [p.split(": ", 1)[0] for p in problems(values)] == ["ray-tpu-gke:rayClusters[0].rayVersion"]
 
 

@@ -78,6 +78,9 @@ def test_read_finds_the_events_and_the_last_result_behind_rays_prefixes(tmp_path
     assert [e["event"] for e in found.events] == ["start", "step", "step", "checkpoint", "step", "step"]
     assert found.result == doc and found.last_step == 4 and found.lines == len(log)
     assert bench.read("\n".join(log)).events == found.events  # a text or its lines
+    # Ray Train 2.56+ writes a worker's line to the driver's stdout and, through its logger, to its stderr: the same
+    # event twice is read once, in the order first seen.
+    assert bench.read([*log, *log]).events == found.events
 
 
 def test_the_steady_step_rule_leaves_out_the_compiling_steps():

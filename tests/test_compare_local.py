@@ -163,3 +163,18 @@ def test_local_costs_are_the_plans_prices_for_the_real_hardware(compared):
         assert side["costPerJobUsd"] == pytest.approx(billed / 3600 * planned.node_hourly)
         assert side["costPer1kStepsUsd"] == pytest.approx(side["costPerJobUsd"] / side["steps"] * 1000)
 
+
+
+def test_the_stack_jobs_side_says_how_long_its_loop_waited_for_ray_data_and_a_plain_job_says_not_measured(compared):
+    _, document, out = compared
+    tpu, own = by_name(document)["bench-tpu"]["input"], by_name(document)["bench-a100"]["input"]
+    # Measured by Ray Data in the job (its dataset shard's statistics), the rehearsal's pauses after each step out.
+    assert tpu["source"].startswith("Ray Data") and tpu["pausedS"] > 0
+    assert 0 <= tpu["firstBatchS"] <= tpu["blockedS"] < tpu["iterS"] and 0 <= tpu["waitShare"] < 1
+    assert 0 < tpu["syntheticStepTimeS"] and tpu["stepTimeS"] == by_name(document)["bench-tpu"]["stepTimeS"]["p50"]
+    assert tpu["verdict"].startswith(("input-bound: ", "not input-bound: "))
+    assert f"{tpu['waitShare'] * 100:.0f} % of step time waiting on data" in tpu["verdict"]
+    assert own["waitShare"] is None and own["verdict"].startswith("not measured")  # plain Python, no Ray Data
+    text = (out / "report.md").read_text()
+    assert f"| input wait (Ray Data: blocked / iterator time) | {tpu['waitShare'] * 100:.1f} % | not measured |" in text
+    assert f"- bench-tpu in this rehearsal (the CPU standing in, data on this machine's disk): {tpu['verdict']}." in text

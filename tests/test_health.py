@@ -16,7 +16,7 @@ from ray_tpu_gke.spec.problems import ConfigError
 CRONJOB = "kubernetes:batch/v1:CronJob"
 RBAC = "kubernetes:rbac.authorization.k8s.io/v1:"
 POLICY = "gcp:monitoring/alertPolicy:AlertPolicy"
-WORKLOADS = "us-east5-docker.pkg.dev/acme-ml-test/ray-tpu-gke/workloads-tpu:2.55.0"
+WORKLOADS = "us-east5-docker.pkg.dev/acme-ml-test/ray-tpu-gke/workloads-tpu:2.60.0"
 
 
 def inputs(plan: dict, type_: str) -> list[dict]:
@@ -31,7 +31,7 @@ def test_prod_runs_the_check_every_few_minutes_in_the_workloads_image():
         "slice-health", "*/5 * * * *", "Forbid")
     pod = spec["jobTemplate"]["spec"]["template"]["spec"]
     (container,) = pod["containers"]
-    assert container["image"] == "us-central1-docker.pkg.dev/acme-ml-prod/ray-tpu-gke/workloads-tpu:2.55.0"
+    assert container["image"] == "us-central1-docker.pkg.dev/acme-ml-prod/ray-tpu-gke/workloads-tpu:2.60.0"
     assert container["command"][:3] == ["python", "-m", "workloads.slice_health"]
     assert pod["serviceAccountName"] == "slice-health" and pod["nodeSelector"] == {
         "cloud.google.com/gke-nodepool": "system"}

@@ -117,9 +117,10 @@ def test_multislice_group_that_fits_plans_and_the_plan_says_so():
 
 def test_a_rayservice_with_two_slices_is_not_multislice():
     values = two_slice_job()
-    values["ray-tpu-gke:rayServices"] = [{"name": "serve", "serveConfig": {"applications": []},
-                                          "upgradeStrategy": "None", "rayVersion": "2.55.0",
-                                          "workerGroups": [{"name": "tpu", "slice": "v6e-16", "replicas": 2}]}]
+    values["ray-tpu-gke:rayServices"] = [on_ray({"name": "serve", "serveConfig": {"applications": []},
+                                                 "upgradeStrategy": "None",
+                                                 "workerGroups": [{"name": "tpu", "slice": "v6e-16", "replicas": 2}]},
+                                                "2.55.0")]
     values["ray-tpu-gke:rayJobs"] = []
     config = parse_stack_config(values, "test")
     assert preview.multislice_rows(config) == [] and not any("MEGASCALE" in w for w in config.warnings)
@@ -157,8 +158,9 @@ def test_multislice_reservation_wait_of_ray_2_55_warns_on_slices_created_on_dema
 
 def test_v5e_autoscaling_before_ray_2_56_warns_of_the_head_resource_name():
     values = minimal_values(tpuSlices=[{"name": "v5e-16", "generation": "v5e", "topology": "4x4"}],
-                            rayClusters=[{"name": "train", "autoscaling": {"enabled": True},
-                                          "workerGroups": [{"name": "tpu", "slice": "v5e-16", "replicas": 1}]}])
+                            rayClusters=[on_ray({"name": "train", "autoscaling": {"enabled": True},
+                                                 "workerGroups": [{"name": "tpu", "slice": "v5e-16", "replicas": 1}]},
+                                                "2.55.0")])
     found = parse_stack_config(values, "test").warnings
     assert any(w.startswith("ray-tpu-gke:rayClusters[0].autoscaling.enabled: Ray 2.55.0's autoscaler") and
                "TPU-v5litepod-N-head" in w for w in found), found
@@ -187,7 +189,7 @@ def test_grace_period_is_configurable_validated_and_a_short_one_warns_from_ray_2
     assert any(w.startswith("ray-tpu-gke:rayJobs[0].workerGroups[0].terminationGracePeriodSeconds: 30 s is not "
                             "longer than Ray 2.57.0's 30 s drain") for w in found), found
     on_ray(values["ray-tpu-gke:rayJobs"][0], "2.56.0")  # no drain before 2.57
-    assert not any("drain" in w for w in parse_stack_config(values, "test").warnings)
+    assert not any("terminationGracePeriodSeconds" in w for w in parse_stack_config(values, "test").warnings)
     values["ray-tpu-gke:rayJobs"][0]["workerGroups"][0]["terminationGracePeriodSeconds"] = -1
     assert any(p.startswith("ray-tpu-gke:rayJobs[0].workerGroups[0].terminationGracePeriodSeconds")
                for p in refusals(values))

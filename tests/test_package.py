@@ -222,7 +222,7 @@ def test_plan_prices_the_existing_cluster_example(installed):
     assert done.returncode == 0, done.stderr
     plan = json.loads(done.stdout)
     assert plan["project"] == "tpu-existing-cluster" and plan["stack"] == "dev"
-    assert plan["versions"]["rayObjects"]["train"]["rayVersion"] == "2.55.0"  # the version set, as a stack's
+    assert plan["versions"]["rayObjects"]["train"]["rayVersion"] == "2.60.0"  # the version set, as a stack's
     pools = {s["newState"]["name"]: s["newState"]["inputs"] for s in plan["steps"]
              if s["newState"]["type"] == "gcp:container/nodePool:NodePool"}
     assert pools["v6e-16-0"]["nodeConfig"]["serviceAccount"] == "tpu-nodes@acme-ml.iam.gserviceaccount.com"
@@ -364,7 +364,7 @@ def test_verify_diagram_and_compare_on_the_existing_cluster_example(installed, t
     venv, _, team = installed
     folder = team / "existing-cluster"
     plan = expected_of_project(folder, "dev")
-    state = test_verify.cluster_as_planned(plan, {("ray", "train"): "rayproject/ray:2.55.0-py311"})
+    state = test_verify.cluster_as_planned(plan, {("ray", "train"): "rayproject/ray:2.60.0-py311"})
     env = _fake_kubectl(tmp_path, state)
     done = console(venv, folder, "verify", "dev", "--context", test_verify.CONTEXT, "--poll", "0", "--json", **env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -222,12 +222,12 @@ def test_a_library_program_gets_the_version_set_the_image_warning_and_no_cluster
     out, err = capsys.readouterr()
     versions = json.loads(out)["versions"]
     assert versions["rayObjects"]["train"] == {
-        "kind": "RayCluster", "namespace": "ray", "rayVersion": "2.55.0", "image": "rayproject/ray:2.55.0-py311",
-        "imageRayVersion": "2.55.0", "workloadsImage": False}
+        "kind": "RayCluster", "namespace": "ray", "rayVersion": "2.60.0", "image": "rayproject/ray:2.60.0-py311",
+        "imageRayVersion": "2.60.0", "workloadsImage": False}
     assert versions["gke"]["releaseChannel"] == "the existing cluster's" and versions["gke"]["pin"] is None
     assert "spec.workerGroupSpecs[].numOfHosts" in versions["kuberay"]["fields"]["RayCluster"]
     # The warning a stack file gets for a TPU group on Ray's own image (no JAX), named by the object here.
-    assert ("warning: RayCluster ray/train: image: rayproject/ray:2.55.0-py311 has no JAX, which the TPU worker "
+    assert ("warning: RayCluster ray/train: image: rayproject/ray:2.60.0-py311 has no JAX, which the TPU worker "
             "groups tpu need") in err
     assert cli.main(["plan", "dev"]) == 0
     text = capsys.readouterr().out
@@ -291,7 +291,7 @@ def _plain(monkeypatch, *args: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(["python", "-m", "plan", *args], code, out.getvalue(), err.getvalue())
 
 
-@pytest.mark.parametrize("stack", ["prod"])  # a stack with a warning longer than 90 columns
+@pytest.mark.parametrize("stack", ["compare"])  # a stack with a warning longer than 90 columns
 def test_text_output_follows_columns_and_warnings_wrap_at_words(stack, monkeypatch):
     """Tables fit COLUMNS (their cells wrap), long warnings wrap at words; in JSON mode each stays one line."""
     text = _plain(monkeypatch, stack, COLUMNS="90")

@@ -2,7 +2,7 @@
 (issue #22 item 14): the TPU and GPU resources, the TPU-<type>-head resources and the worker counts Ray derives from
 each worker group must be what the group claims (its node selectors, through the catalogue).
 
-Ray's code is run once, in one subprocess of the workloads virtualenv (Ray 2.55, $WORKLOADS_PYTHON), over all specs:
+Ray's code is run once, in one subprocess of the workloads virtualenv (Ray 2.60, $WORKLOADS_PYTHON), over all specs:
 `_node_type_from_group_spec` per group, the function `_generate_available_node_types_from_ray_cr_spec` maps over a
 spec's groups (ray/autoscaler/_private/kuberay/autoscaling_config.py), so one group Ray cannot read (Ironwood before
 2.56) is reported without hiding the others.

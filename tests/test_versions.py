@@ -12,13 +12,14 @@ import pytest
 import yaml
 from helpers import config_of, minimal_values
 from plans import program_plan
+from ray_tpu_gke.catalog.ray_versions import DEFAULT_RAY_VERSION as RAY
+from ray_tpu_gke.spec.config import parse_stack_config
+from ray_tpu_gke.spec.problems import ConfigError
 from test_verify import GROUP, TRAIN, WEBHOOK, failures, healthy, run  # noqa: F401  (run: the fixture)
 
 from plan import stackfile, version_set
 from plan.review import classify
 from plan.verify import live_versions as live
-from ray_tpu_gke.spec.config import parse_stack_config
-from ray_tpu_gke.spec.problems import ConfigError
 
 WORKLOADS = "us-east5-docker.pkg.dev/acme-ml-test/ray-tpu-gke/workloads-tpu"
 
@@ -37,15 +38,16 @@ def test_the_plan_json_carries_the_version_set(plan_output):
     assert v["gke"] == {"releaseChannel": "STABLE", "pin": "1.34", "minimum": {
         "version": config.gke_version_need.version, "reason": config.gke_version_need.reason}}
     assert v["rayObjects"]["train"] == {
-        "kind": "RayCluster", "namespace": "training", "rayVersion": "2.55.0",
-        "image": "us-central1-docker.pkg.dev/acme-ml-prod/ray-tpu-gke/workloads-tpu:2.55.0",
-        "imageRayVersion": "2.55.0", "workloadsImage": True}
+        "kind": "RayCluster", "namespace": "training", "rayVersion": RAY,
+        "image": f"us-central1-docker.pkg.dev/acme-ml-prod/ray-tpu-gke/workloads-tpu:{RAY}",
+        "imageRayVersion": RAY, "workloadsImage": True}
     assert set(v["rayObjects"]) == {o.name for o in config.ray_objects}
     assert "spec.workerGroupSpecs[].numOfHosts" in v["kuberay"]["fields"]["RayCluster"]
-    assert v["workloadsImages"]["tpu"]["base"] == "rayproject/ray:2.55.0-py311"
+    assert v["kuberay"]["minimum"]["version"] == "v1.3" and "Ray 2.38.0 and later" in v["kuberay"]["minimum"]["reason"]
+    assert v["workloadsImages"]["tpu"]["base"] == f"rayproject/ray:{RAY}-py311"
     assert {"jax", "libtpu"} <= set(v["workloadsImages"]["tpu"])
     gpu = v["workloadsImages"]["gpu"]
-    assert gpu["base"].startswith("rayproject/ray:2.55.0-py311-cu") and gpu["jax"] == v["workloadsImages"]["tpu"]["jax"]
+    assert gpu["base"].startswith(f"rayproject/ray:{RAY}-py311-cu") and gpu["jax"] == v["workloadsImages"]["tpu"]["jax"]
     # A RayJob on the train RayCluster runs in that cluster's Ray and image, not the defaults of its own spec.
     assert v["rayObjects"]["train-multislice"]["cluster"] == "train"
     assert v["rayObjects"]["train-multislice"]["image"] == v["rayObjects"]["train"]["image"]
@@ -81,13 +83,33 @@ def test_a_ray_version_the_image_tag_contradicts_is_refused():
 
 
 def test_a_tpu_group_on_rays_own_image_warns_naming_the_repositorys_image():
-    config = parse_stack_config(minimal_values(), "test")  # rayproject/ray:2.55.0-py311, the default
+    config = parse_stack_config(minimal_values(), "test")  # rayproject/ray:<default>-py311, the default
     (warning,) = version_set.warnings(config)
-    assert warning.startswith("ray-tpu-gke:rayClusters[0].image: rayproject/ray:2.55.0-py311 has no JAX")
-    assert "us-east5-docker.pkg.dev/acme-ml-test/ray-tpu-gke/workloads-tpu:2.55.0" in warning
+    assert warning.startswith(f"ray-tpu-gke:rayClusters[0].image: rayproject/ray:{RAY}-py311 has no JAX")
+    assert f"us-east5-docker.pkg.dev/acme-ml-test/ray-tpu-gke/workloads-tpu:{RAY}" in warning
     values = minimal_values()
-    values["ray-tpu-gke:rayClusters"][0]["image"] = f"{WORKLOADS}:2.55.0"
+    values["ray-tpu-gke:rayClusters"][0]["image"] = f"{WORKLOADS}:{RAY}"
     assert version_set.warnings(parse_stack_config(values, "test")) == []
+
+
+def test_the_default_is_ray_2_60_and_a_stack_pinned_to_2_55_still_plans_warning_what_it_lacks():
+    assert RAY == "2.60.0"
+    assert not [w for w in parse_stack_config(minimal_values(), "test").warnings if "older than the default" in w]
+    values = minimal_values()
+    values["ray-tpu-gke:rayClusters"][0].update(rayVersion="2.55.0", image=f"{WORKLOADS}:2.55.0")
+    config = parse_stack_config(values, "test")
+    (behind,) = [w for w in config.warnings if "older than the default" in w]
+    assert behind.startswith("ray-tpu-gke:rayClusters[0].rayVersion: 2.55.0 is older than the default Ray 2.60.0")
+    for lacking in ("serve-llm-tpu (2.56.0)", "multislice-megascale-refresh (2.56.0)",
+                    "data-iter-jax-batches (2.56.0)", "data-iter-blocked-stages (2.57.0)",
+                    "max-preemption-failures (2.58.0)"):
+        assert lacking in behind
+    assert "jax-multislice" not in behind  # 2.54: 2.55 has it
+    values["ray-tpu-gke:rayClusters"][0].update(rayVersion="2.57.0", image=f"{WORKLOADS}:2.57.0")
+    (behind,) = [w for w in parse_stack_config(values, "test").warnings if "older than the default" in w]
+    assert behind.endswith("lacks: max-preemption-failures (2.58.0) (docs/admission.md, Ray versions)")
+    values["ray-tpu-gke:rayClusters"][0].update(rayVersion="2.58.0", image=f"{WORKLOADS}:2.58.0")
+    assert not [w for w in parse_stack_config(values, "test").warnings if "older than the default" in w]
 
 
 def test_a_changed_element_is_one_risky_line_in_the_diff():
@@ -100,8 +122,8 @@ def test_a_changed_element_is_one_risky_line_in_the_diff():
     for change in changes.values():  # one line each: the element and its values before and after
         assert change.type == classify.VERSIONS_TYPE and change.details == [] and change.risky
     assert changes["gke.pin"].summary == 'null → "1.34"'
-    assert changes["rayObjects.train.rayVersion"].summary == '"2.55.0" → "2.56.0"'
-    assert '"2.55.0" → "2.56.0"' in changes["rayObjects.train.rayVersion"].reasons[0]
+    assert changes["rayObjects.train.rayVersion"].summary == f'"{RAY}" → "2.56.0"'
+    assert f'"{RAY}" → "2.56.0"' in changes["rayObjects.train.rayVersion"].reasons[0]
     new["versions"]["kuberay"]["fields"]["RayJob"] = ["spec.entrypoint"]
     (fields,) = [c for c in classify.version_changes(old, new) if c.name.startswith("kuberay.")]
     assert fields.name == "kuberay.fields.RayJob" and not fields.risky

@@ -8,6 +8,7 @@ import re
 
 import yaml
 from helpers import ROOT
+from ray_tpu_gke.catalog import ray_versions
 
 from plan.compare import local
 
@@ -130,4 +131,13 @@ def test_the_workloads_requirements_are_exact_pins():
     lines = [line for line in (ROOT / "requirements-workloads.txt").read_text().splitlines()
              if line.strip() and not line.startswith("#")]
     assert lines and all("==" in line for line in lines), [line for line in lines if "==" not in line]
-    assert int(TESTED["protobuf"].split(".")[0]) < 7  # Ray Serve 2.55 needs FieldDescriptor.label
+    # protobuf 7 removed FieldDescriptor.label, which Ray Serve read until 2.56; from 2.57 it reads is_repeated where
+    # protobuf has it (ray python/ray/serve/_private/config.py _field_is_repeated, 2.57.0 and 2.60.0 wheels).
+    assert int(TESTED["protobuf"].split(".")[0]) < 7 or ray_versions.ray_version_key(RAY) >= (2, 57, 0)
+
+
+def test_the_workloads_interpreter_runs_the_default_ray_with_data_serve_and_train():
+    text = (ROOT / "requirements-workloads.txt").read_text()
+    assert RAY == ray_versions.DEFAULT_RAY_VERSION
+    assert f"ray[serve,train,data]=={RAY}" in text.splitlines()
+    assert f"ray[serve,train,data]=={RAY}" in text  # the comment names what was installed to freeze it

@@ -1,4 +1,4 @@
-"""Multislice training on a real local Ray 2.55 cluster: one JaxTrainer over two simulated v6e 2x4 slices.
+"""Multislice training on a real local Ray 2.60 cluster: one JaxTrainer over two simulated v6e 2x4 slices.
 
 Like tests/test_workloads_ray.py, this module works in two halves:
 

@@ -1,4 +1,4 @@
-"""The Ray programs of workloads/ against a real local Ray 2.55 cluster that looks like a multi-host TPU slice.
+"""The Ray programs of workloads/ against a real local Ray 2.60 cluster that looks like a multi-host TPU slice.
 
 Ray and JAX live in their own virtualenv (.venv-workloads, requirements-workloads.txt; `make test` builds it and
 sets $WORKLOADS_PYTHON to its interpreter), so this module works in two halves:

@@ -17,7 +17,7 @@ from workloads import train, tpu_smoke
 
 PARSERS = {"workloads.train": train.parse_args, "workloads.tpu_smoke": tpu_smoke.parse_args}
 # docs/workloads.md: REGION-docker.pkg.dev/PROJECT/ray-tpu-gke/workloads-<tpu|gpu>:TAG, the variant of its accelerator
-TAG = ":2.55.0"
+TAG = ":2.60.0"  # the default Ray (catalog.ray_versions.DEFAULT_RAY_VERSION)
 PACKAGE = "workloads"  # the repository's workloads, as the image runs them: `python -m workloads.<module>`
 
 

@@ -2,7 +2,7 @@
 shape from the worker group's environment.
 
 The tests of the first part need no Ray: the command line (`parse_args`, `declared`), $SLICE_* and $SLICE_COUNT,
-the result document's contract (workloads.result). The second part runs real local Ray 2.55 jobs, like
+the result document's contract (workloads.result). The second part runs real local Ray 2.60 jobs, like
 tests/test_workloads_ray.py in two halves: run by the workloads interpreter as a script (`python
 tests/test_workloads_train.py OUT.json`), it starts a cluster (workloads.local_cluster) with a head, one simulated
 v6e 2x4 slice of two 4-chip hosts and one node with a `GPU` resource but no GPU, and runs `python -m workloads.train`
@@ -77,6 +77,8 @@ def _simulate(out: Path) -> None:
                                        out.parent / "results")
         seen["tpu-refused"] = _train(cluster.address, [*slice_args, "--run", "tpu-refused", "--storage-path",
                                                        str(out.parent / "ckpt")], out.parent / "refused")
+    tokens = out.parent / "ckpt"
+    seen["first"]["tokenFiles"] = sorted(str(p.relative_to(tokens)) for p in (tokens / "tokens").rglob("*.npy"))
     out.write_text(json.dumps(seen, indent=1, sort_keys=True))
 
 
@@ -314,7 +316,21 @@ def test_the_instrumented_run_produces_a_result_document_that_keeps_the_contract
     assert [step for step, _ in doc["loss"]] == list(range(1, STEPS + 1)) and doc["finalLoss"] == doc["loss"][-1][1]
     assert len(doc["fingerprint"]["values"]) == 8 and len(doc["fingerprint"]["sha256"]) == 64
     assert [w["sliceName"] for w in doc["workers"]] == ["tpu-0", "tpu-0"]
-    assert doc["rayVersion"] == "2.55.0" and doc["jaxVersion"] == "0.10.2" and doc["compilationCache"] is None
+    assert doc["rayVersion"] == "2.60.0" and doc["jaxVersion"] == "0.10.2" and doc["compilationCache"] is None
+
+
+def test_the_job_read_its_tokens_through_ray_data_and_reports_how_long_it_waited_for_them(seen):
+    doc = _document(seen["first"])
+    found = doc["input"]
+    assert found["source"].startswith("Ray Data") and found["pausedS"] == 0.0
+    # Ray Data's own figures of the finished iteration: the loop waited for its batches a part of the time.
+    assert 0 < found["firstBatchS"] <= found["blockedS"] < found["iterS"]
+    assert 0 <= found["waitShare"] < 1
+    assert found["waitShare"] == pytest.approx(
+        (found["blockedS"] - found["firstBatchS"]) / (found["iterS"] - found["firstBatchS"]))
+    assert 0 < found["syntheticStepTimeS"] < max(doc["stepTimesS"])
+    # The files the driver wrote for the two processes, under the run's storage path (workloads.token_files).
+    assert any(name.startswith("tokens/tokens-steps8-seed0-") for name in seen["first"]["tokenFiles"])
 
 
 def test_the_result_is_written_to_the_result_dir_by_run_and_side(seen):

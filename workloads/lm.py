@@ -54,14 +54,19 @@ def _sequences(rng, rows: int, config: LmConfig, table):
     return tokens
 
 
+def step_tokens(step: int, size: int, seed: int, config: LmConfig):
+    """The global batch of a step as token rows of seq_len + 1 (inputs, then the last target): what
+    workloads.token_files writes for the training job to read back."""
+    import numpy as np
+
+    rng = np.random.default_rng([seed, 1_000_003 + step])
+    return _sequences(rng, size, config, successor_table(seed, config.vocab))
+
+
 def batch(step: int, size: int, seed: int, config: LmConfig) -> tuple:
     """The global batch of a step, inputs and next-token targets: the same on every process (each takes its own rows)
     and on every accelerator for one seed."""
-    import numpy as np
-
-    tokens = _sequences(
-        np.random.default_rng([seed, 1_000_003 + step]), size, config, successor_table(seed, config.vocab)
-    )
+    tokens = step_tokens(step, size, seed, config)
     return tokens[:, :-1], tokens[:, 1:]
 
 

@@ -100,6 +100,8 @@ def build(
             "attempts": len(attempts),
             "failuresSeen": [{"at": f["at"], "ranks": f["ranks"], "detail": f["detail"]} for f in record["failures"]],
             "model": model,
+            # The loop's wait for input, measured by Ray Data (workloads.token_files): None where no step ran.
+            "input": finish.get("input"),
             "error": error,
         },
     )

@@ -52,8 +52,9 @@ def reserve_slices(spec: SliceSpec, count: int, name: str):
     Ray reserves each slice through the head resource of its worker 0, then asks for one bundle per host with the
     label selector `ray.io/tpu-slice-name` of that slice (ray/util/tpu.py SlicePlacementGroup._reserve_slice).
     `resources_per_bundle` is explicit: Ray 2.55 assumes 8 chips per v5e/v6e host for slices of 8 chips or more
-    (get_chips_per_host), while GKE's multi-host v5e/v6e slices run 4-chip hosts (ct6e-standard-4t), so without it
-    the bundles of a v6e 4x4 would each ask for 8 chips and never fit. Returns Ray's SlicePlacementGroup handle.
+    (get_chips_per_host; 2.60 assumes 4 on multi-host topologies, but a stack may pin 2.55), while GKE's multi-host
+    v5e/v6e slices run 4-chip hosts (ct6e-standard-4t), so without it the bundles of a v6e 4x4 would each ask for 8
+    chips and never fit. Returns Ray's SlicePlacementGroup handle.
     """
     from ray.util.tpu import slice_placement_group
 

@@ -8,7 +8,7 @@ ray_tpu_gke.workload.train_args).
     python -m workloads.train --gpus 8 --preset gpt-100m       # the ~110M-parameter model (default: tiny)
 
 One Ray Train worker per TPU host (`ScalingConfig(use_tpu=True, topology=..., accelerator_type=...)`), which Ray
-2.55 places on whole slices with its slice placement group and joins into one JAX program (`jax.distributed
+(2.55 and later) places on whole slices with its slice placement group and joins into one JAX program (`jax.distributed
 .initialize` in ray/train/v2/jax/config.py); with `--slices N` it reserves N slices and sets MEGASCALE_* per slice.
 Before the first step every worker checks that JAX runs on the accelerator asked for (workloads.backend); when it
 does not, the job stops at once, exit status 3, with one line naming the missing backend. Checkpoints go under
@@ -32,9 +32,9 @@ from typing import Optional
 
 from ray_tpu_gke import bench
 from ray_tpu_gke.workload.slice import ENV, SliceSpec
-from ray_tpu_gke.workload.train_args import DEFAULT_NAME, DEFAULT_STORAGE, parse_args
+from ray_tpu_gke.workload.train_args import DATA_FOLDER, DEFAULT_NAME, DEFAULT_STORAGE, parse_args
 
-from . import lm
+from . import lm, token_files
 
 EXIT_TRAINING_FAILED, EXIT_WRONG_PLATFORM = 1, 3
 
@@ -59,13 +59,16 @@ def make_trainer(
     seed: int = 0,
     simulate: bool = False,
     throttle_s: float = 0.0,
+    data_path: Optional[str] = None,
     ledger=None,
 ):
     """A JaxTrainer on `slices` TPU slices of `spec`, or with `gpus`, on one GPU node: one worker holding all its
     GPUs, the same training loop, so the two sides of stacks/Pulumi.compare.yaml measure the same program. `name` is
     Ray Train's run name (checkpoints under storage_path/name). `simulate`: the CPU stands in for the accelerator
     (JAX_PLATFORMS=cpu, one CPU device per chip or GPU). `model`: the language model's sizes (default the tiny
-    preset); `batch_size` sequences per global batch (default the model's). Without `ledger`, one is started here."""
+    preset); `batch_size` sequences per global batch (default the model's). `data_path`: where the token files are
+    written, once per corpus, and read from through Ray Data (default <storage_path>/tokens: workloads.token_files).
+    Without `ledger`, one is started here."""
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
     from ray.train.v2.jax import JaxTrainer
 
@@ -86,7 +89,8 @@ def make_trainer(
             topology=spec.topology,
             accelerator_type=spec.accelerator_type,  # e.g. TPU-V6E (ray.util.accelerators)
             # Explicit: Ray 2.55 takes 8 chips per v5e/v6e host otherwise (ray/_private/accelerators/tpu.py
-            # get_chips_per_host), while GKE's multi-host v5e/v6e slices have 4-chip hosts.
+            # get_chips_per_host; 2.60 takes 4 on multi-host topologies), while GKE's multi-host v5e/v6e slices have
+            # 4-chip hosts, and a stack may pin 2.55.
             resources_per_worker={"TPU": spec.chips_per_host},
         )
     worker_env = {}
@@ -103,6 +107,12 @@ def make_trainer(
         if gpus
         else f"{slices if slices > 1 else 'a'} {spec.generation} {spec.topology} slice{'s' if slices > 1 else ''}"
     )
+    processes = 1 if gpus else spec.hosts * slices
+    data_path = data_path or f"{storage_path.rstrip('/')}/{DATA_FOLDER}"
+    folder = token_files.corpus(
+        data_path, steps=steps, seed=seed, batch_size=batch_size, processes=processes, model=model
+    )
+    paths = token_files.write(folder, steps=steps, batch_size=batch_size, processes=processes, seed=seed, model=model)
     return JaxTrainer(
         train_loop,
         train_loop_config={
@@ -122,6 +132,8 @@ def make_trainer(
             "ledger": ledger,
         },
         scaling_config=scaling,
+        datasets={token_files.DATASET: token_files.dataset(paths)},
+        dataset_config=token_files.data_config(),
         # A lost worker (a preempted host, a deleted pod) restarts the workers, on whole slices, from the latest
         # checkpoint.
         run_config=RunConfig(
@@ -196,6 +208,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         seed=args.seed,
         simulate=args.simulate,
         throttle_s=args.throttle_s,
+        data_path=args.data_path,
         ledger=ledger,
     )
     stop = threading.Event()

@@ -1,6 +1,8 @@
 """The training loop every Ray Train worker runs (one per TPU host, or one per GPU node): the decoder-only transformer
-language model of workloads.lm, data-parallel over every device of the job, reporting through `ray_tpu_gke.bench`
-like any other job.
+language model of workloads.lm, data-parallel over every device of the job, its tokens read through Ray Data
+(workloads.token_files: its dataset shard, `iter_jax_batches`), reporting through `ray_tpu_gke.bench` like any other
+job. At the end rank 0 reports how long its loop waited for batches, from its shard's own statistics, and the step's
+time on a batch already on the devices.
 
 Before the first step each worker checks what it runs on: the JAX platform against the one the job asked for
 (workloads.backend) and its pod's declared shape ($SLICE_*) against the job's. A mismatch goes to the run's ledger,
@@ -21,7 +23,7 @@ from pathlib import Path
 from ray_tpu_gke import bench
 from ray_tpu_gke.workload.slice import COUNT_ENV, ENV
 
-from . import backend, lm
+from . import backend, lm, token_files
 
 # JAX 0.10.2 jax/_src/dispatch.py: the three duration events of compiling a jitted function (tracing to a jaxpr,
 # lowering to MLIR, the backend compile), recorded through jax.monitoring.record_event_duration_secs.
@@ -35,6 +37,8 @@ COMPILATION_CACHE_ENV = "JAX_COMPILATION_CACHE_DIR"  # jax 0.10.2 jax/_src/confi
 MEGASCALE_SLICE_ID, MEGASCALE_NUM_SLICES = "MEGASCALE_SLICE_ID", "MEGASCALE_NUM_SLICES"
 SLICE_NAME_LABEL = "ray.io/tpu-slice-name"  # Ray 2.55 ray._raylet.RAY_NODE_TPU_SLICE_NAME_KEY
 WORKER_ID_LABEL = "ray.io/tpu-worker-id"
+SYNTHETIC_STEPS = 3
+INPUT_SOURCE = "Ray Data: the training loop's dataset shard, DataIterator.stats()"
 
 
 class CompileClock:
@@ -74,14 +78,35 @@ def _free_address() -> str:
 
 
 def _join_simulated_processes(rank: int, world: int) -> None:
-    """On the CPU stand-in Ray Train leaves JAX alone (it initialises jax.distributed only for the tpu and cuda
-    platforms: ray/train/v2/jax/config.py), so the workers join one JAX program here, as they would on the
-    accelerator: the data-parallel step then sums gradients across every worker, as on a slice."""
+    """On the CPU stand-in the workers join one JAX program, as they would on the accelerator: the data-parallel step
+    then sums gradients across every worker, as on a slice. Ray Train does it itself from 2.56 (it initialises
+    jax.distributed for JAX_PLATFORMS=cpu too: ray/train/v2/jax/config.py _setup_jax_distributed_environment, 2.56.0
+    and 2.60.0 wheels); 2.55 leaves the CPU alone, so the workers join here."""
     import jax
     from ray.train.collective import broadcast_from_rank_zero
 
+    if jax.distributed.is_initialized():
+        return
     coordinator = broadcast_from_rank_zero(_free_address() if rank == 0 else None)
     jax.distributed.initialize(coordinator, num_processes=world, process_id=rank, initialization_timeout=120)
+
+
+def _synthetic_step_s(compiled_step, params, opt_state, rows, batch) -> float | None:
+    """The median time of SYNTHETIC_STEPS steps on one batch made in memory and already on the devices: the step
+    without its input pipeline. The results are dropped: the trained state stays what the job's data made it."""
+    import jax
+
+    if compiled_step is None:  # no step ran in this attempt (it resumed at the last step)
+        return None
+    share = batch[0].shape[0] // jax.process_count()
+    mine = slice(jax.process_index() * share, (jax.process_index() + 1) * share)
+    x, y = (jax.make_array_from_process_local_data(rows, part[mine]) for part in batch)
+    times = []
+    for _ in range(SYNTHETIC_STEPS):
+        began = time.perf_counter()
+        jax.block_until_ready(compiled_step(params, opt_state, x, y))
+        times.append(time.perf_counter() - began)
+    return sorted(times)[len(times) // 2]
 
 
 def shape_problems(shape: dict | None, environ=os.environ) -> list[str]:
@@ -198,22 +223,25 @@ def train_loop(config: dict) -> None:
         ledger.compiled_outside_steps.remote(attempt["attempt"], clock.take())
 
     step = jax.jit(lm.make_step(model_config, static))
+    # Token rows (seq_len + 1) to inputs and next-token targets, in the step's data sharding.
+    split = jax.jit(lambda tokens: (tokens[:, :-1], tokens[:, 1:]), out_shardings=(rows, rows))
     compiled_step, flops = None, None
 
     def local(array):
         return np.asarray(array.addressable_data(0))
 
-    # This process's rows of each global batch: an equal share per process, as the data sharding expects.
+    # This process's rows of each global batch (an equal share per process, as the data sharding expects), from the
+    # token files through Ray Data (workloads.token_files): one batch per step, on this process's devices.
     share = size // jax.process_count()
-    mine = slice(jax.process_index() * share, (jax.process_index() + 1) * share)
+    batches = iter(ray.train.get_dataset_shard(token_files.DATASET).iter_jax_batches(batch_size=share))
+    for _ in range(start):  # the steps before the checkpoint this attempt resumes from
+        next(batches)
     first = value = None
-    compile_s = 0.0
+    compile_s = paused_s = 0.0
     tokens_per_step = size * model_config.seq_len
     for current in range(start, steps):
-        x_all, y_all = lm.batch(current, size, seed, model_config)  # synthetic data: made outside the step's time
-        began = time.perf_counter()
-        x = jax.make_array_from_process_local_data(rows, x_all[mine])
-        y = jax.make_array_from_process_local_data(rows, y_all[mine])
+        began = time.perf_counter()  # the step's time includes waiting for its batch
+        x, y = split(next(batches)["data"])
         if compiled_step is None:  # the first step of an attempt compiles, inside its measured time
             compiled_step = step.lower(params, opt_state, x, y).compile()
             # XLA's cost analysis is of the partitioned program one device runs: the step's FLOPs are N times it.
@@ -270,7 +298,15 @@ def train_loop(config: dict) -> None:
             else:
                 ray.train.report(metrics)
         if config["throttle_s"]:
+            paused = time.perf_counter()
             time.sleep(config["throttle_s"])  # outside the step's measured time: a local run lasts long enough
+            paused_s += time.perf_counter() - paused
+    for _ in batches:  # none left: the iteration ends, and Ray Data records its total time
+        pass
+    input_wait = token_files.waiting(
+        token_files.iterator_times(ray.train.get_dataset_shard(token_files.DATASET).stats()), paused_s
+    )
+    synthetic_s = _synthetic_step_s(compiled_step, params, opt_state, rows, lm.batch(0, size, seed, model_config))
     if rank == 0:
         eval_loss, values = lm.evaluate(jax.tree.map(local, params), static, seed, model_config)
         ray.get(
@@ -291,6 +327,7 @@ def train_loop(config: dict) -> None:
                     "finalLoss": value,
                     "jaxVersion": jax.__version__,
                     "finishedAt": time.time(),
+                    "input": {**input_wait, "syntheticStepTimeS": synthetic_s, "source": INPUT_SOURCE},
                 }
             )
         )

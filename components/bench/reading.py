@@ -55,9 +55,17 @@ def read(lines: Union[str, Iterable[str]]) -> JobLog:
     log = JobLog()
     text = lines.splitlines() if isinstance(lines, str) else list(lines)
     log.lines = len(text)
+    # From Ray 2.56 a Ray Train worker's print reaches the driver twice, once on each of its streams: Train's print
+    # patch logs it and also writes it to the worker's stdout, which Ray has wrapped (ray/train/v2/_internal/logging/
+    # patch_print.py redirected_print, "tee to the original print", 2.56.0 to 2.60.0). An event is a moment: the same
+    # object twice is one event, printed twice.
+    seen: set[str] = set()
     for found in objects(text):
         if found.get("schema") == SCHEMA:
             log.result = found
         elif found.get("event") in EVENTS and _number(found.get("time")):
-            log.events.append(found)
+            key = json.dumps(found, sort_keys=True)
+            if key not in seen:
+                seen.add(key)
+                log.events.append(found)
     return log

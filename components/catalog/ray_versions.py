@@ -14,7 +14,10 @@ from dataclasses import dataclass
 __all__ = [
     "RayFeature",
     "RAY_FEATURES",
+    "DEFAULT_RAY_VERSION",
+    "KUBERAY_MINIMUM",
     "ray_feature",
+    "ray_lacks",
     "ray_has",
     "ray_version_key",
     "RAY_AUTOSCALER_TPU_GENERATIONS",
@@ -93,6 +96,18 @@ RAY_FEATURES: tuple[RayFeature, ...] = (
         "ray/train/v2/jax/config.py _JAX_MULTISLICE_OVERRIDE_KEYS; ray-project/ray#62893",
     ),
     RayFeature(
+        "serve-llm-tpu",
+        "2.56.0",
+        "Ray Serve LLM on TPU: the `TPUConfig` accelerator config of an LLM deployment",
+        "ray/llm/_internal/serve/core/configs/accelerators.py TPUConfig (absent 2.55.0)",
+    ),
+    RayFeature(
+        "data-iter-jax-batches",
+        "2.56.0",
+        "Ray Data `iter_jax_batches`: batches as JAX arrays sharded over the job's devices",
+        "ray/data/iterator.py DataIterator.iter_jax_batches, ray/data/util/jax_util.py (absent 2.55.0)",
+    ),
+    RayFeature(
         "slice-reservation-timeout",
         "2.56.0",
         "a TPU slice reservation waits "
@@ -117,6 +132,13 @@ RAY_FEATURES: tuple[RayFeature, ...] = (
         "ray/_private/ray_constants.py, ray/_private/node.py _drain_node_before_shutdown; ray-project/ray#64454",
     ),
     RayFeature(
+        "data-iter-blocked-stages",
+        "2.57.0",
+        "Ray Data splits the training loop's blocked time by stage (gauges data_iter_blocked_<stage>_seconds: "
+        "production wait, data transfer, batching, format, collate, finalize); 2.55 has only the total",
+        "ray/data/_internal/stats.py iter_blocked_production_wait_s ... (absent 2.56.0)",
+    ),
+    RayFeature(
         "train-preemption-watcher",
         "2.57.0",
         "Ray Train logs draining (preempted) nodes",
@@ -132,6 +154,15 @@ RAY_FEATURES: tuple[RayFeature, ...] = (
 
 _BY_KEY = {feature.key: feature for feature in RAY_FEATURES}
 
+# The Ray release the stacks, the workloads images and requirements-workloads.txt use unless a stack pins another
+# (PyPI ray 2.60.0). 2.55.0 is the oldest the project plans for TPUs: the release the rows above start from.
+DEFAULT_RAY_VERSION = "2.60.0"
+# The oldest KubeRay the version set asks of the Ray Operator add-on: KubeRay v1.3.x and v1.4.x "support Ray 2.38.0 and
+# later" (docs.ray.io, KubeRay upgrade guide, "KubeRay / Ray compatibility"), so 2.55.0 to 2.60.0 alike; the stacks'
+# KubeRay fields are checked against the CRDs of v1.3.2 and v1.7.0 (tests/kuberay_schema.py), and plan.verify reads
+# the live cluster's.
+KUBERAY_MINIMUM = ("v1.3", "KubeRay v1.3 and later support Ray 2.38.0 and later (docs.ray.io KubeRay upgrade guide)")
+
 
 def ray_version_key(version: str) -> tuple[int, ...]:
     """2.56.1 -> (2, 56, 1); a release candidate or dev suffix counts as its release."""
@@ -144,6 +175,11 @@ def ray_feature(key: str) -> RayFeature:
 
 def ray_has(ray_version: str, key: str) -> bool:
     return ray_version_key(ray_version) >= ray_version_key(_BY_KEY[key].since)
+
+
+def ray_lacks(ray_version: str, than: str = DEFAULT_RAY_VERSION) -> list[RayFeature]:
+    """The rows a Ray release lacks that `than` has, oldest first."""
+    return [f for f in RAY_FEATURES if ray_version_key(ray_version) < ray_version_key(f.since) <= ray_version_key(than)]
 
 
 # GKE accelerator label values the KubeRay autoscaler maps to a TPU generation (`gke_tpu_accelerator_to_generation`

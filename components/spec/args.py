@@ -305,9 +305,9 @@ class RayObjectArgs(TypedDict, total=False):
     namespace: str
     """Kubernetes namespace (default ray); never kube-system and the like."""
     image: str
-    """Ray container image (default rayproject/ray:2.55.0-py311)."""
+    """Ray container image (default rayproject/ray:2.60.0-py311)."""
     ray_version: str
-    """Ray version the image runs (default 2.55.0); gates features such as autoscaling of Ironwood groups."""
+    """Ray version the image runs (default 2.60.0); gates features such as autoscaling of Ironwood groups."""
     head: HeadArgs
     """The head pod's resources."""
     worker_groups: Required[list[WorkerGroupArgs]]
@@ -410,9 +410,9 @@ class RayJobSpecArgs(TypedDict, total=False):
     namespace: str
     """Kubernetes namespace (default ray); never kube-system and the like."""
     image: str
-    """Ray container image (default rayproject/ray:2.55.0-py311)."""
+    """Ray container image (default rayproject/ray:2.60.0-py311)."""
     ray_version: str
-    """Ray version the image runs (default 2.55.0); gates features such as autoscaling of Ironwood groups."""
+    """Ray version the image runs (default 2.60.0); gates features such as autoscaling of Ironwood groups."""
     head: HeadArgs
     """The head pod's resources."""
     worker_groups: list[WorkerGroupArgs]

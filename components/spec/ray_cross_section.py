@@ -14,6 +14,7 @@ from typing import Any, Optional
 from pydantic import ValidationError
 
 from .. import admission, catalog
+from ..catalog import ray_versions
 from . import images, llm_checks, multislice, serve_checks
 from .models import ClusterConfig, validate_as
 from .paths import ClusterContext, Paths
@@ -105,6 +106,8 @@ def check_ray_objects(
                     )
                 )
             joined.setdefault(resource, f"{obj.namespace}/{obj.name}")
+            if not getattr(obj, "cluster", None):  # a job on an existing cluster runs in that cluster's Ray
+                warnings += _behind_default(obj.ray_version, paths(kind, i, "ray_version"))
             if isinstance(obj, RayJobConfig):
                 problems += _check_job(obj, path, paths, clusters)
                 if isinstance(obj.runtime_env, dict):  # Ray's runtime env validation (admission.RUNTIME_ENV_VARS)
@@ -177,6 +180,19 @@ def check_ray_objects(
     problems += serve_checks.check_services(lists["ray_services"], known, paths)  # Serve autoscaling on the groups
     problems += llm_checks.check_llm_services(lists["ray_services"], known, paths, warnings)  # LLM services
     return problems
+
+
+def _behind_default(ray_version: str, where: str) -> list[str]:
+    """A Ray object pinned below the default Ray release: what it lacks that the default has (the catalogue's rows,
+    ray_versions.RAY_FEATURES, each with the release that brought it)."""
+    lacking = ray_versions.ray_lacks(ray_version)
+    if not lacking:
+        return []
+    listed = "; ".join(f"{f.key} ({f.since})" for f in lacking)
+    return [
+        f"{where}: {ray_version} is older than the default Ray {ray_versions.DEFAULT_RAY_VERSION} and lacks: {listed} "
+        "(docs/admission.md, Ray versions)"
+    ]
 
 
 def _groups_of_broken_object(raw: Any, kind: str, i: int, known: dict, broken: dict, paths: Paths) -> list[Problem]:

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import Field, StrictBool, StrictInt, ValidationInfo, field_validator, model_validator
 
 from .. import admission
+from ..catalog.ray_versions import DEFAULT_RAY_VERSION
 from .llm_models import LlmConfig
 from .model_types import (
     Image,
@@ -21,10 +22,10 @@ from .model_types import (
 )
 from .operations import check_ray_version_of_image
 
-DEFAULT_RAY_VERSION = "2.55.0"
 # The Ray project's own image of this Ray version, as KubeRay's TPU samples use; TPU access comes from the GKE TPU
-# device plugin, and JAX/libtpu from a derived image (workloads/) or the job's runtime env.
-DEFAULT_RAY_IMAGE = "rayproject/ray:2.55.0-py311"
+# device plugin, and JAX/libtpu from a derived image (workloads/) or the job's runtime env. Tagged
+# <ray version>-py<python> (Docker Hub rayproject/ray).
+DEFAULT_RAY_IMAGE = f"rayproject/ray:{DEFAULT_RAY_VERSION}-py311"
 
 # --- Ray objects ---------------------------------------------------------------------------------------------------
 
@@ -90,9 +91,9 @@ class RayObjectConfig(Model):
     namespace: Namespace = "ray"
     """Kubernetes namespace (default ray); never kube-system and the like."""
     image: Image = DEFAULT_RAY_IMAGE
-    """Ray container image (default rayproject/ray:2.55.0-py311)."""
+    """Ray container image (default rayproject/ray:2.60.0-py311)."""
     ray_version: RayVersion = DEFAULT_RAY_VERSION
-    """Ray version the image runs (default 2.55.0); gates features such as autoscaling of Ironwood groups."""
+    """Ray version the image runs (default 2.60.0); gates features such as autoscaling of Ironwood groups."""
     head: HeadConfig = HeadConfig()
     """The head pod's resources."""
     worker_groups: list[WorkerGroupConfig]

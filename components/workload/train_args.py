@@ -24,6 +24,9 @@ DESCRIPTION = (
 # The stack's bucket in every Ray pod: the GCS FUSE CSI volume's mountPath in `python -m plan STACK --manifests`.
 GCS_MOUNT = "/gcs"
 DEFAULT_STORAGE = f"{GCS_MOUNT}/ray-train"
+# The token files the job reads through Ray Data (workloads.token_files), under --storage-path unless given: in the
+# stack's bucket on GKE, in the run's own folder locally.
+DATA_FOLDER = "tokens"
 DEFAULT_RESULT_DIR = f"{GCS_MOUNT}/compare"
 DEFAULT_NAME = "tiny-lm"
 
@@ -61,6 +64,11 @@ def _parser(parser_class=argparse.ArgumentParser) -> argparse.ArgumentParser:
         "--storage-path",
         default=DEFAULT_STORAGE,
         help=f"where Ray Train keeps checkpoints (default {DEFAULT_STORAGE}, the stack's bucket)",
+    )
+    parser.add_argument(
+        "--data-path",
+        help="a folder (local or the bucket's mount) where the job writes its token files once and reads them through "
+        f"Ray Data (default <storage-path>/{DATA_FOLDER})",
     )
     parser.add_argument("--name", default=DEFAULT_NAME, help=f"the job's name (default {DEFAULT_NAME})")
     parser.add_argument("--gpus", type=int, help="train on one GPU node with this many GPUs instead of a TPU slice")

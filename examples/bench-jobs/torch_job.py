@@ -12,7 +12,7 @@ step, times the workers (each counts its share of the batch), on the math attent
 only for the fused attention kernels (torch/utils/flop_counter.py), and the math backend computes attention as matrix
 products it counts (docs/compare.md, "Model FLOPs per step"; this MLP has no attention, a transformer does). The
 image needs torch and Ray Train beside this package
-(`pip install torch "ray[train]==2.55.0"` and `pip install --no-deps ray-tpu-gke`).
+(`pip install torch "ray[train]==2.60.0"` and `pip install --no-deps ray-tpu-gke`).
 
 The same job runs on a TPU slice with `--device jax`: PyTorch on JAX through torchax (workloads/Dockerfile.torch-tpu,
 docs/compare.md "PyTorch on the TPU side"), one Ray Train worker per TPU host holding all of its chips, the model, the

@@ -51,13 +51,13 @@ def is_checkout() -> bool:
 
 
 def workloads_python() -> str:
-    """The interpreter with Ray 2.55 and JAX: $WORKLOADS_PYTHON; else, in a checkout, its .venv-workloads (`make
+    """The interpreter with Ray (2.60) and JAX: $WORKLOADS_PYTHON; else, in a checkout, its .venv-workloads (`make
     compare` builds it); else .venv-workloads in the current folder (docs/compare.md "Installed from the wheel")."""
     where = ROOT if is_checkout() else Path.cwd()
     configured = os.environ.get("WORKLOADS_PYTHON") or str(where / ".venv-workloads" / "bin" / "python")
     if not os.access(configured, os.X_OK):
         raise LocalError(
-            f"no workloads interpreter at {configured}: set WORKLOADS_PYTHON to a python with Ray 2.55 and JAX, or "
+            f"no workloads interpreter at {configured}: set WORKLOADS_PYTHON to a python with Ray 2.60 and JAX, or "
             f"build one there: python3 -m venv {where / '.venv-workloads'} && {where / '.venv-workloads'}/bin/pip "
             "install -r requirements-workloads.txt (ray-tpu-gke's source; `make compare` in a checkout does both)"
         )

@@ -1,4 +1,4 @@
-"""The local comparison's Ray half: run by the workloads interpreter (Ray 2.55 and JAX, .venv-workloads) as a script,
+"""The local comparison's Ray half: run by the workloads interpreter (Ray 2.60 and JAX, .venv-workloads) as a script,
 `python plan/compare/local_run.py SPEC.json OUT.json`; `plan/compare/local.py` writes SPEC and reads OUT.
 
 One local Ray cluster (workloads.local_cluster.LocalCluster: simulated TPU hosts with the environment GKE and the TPU

@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from typing import Optional
 
+from . import input_wait
+
 PHASE_NAMES = {
     "capacityWaitS": "capacity wait (request to nodes Ready)",
     "podStartS": "pod and image start",
@@ -163,7 +165,7 @@ def _rows(report: dict) -> list[tuple[str, list[str]]]:
         row("recovery", _recovery),
         row("final loss", lambda s: f"{s['finalLoss']:.6g}" if s.get("finalLoss") is not None else NOT_MEASURED),
     ]
-    return rows
+    return rows + input_wait.rows(sides)
 
 
 def table(report: dict) -> str:
@@ -266,6 +268,7 @@ def sentences(report: dict) -> list[str]:
                 f"{s['name']}: {', '.join(still)} was still up when the report was collected; its cost counts "
                 "until then."
             )
+    out += input_wait.sentences(sides, simulated)
     agreement = report.get("agreement")
     if agreement:
         prints = agreement["fingerprint"]

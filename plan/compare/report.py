@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from ray_tpu_gke import bench
 
-from . import limits
+from . import input_wait, limits
 from .agreement import DEFAULT_TOLERANCE, agreement
 from .job_facts import compile_source, log_tail
 from .sides import SidePlan
@@ -338,6 +338,7 @@ def side_report(run: SideRun, mode: str, run_id: str, collected_at: float) -> tu
     need("stepTimeS", stats, no_result if result is None else "no step ran without compiling")
     if result is not None:
         out.update(limits.side_fields(side, result, stats))
+        out["input"] = input_wait.side_input(result, stats)
     need("compileS", (result or {}).get("compileS"), no_result)
     if result is not None:
         out["compileSource"] = compile_source(result)

@@ -1,4 +1,4 @@
-"""The local serving comparison's Ray half, run by the workloads interpreter (Ray 2.55 with Serve) as a script:
+"""The local serving comparison's Ray half, run by the workloads interpreter (Ray 2.60 with Serve) as a script:
 `python plan/compare/serving/local_ray.py ROOT`; `plan/compare/serving/local.py` drives it through stdin and stdout,
 one JSON object per line.
 
