@@ -392,7 +392,7 @@ def test_bad_flags_exit_2_with_the_flag_named(flags, message, capsys):
 
 
 def test_a_stack_without_an_llm_service_says_so(capsys):
-    assert compare_cli.main(["compare", "--llm", "--dry-run"]) == 2
+    assert compare_cli.main(["dev", "--llm", "--dry-run"]) == 2
     assert "ray.serve.llm:build_openai_app" in capsys.readouterr().err
 
 

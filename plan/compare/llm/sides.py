@@ -22,12 +22,9 @@ class TargetError(ValueError):
     pass
 
 
-def is_llm(side: ServiceSide) -> bool:
-    return side.application.get("import_path") == LLM_IMPORT_PATH
-
 
 def llm_sides(plan: dict, values: dict) -> list[ServiceSide]:
-    return [s for s in services.services(plan, values) if is_llm(s)]
+    return services.services(plan, values, llm=True)
 
 
 def llm_config(side: ServiceSide) -> dict:

@@ -10,7 +10,6 @@ from typing import Callable
 
 from ... import arguments
 from .. import output as training_output
-from ..llm.sides import is_llm
 from . import load, local, output, patterns, report, services
 
 DEFAULT_OUT = Path("compare-serve-report")
@@ -173,7 +172,7 @@ def main(
 ) -> int:
     try:
         # the LLM services (Ray Serve LLM's OpenAI app) are the LLM comparison's (--llm), not driven with this body
-        sides = [s for s in services.services(plan, values) if not is_llm(s)]
+        sides = services.services(plan, values)
     except services.ServiceError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

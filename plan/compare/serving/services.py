@@ -111,13 +111,15 @@ def _price(plan: dict, kind: str, item: str, units: int) -> tuple[Optional[float
     return float(rate["hourly"]) * (units if cost.get("unit") == "chip" else 1), None, rate, cost.get("capacity")
 
 
-def services(plan: dict, values: dict) -> list[ServiceSide]:
-    """The plan's RayServices with a worker group on a TPU slice or a GPU pool, TPU sides first."""
+def services(plan: dict, values: dict, llm: bool = False) -> list[ServiceSide]:
+    """The plan's RayServices with a worker group on a TPU slice or a GPU pool, TPU sides first: those that serve an
+    application of their own (`--serve`), or with `llm` those whose application is Ray Serve LLM's (`--llm`,
+    measured in tokens)."""
     found = []
     for state in states_of_type(plan, RAYSERVICE_TYPE):
         manifest = state["inputs"]
-        if llm_model_id(yaml.safe_load(manifest["spec"].get("serveConfigV2") or "{}")) is not None:
-            continue  # an LLM service: measured in tokens, not by this request-latency comparison
+        if (llm_model_id(yaml.safe_load(manifest["spec"].get("serveConfigV2") or "{}")) is not None) != llm:
+            continue
         name, namespace = manifest["metadata"]["name"], manifest["metadata"].get("namespace", "default")
         configured = _entry(values, "rayServices", name)
         cluster = manifest["spec"].get("rayClusterConfig") or {}
