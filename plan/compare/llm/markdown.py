@@ -83,7 +83,7 @@ def table(report: dict) -> list[str]:
     )
     lines.append(
         _row(
-            "cost per million output tokens",
+            f"cost per million output tokens{sim}",
             [_usd((s["costs"].get("perMillionTokens") or {}).get("outputUsd")) for s in sides],
         )
     )
@@ -114,7 +114,12 @@ def table(report: dict) -> list[str]:
     lines.append(
         _row(
             "burst: replica added after the step",
-            [_s(((s.get("autoscale") or {}).get("reaction") or {}).get("reactionS")) for s in sides],
+            [
+                "none: at max_replicas"
+                if (s.get("autoscale") or {}).get("atMaxReplicas")
+                else _s(((s.get("autoscale") or {}).get("reaction") or {}).get("reactionS"))
+                for s in sides
+            ],
         )
     )
     return lines

@@ -65,8 +65,9 @@ def _costs(side: Optional[ServiceSide], shapes_seen: dict, plan: dict) -> tuple[
     return out, problems
 
 
-def _autoscale(seen: dict, shapes: list[Shape]) -> tuple[Optional[dict], list[str]]:
-    """Serve's target and RUNNING replicas against the offered load, and its reaction to the burst's step."""
+def _autoscale(seen: dict, shapes: list[Shape], most: Optional[int] = None) -> tuple[Optional[dict], list[str]]:
+    """Serve's target and RUNNING replicas against the offered load, and its reaction to the burst's step; a service
+    already at its `max_replicas` (`most`) when the step came has none to make, which is no missing measure."""
     samples = seen.get("samples", [])
     if not samples:
         return None, [f"Serve's state: never read ({seen.get('pollErrors', 0)} failed reads)"]
@@ -87,7 +88,11 @@ def _autoscale(seen: dict, shapes: list[Shape]) -> tuple[Optional[dict], list[st
     reacted = serve_state.reaction(samples, step, decided_by=seen["patterns"]["burst"]["endedAt"])
     out["reaction"] = reacted
     out["peakTarget"] = max((s["target"] or 0) for s in samples if s["at"] >= step) if samples else None
-    return out, [] if reacted else ["autoscale.reaction: Serve added no replica that ran after the burst's step"]
+    at_step = ([s for s in samples if s["at"] <= step] or [None])[-1]
+    out["atMaxReplicas"] = bool(most is not None and at_step is not None and serve_state.running(at_step) >= most)
+    if reacted or out["atMaxReplicas"]:
+        return out, []
+    return out, ["autoscale.reaction: Serve added no replica that ran after the burst's step"]
 
 
 def side_entry(
@@ -145,7 +150,8 @@ def side_entry(
         starts, found = timeline.cold_starts(seen, shapes, live=mode == "live")
         entry["coldStartS"], entry["coldStartCompileCacheWarmS"] = starts["cold"], starts["compileCacheWarm"]
         problems += found
-        entry["autoscale"], found = _autoscale(seen, shapes)
+        most = autoscaling(side).get("max_replicas") if side is not None else None
+        entry["autoscale"], found = _autoscale(seen, shapes, most if isinstance(most, int) else None)
         problems += found
     if "accelerators" in seen:
         entry["accelerators"] = seen["accelerators"]

@@ -22,7 +22,6 @@ class TargetError(ValueError):
     pass
 
 
-
 def llm_sides(plan: dict, values: dict) -> list[ServiceSide]:
     return services.services(plan, values, llm=True)
 
