@@ -1,4 +1,4 @@
-"""Configs a service refuses only at deploy or run time (#39.4), each refused before anything is registered with its
+"""Configs a service refuses only at deploy or run time, each refused before anything is registered with its
 key path and its rule, in a stack file and in the components' own arguments (the library path): a RayJob entrypoint
 bash cannot read, runtime-environment variables that are not strings."""
 

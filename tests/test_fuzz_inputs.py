@@ -1,4 +1,4 @@
-"""#39.3: fuzzing every input a user hands the toolchain finds no traceback and no hang.
+"""Fuzzing every input a user hands the toolchain finds no traceback and no hang.
 
 Two fuzzers, deterministic (fixed seeds) and bounded (a few hundred runs, seconds in all):
 
@@ -8,7 +8,7 @@ Two fuzzers, deterministic (fixed seeds) and bounded (a few hundred runs, second
   `python -m plan.compare`, built from hostile values (NaN, infinities, zero, negatives, huge numbers, paths that are
   not files, endless, binary or deeply nested files, an output folder inside a file), run in-process.
 
-Every run ends in exit status 0, 1 or 2 (CONTRACTS.md) with no "Traceback" on stderr, under a hang guard. The
+Every run ends in exit status 0, 1 or 2 (the documented exit statuses) with no "Traceback" on stderr, under a hang guard. The
 program's run under the mocks is the same for the same stack and quotas whatever the flags, so the command-line fuzz
 plans each such stack once and hands each run a copy: the flags, not the plan, are what it fuzzes. Larger campaigns
 (other seeds, thousands of runs, each in its own process through the installed console script) use the same
@@ -95,7 +95,7 @@ NUMBERS = ["nan", "NaN", "inf", "-inf", "1e309", "0", "-0", "-1", "1e-320", "3",
            "9" * 400, "0x10", "1_000", "+1", " 2 "]
 STRINGS = ["", "x", "=", "a=b", "bench-tpu=", "bench-tpu=python -m workloads.train", "\u202e", "é" * 50,
            "steady,steady", "nope,", "a" * 5000, "--json"]
-# --entrypoint takes what the stack's entrypoint does; its checks are #39.4's, so its pool here holds balanced quotes.
+# --entrypoint takes what the stack's entrypoint does; its quoting rule is tested with the rules, so its pool here holds balanced quotes.
 ENTRYPOINTS = ["bench-tpu=python -m workloads.train --steps 5", "nope=python x.py", "=x", "bench-tpu="]
 STACKS = ["dev", "compare", "staging", "nope", "", "../x", "Pulumi"]
 

@@ -1,8 +1,8 @@
-"""#39.3: no traceback from any flag or file input. Every file input goes through one bounded reader
-(plan/inputfile.py: a size bound, a JSON depth bound, pipes read as files); numbers meant to be positive and finite
+"""No traceback from any flag or file input. Every file input goes through one bounded reader
+(components/inputfile.py: a size bound, a JSON depth bound, pipes read as files); numbers meant to be positive and finite
 are refused otherwise; an output folder that cannot be written is refused before a run; a missing optional extra is
 one line naming its install command; the deploy-time check's failure is one line. Each refusal is one line on
-stderr, exit 2 (1 where CONTRACTS.md says anything else), checked through the commands' own entry points."""
+stderr, exit 2 (1 where the documented exit statuses say anything else), checked through the commands' own entry points."""
 
 from __future__ import annotations
 

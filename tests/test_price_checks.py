@@ -1,4 +1,4 @@
-"""Prices that survive a sanity check (issue 39, part 5): rows of the price table that contradict the table itself
+"""Prices that survive a sanity check: rows of the price table that contradict the table itself
 are not used, the estimate says why and names the `ray-tpu-gke:pricing.rates` entry to set, and the compare stack's
 GPU sides are priced from rows that pass (the snapshot priced a3-highgpu-8g in us-central1 and a2-ultragpu-8g there
 at about half)."""

@@ -1,5 +1,5 @@
 """The second `pulumi up`: an autoscaled RayCluster Pulumi can still update after Ray's autoscaler has resized it,
-and a RayService whose cluster changes reach KubeRay under `upgradeStrategy: None` (issue 39, parts 1 and 2).
+and a RayService whose cluster changes reach KubeRay under `upgradeStrategy: None`.
 
 The autoscaler is simulated as it acts on the cluster: a JSON patch of the RayCluster's replicas and
 scaleStrategy.workersToDelete (ray 2.55.0 autoscaler/_private/kuberay/node_provider.py), then a refresh, which keeps
