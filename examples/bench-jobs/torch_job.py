@@ -263,12 +263,19 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     import ray
     from ray.train import RunConfig, ScalingConfig
-    from ray.train.torch import TorchTrainer
+
+    if args.device == "jax":
+        # torchax runs PyTorch's operations as JAX's, so the TPU side is a JAX worker: Ray's TorchTrainer on TPU
+        # workers binds the native TorchTPU backend (Ray 2.60 ray/air/_internal/device_manager/tpu.py needs
+        # torch_tpu), which torchax is not.
+        from ray.train.v2.jax import JaxTrainer as Trainer
+    else:
+        from ray.train.torch import TorchTrainer as Trainer
 
     run = args.run or f"torch-{time.strftime('%Y%m%d%H%M%S', time.gmtime())}"
     side = args.side or ("bench-tpu" if args.device == "jax" else "bench-a100")
     ray.init()
-    trainer = TorchTrainer(
+    trainer = Trainer(
         train_loop, train_loop_config={"run": run, "side": side, "seed": args.seed, "steps": args.steps,
                                        "batch_size": args.batch_size, "learning_rate": args.learning_rate,
                                        "report_every": args.report_every, "simulate": args.simulate,
