@@ -91,19 +91,24 @@ def project_repo(repo: Path) -> Path:
 
 # --- the workloads interpreter (Ray 2.60 and JAX, in a virtualenv of their own) ------------------------------------
 
-def workloads_python() -> str:
-    """$WORKLOADS_PYTHON, else the checkout's .venv-workloads/bin/python; without either the calling test is skipped,
-    saying which make target builds it."""
-    configured = os.environ.get("WORKLOADS_PYTHON")
+def venv_python(variable: str, folder: str, what: str, requirements: str) -> str:
+    """$VARIABLE, else the checkout's FOLDER/bin/python; without either the calling test is skipped, saying which
+    make target builds it."""
+    configured = os.environ.get(variable)
     if configured:
         if not os.access(configured, os.X_OK):
-            pytest.fail(f"WORKLOADS_PYTHON={configured} is not an executable")
+            pytest.fail(f"{variable}={configured} is not an executable")
         return configured
-    local = ROOT / ".venv-workloads" / "bin" / "python"
+    local = ROOT / folder / "bin" / "python"
     if not os.access(local, os.X_OK):
-        pytest.skip("no workloads virtualenv: set WORKLOADS_PYTHON to its python, or run `make test` (or `make "
-                    "test-tools`), which builds .venv-workloads from requirements-workloads.txt")
+        pytest.skip(f"no {what} virtualenv: set {variable} to its python, or run `make test-tools`, which builds "
+                    f"{folder} from {requirements}")
     return str(local)
+
+
+def workloads_python() -> str:
+    """The workloads interpreter: Ray and JAX (`make test` and `make test-ray` build it)."""
+    return venv_python("WORKLOADS_PYTHON", ".venv-workloads", "workloads", "requirements-workloads.txt")
 
 
 def run_workloads_script(script: str, tmp_path_factory, what: str, timeout: float) -> dict:

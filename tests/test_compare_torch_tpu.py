@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import ROOT
+from helpers import ROOT, venv_python
 
 pytestmark = pytest.mark.local_ray
 
@@ -22,18 +22,8 @@ TORCH_JOB = "python examples/bench-jobs/torch_job.py --steps {steps} --storage-p
 
 
 def torch_python() -> str:
-    """$TORCH_PYTHON, else the checkout's .venv-torch/bin/python (`make test-ray` builds it); else the module is
-    skipped, saying which make target builds it."""
-    configured = os.environ.get("TORCH_PYTHON")
-    if configured:
-        if not os.access(configured, os.X_OK):
-            pytest.fail(f"TORCH_PYTHON={configured} is not an executable")
-        return configured
-    local = ROOT / ".venv-torch" / "bin" / "python"
-    if not os.access(local, os.X_OK):
-        pytest.skip("no PyTorch virtualenv: set TORCH_PYTHON to its python, or run `make test-tools`, which builds "
-                    ".venv-torch from requirements-torch.txt")
-    return str(local)
+    """The PyTorch interpreter beside the workloads' Ray and JAX (`make test-ray` builds it)."""
+    return venv_python("TORCH_PYTHON", ".venv-torch", "PyTorch", "requirements-torch.txt")
 
 
 @pytest.fixture(scope="module")
