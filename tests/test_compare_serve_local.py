@@ -9,6 +9,9 @@ steady pattern (one replica); one sparse request after a gap that outlasts Serve
 high step asks far more than one replica can answer (each request generates many tokens), so that Serve must raise
 its target; the 2-to-1 downscale delay is long (`--local-autoscaling`), so that Serve cannot stop the replica it adds
 while that replica starts, and the run waits for the added replica RUNNING (a hang guard, not a race) before it ends.
+Each replica holds two requests before Serve adds one: a request that starts a replica from zero counts twice while
+it waits (queued at the proxy's handle and then on the replica), which at one would already ask for a second replica
+after the sparse request, before the burst's step.
 No assertion compares one measured time with another."""
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ def served(tmp_path_factory):
     # the user's to judge; a rehearsal's latencies move with the machine's load), and no request given up on.
     shortest = ["--patterns", ",".join(ORDER), "--steady-rps", "0.5", "--steady-s", "4", "--sparse-requests", "1",
                 "--sparse-gap-s", "40", "--burst-rps", "0.5,30", "--burst-s", "2,5,1", "--tokens", "256",
-                "--local-autoscaling", "downscale_delay_s=600", "--slo-ms", "600000", "--request-timeout-s", "600"]
+                "--local-autoscaling", "downscale_delay_s=600,target_ongoing_requests=2", "--slo-ms", "600000", "--request-timeout-s", "600"]
     done = subprocess.run([sys.executable, "-m", "plan.compare", "compare", "--serve", "--local", "--out", str(out),
                            *shortest],
                           cwd=ROOT, env={**os.environ, "WORKLOADS_PYTHON": python}, capture_output=True, text=True,

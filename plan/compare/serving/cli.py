@@ -69,10 +69,11 @@ def add_arguments(parser) -> None:
     )
     group.add_argument(
         "--local-autoscaling",
-        metavar="KEY=SECONDS,...",
+        metavar="KEY=VALUE,...",
         default="",
-        help="--local only: Serve autoscaling delays instead of the rehearsal's short ones, e.g. "
-        "downscale_delay_s=300 (keys: " + ", ".join(local.LOCAL_AUTOSCALING) + ")",
+        help="--local only: Serve autoscaling instead of the rehearsal's, e.g. downscale_delay_s=300 (keys: "
+        + ", ".join(local.OVERRIDABLE)
+        + ")",
     )
     group.add_argument(
         "--tokens",

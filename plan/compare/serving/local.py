@@ -96,23 +96,28 @@ def autoscaling(overrides: dict | None = None) -> dict:
     return {**LOCAL_AUTOSCALING, **(overrides or {})}
 
 
+# What `--local-autoscaling` may set: the delays above and the requests a replica holds before Serve adds one (Ray
+# 2.55 serve/config.py AutoscalingConfig: target_ongoing_requests, a positive number).
+OVERRIDABLE = (*LOCAL_AUTOSCALING, "target_ongoing_requests")
+
+
 def parse_autoscaling(text: str) -> dict:
-    """`--local-autoscaling KEY=SECONDS,...`: overrides of LOCAL_AUTOSCALING's keys, each a positive number of
-    seconds (Serve's AutoscalingConfig fields, Ray 2.55 serve/config.py: non-negative delays and a positive
-    look-back)."""
+    """`--local-autoscaling KEY=VALUE,...`: overrides of Serve's autoscaling for the rehearsal (OVERRIDABLE), each a
+    positive number (Serve's AutoscalingConfig fields, Ray 2.55 serve/config.py: non-negative delays, a positive
+    look-back and target)."""
     found: dict[str, float] = {}
     for item in (part.strip() for part in text.split(",") if part.strip()):
         key, _, value = item.partition("=")
         try:
-            seconds = float(value)
+            number = float(value)
         except ValueError:
-            seconds = float("nan")
-        if key not in LOCAL_AUTOSCALING or not (0 < seconds < 86400):
+            number = float("nan")
+        if key not in OVERRIDABLE or not (0 < number < 86400):
             raise ValueError(
-                f"--local-autoscaling: {item!r} is not allowed; allowed: KEY=SECONDS joined by commas, KEY one of "
-                f"{', '.join(LOCAL_AUTOSCALING)}, SECONDS a number above 0 and below 86400"
+                f"--local-autoscaling: {item!r} is not allowed; allowed: KEY=VALUE joined by commas, KEY one of "
+                f"{', '.join(OVERRIDABLE)}, VALUE a number above 0 and below 86400"
             )
-        found[key] = seconds
+        found[key] = number
     return found
 
 
