@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import io
 import re
+import subprocess
 import tokenize
 from pathlib import Path
 
@@ -25,11 +26,20 @@ BASES = (ROOT, ROOT / "components", ROOT / "components" / "catalog", ROOT / "pla
 
 
 def _local_roots() -> set[str]:
-    """First parts a path of this repository starts with: its top-level folders and those of its packages."""
-    roots = {p.name for p in ROOT.iterdir() if p.is_dir() and not p.name.startswith(".venv")}
-    for base in BASES[1:]:
-        roots |= {p.name for p in base.iterdir() if p.is_dir()}
-    return roots - {"__pycache__"}
+    """First parts a path of this repository starts with: its tracked top-level folders and those of its packages.
+
+    From git's list, not the disk: an ignored output folder (compare-report/ of a `make compare`) is no folder of the
+    repository, and a comment naming a file a run writes there is no dead pointer.
+    """
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    roots = set()
+    for line in tracked.splitlines():
+        parts = Path(line).parts
+        for depth, base in enumerate(BASES):
+            prefix = base.relative_to(ROOT).parts
+            if len(parts) > len(prefix) + 1 and parts[:len(prefix)] == prefix:
+                roots.add(parts[len(prefix)])
+    return roots
 
 
 LOCAL = _local_roots()
