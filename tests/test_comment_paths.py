@@ -25,21 +25,24 @@ PATH = re.compile(r"(?<![\w/.:-])((?:\.\./)*[A-Za-z_][\w.-]*/(?:[\w.-]+/)*[\w.-]
 BASES = (ROOT, ROOT / "components", ROOT / "components" / "catalog", ROOT / "plan")
 
 
-def _local_roots() -> set[str]:
-    """First parts a path of this repository starts with: its tracked top-level folders and those of its packages.
+def _tracked() -> list[Path]:
+    """The repository's files: git's list in a checkout (an ignored output folder such as compare-report/ of a
+    `make compare` is no folder of the repository), else the files on disk (a copy of a checkout's files)."""
+    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
+    if listed.returncode == 0:
+        return [Path(line) for line in listed.stdout.splitlines()]
+    return [p.relative_to(ROOT) for p in ROOT.rglob("*") if p.is_file() and not p.parts[len(ROOT.parts)].startswith(".")]
 
-    From git's list, not the disk: an ignored output folder (compare-report/ of a `make compare`) is no folder of the
-    repository, and a comment naming a file a run writes there is no dead pointer.
-    """
-    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+
+def _local_roots() -> set[str]:
+    """First parts a path of this repository starts with: its top-level folders and those of its packages."""
     roots = set()
-    for line in tracked.splitlines():
-        parts = Path(line).parts
-        for depth, base in enumerate(BASES):
+    for parts in (path.parts for path in _tracked()):
+        for base in BASES:
             prefix = base.relative_to(ROOT).parts
             if len(parts) > len(prefix) + 1 and parts[:len(prefix)] == prefix:
                 roots.add(parts[len(prefix)])
-    return roots
+    return roots - {"__pycache__"}
 
 
 LOCAL = _local_roots()
