@@ -89,6 +89,22 @@ def project_repo(repo: Path) -> Path:
     return repo
 
 
+# --- a virtualenv for an installed copy of the package ------------------------------------------------------------
+
+def fresh_venv(folder: Path, env: dict[str, str]) -> str:
+    """A new virtualenv at FOLDER, and its python. Without a pip of its own: ensurepip spends ~3 s installing one, and
+    `pip_into` installs with this interpreter's pip instead (the files it writes are the same)."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True, capture_output=True,
+                   env=env)
+    return str(folder / "bin" / "python")
+
+
+def pip_into(python: str, *args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """`pip install ARGS` into the environment of PYTHON, by this interpreter's pip (`pip --python`, pip >= 22.3)."""
+    return subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "--disable-pip-version-check",
+                           *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
 # --- the workloads interpreter (Ray 2.60 and JAX, in a virtualenv of their own) ------------------------------------
 
 def venv_python(variable: str, folder: str, what: str, requirements: str) -> str:

@@ -6,7 +6,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import sysconfig
 import textwrap
 import tomllib
@@ -17,6 +16,7 @@ import yaml
 
 import ray_tpu_gke
 from plan import harness
+from helpers import fresh_venv, pip_into
 from test_provider import serve
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -320,13 +320,9 @@ def test_installed_in_a_fresh_venv_outside_the_repository(tmp_path):
     for folder in ("components", "plan", "policy", "workloads", "provider"):  # what pyproject.toml ships
         shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__", "venv"))
 
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
-    python = venv / "bin" / "python"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-    install = subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--disable-pip-version-check",
-                              "-r", "requirements.txt"], cwd=source / "provider", env=env, capture_output=True,
-                             text=True)
+    python = Path(fresh_venv(tmp_path / "venv", env))
+    install = pip_into(str(python), "--no-deps", "-r", "requirements.txt", cwd=source / "provider", env=env)
     assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
     assert f"Successfully installed ray-tpu-gke-{VERSION}" in install.stdout
 

@@ -27,7 +27,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, git, workloads_python
+from helpers import ROOT, fresh_venv, git, pip_into, workloads_python
 
 pytestmark = pytest.mark.installed_wheel
 
@@ -71,10 +71,8 @@ def installed(artifacts):
     project (its Pulumi.yaml, program and stacks: a project of the stack-file schema)."""
     base = artifacts["base"]
     venv = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, env=clean_env())
-    python = str(venv / "bin" / "python")
-    install = _run([python, "-m", "pip", "install", "--no-deps", "--no-index", "--disable-pip-version-check",
-                    str(artifacts["wheel"])], cwd=base)
+    python = fresh_venv(venv, clean_env())
+    install = pip_into(python, "--no-deps", "--no-index", str(artifacts["wheel"]), cwd=base, env=clean_env())
     assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
     site = Path(_run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                      cwd=base).stdout.strip())
@@ -173,10 +171,8 @@ def test_the_sdist_installs_what_the_wheel_holds(artifacts, tmp_path):
     """pip builds and installs the sdist itself (what it does where no wheel is offered): the files it installs are
     the wheel's, and the console script it writes runs."""
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, env=clean_env())
-    python = str(venv / "bin" / "python")
-    install = _run([python, "-m", "pip", "install", "--no-deps", "--disable-pip-version-check",
-                    str(artifacts["sdist"])], cwd=tmp_path)
+    python = fresh_venv(venv, clean_env())
+    install = pip_into(python, "--no-deps", str(artifacts["sdist"]), cwd=tmp_path, env=clean_env())
     assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
     site = Path(_run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                      cwd=tmp_path).stdout.strip())
