@@ -110,14 +110,15 @@ test-tools: $(CHECKOV_STAMP) $(WORKLOADS_STAMP) $(TORCH_STAMP)
 # Two lanes. `make test`, the one to run after every change: lint, then every test that needs no local Ray cluster
 # (Pulumi mocks, pure layers, the CLIs, snapshots, Checkov, the wheel), on one pytest-xdist worker per CPU; --dist
 # loadfile sends each test module to one worker, so that a module-scoped set-up (one Checkov run, one git repository,
-# one wheel) is made once. `make test-ray`: the scenarios that start a local Ray cluster (marker local_ray: training
+# one wheel) is made once; --no-loadscope-reorder keeps the collection's order, the longest modules first
+# (tests/conftest.py LONGEST_FIRST), where xdist would sort by number of tests. `make test-ray`: the scenarios that start a local Ray cluster (marker local_ray: training
 # with recovery, multislice, the Ray smoke checks, the comparison rehearsals, the wheel's `compare --local`), one
 # module at a time: each is a cluster of several raylets that keeps both cores busy, and two at once only slow each
 # other down. `make test-all` runs both; CI runs it (.ci/run).
 # Not loadgroup: pytest-xdist 3.8.0 groups by a suffix it writes to item._nodeid (xdist/remote.py), which pytest 9.2
 # no longer reads (Node.nodeid is str(self._id), _pytest/nodes.py), so its groups are silently ignored.
 # PYTEST_ARGS="-n 0" runs the unit lane in one process.
-PYTEST_ARGS ?= -n auto --dist loadfile
+PYTEST_ARGS ?= -n auto --dist loadfile --no-loadscope-reorder
 # `make test STACK=name`: only that stack's tests (those parametrized with it) and those across every stack
 # (tests/conftest.py --stack), as a new environment's checklist runs them; STACK from the command line only, so that
 # `make test` alone runs everything whatever `make plan`'s default stack is.

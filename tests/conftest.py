@@ -49,13 +49,29 @@ def _of_stack(item, stack: str) -> bool:
 TOOL_OUTPUT = ("build",)
 
 
+# The unit lane's longest modules, longest first (measured with `--durations=0`, 2026-12: 60 s down to 5 s of a worker;
+# each a wheel, venvs, git repositories, subprocess plans or timed load). `make test` hands whole modules to its
+# pytest-xdist workers in collection order (--dist loadfile --no-loadscope-reorder): these go first, so that no worker
+# is left finishing a long module while the other has nothing to do. An order, not a result: every module passes in any.
+LONGEST_FIRST = ("test_package.py", "test_diff.py", "test_compare_llm_live.py", "test_library.py",
+                 "test_serve_bench.py", "test_new_stack.py", "test_toolchain.py", "test_cost_diff.py",
+                 "test_compare_serve_live.py", "test_llm_load.py", "test_compare_live.py", "test_serve_load.py")
+
+
+def _longest_first(item) -> int:
+    name = item.path.name
+    return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+
 def pytest_collection_modifyitems(config, items):
-    """With `--stack NAME`, only that stack's tests and those across every stack are kept."""
+    """With `--stack NAME`, only that stack's tests and those across every stack are kept; the longest modules first
+    (a stable sort: the rest keep their order)."""
     stack = config.getoption("--stack")
     if stack:
         kept = [item for item in items if _of_stack(item, stack)]
         config.hook.pytest_deselected(items=[item for item in items if item not in kept])
         items[:] = kept
+    items.sort(key=_longest_first)
 
 
 def pytest_sessionstart(session):
