@@ -100,6 +100,11 @@ $(TORCH_STAMP): requirements-torch.txt requirements-workloads.txt pyproject.toml
 .PHONY: torch-venv
 torch-venv: $(TORCH_STAMP)
 
+# Every virtualenv of the two lanes; .ci/run builds them side by side (`make -j4 venvs`) before the lanes: from pip's
+# cache each is mostly unpacking wheels, which one install alone leaves a core idle doing.
+.PHONY: venvs
+venvs: $(STAMP) $(ON_PATH) $(CHECKOV_STAMP) $(WORKLOADS_STAMP) $(TORCH_STAMP)
+
 plan: $(STAMP) $(ON_PATH)
 	$(BIN)/python -m plan $(STACK)
 
@@ -108,17 +113,20 @@ plan: $(STAMP) $(ON_PATH)
 test-tools: $(CHECKOV_STAMP) $(WORKLOADS_STAMP) $(TORCH_STAMP)
 
 # Two lanes. `make test`, the one to run after every change: lint, then every test that needs no local Ray cluster
-# (Pulumi mocks, pure layers, the CLIs, snapshots, Checkov, the wheel), on one pytest-xdist worker per CPU; --dist
+# (Pulumi mocks, pure layers, the CLIs, snapshots, Checkov, the wheel), on one pytest-xdist worker per CPU. --dist
 # loadfile sends each test module to one worker, so that a module-scoped set-up (one Checkov run, one git repository,
 # one wheel) is made once; --no-loadscope-reorder keeps the collection's order, the longest modules first
-# (tests/conftest.py LONGEST_FIRST), where xdist would sort by number of tests. `make test-ray`: the scenarios that start a local Ray cluster (marker local_ray: training
-# with recovery, multislice, the Ray smoke checks, the comparison rehearsals, the wheel's `compare --local`), one
-# module at a time: each is a cluster of several raylets that keeps both cores busy, and two at once only slow each
-# other down. `make test-all` runs both; CI runs it (.ci/run).
+# (tests/conftest.py LONGEST_FIRST), where xdist would sort modules by their number of tests.
+# `make test-ray`: the scenarios that start a local Ray cluster (marker local_ray: training with recovery, multislice,
+# the Ray smoke checks, the comparison rehearsals, the wheel's `compare --local`), two modules at a time, each on a
+# cluster of its own (workloads/local_cluster.py: its own GCS, named in $RAY_ADDRESS of its every process). Measured on
+# two cores: 600 s two at a time against 712 s one at a time (docs/benchmarks.md). `make test-all` runs both; CI runs
+# it (.ci/run).
 # Not loadgroup: pytest-xdist 3.8.0 groups by a suffix it writes to item._nodeid (xdist/remote.py), which pytest 9.2
 # no longer reads (Node.nodeid is str(self._id), _pytest/nodes.py), so its groups are silently ignored.
-# PYTEST_ARGS="-n 0" runs the unit lane in one process.
+# PYTEST_ARGS="-n 0" runs the unit lane in one process, RAY_PYTEST_ARGS="-n 0" the Ray lane one module at a time.
 PYTEST_ARGS ?= -n auto --dist loadfile --no-loadscope-reorder
+RAY_PYTEST_ARGS ?= -n 2 --dist loadfile --no-loadscope-reorder
 # `make test STACK=name`: only that stack's tests (those parametrized with it) and those across every stack
 # (tests/conftest.py --stack), as a new environment's checklist runs them; STACK from the command line only, so that
 # `make test` alone runs everything whatever `make plan`'s default stack is.
@@ -129,7 +137,7 @@ test: $(STAMP) $(ON_PATH) $(CHECKOV_STAMP) $(WORKLOADS_STAMP) lint
 	$(TOOLS_ENV) $(BIN)/python -m pytest -q $(PYTEST_ARGS) -m "not local_ray" $(STACK_ARGS)
 
 test-ray: $(STAMP) $(ON_PATH) $(WORKLOADS_STAMP) $(TORCH_STAMP)
-	$(TOOLS_ENV) $(BIN)/python -m pytest -q -p no:xdist -m local_ray $(STACK_ARGS)
+	$(TOOLS_ENV) $(BIN)/python -m pytest -q $(RAY_PYTEST_ARGS) -m local_ray $(STACK_ARGS)
 
 test-all: test test-ray
 

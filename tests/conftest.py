@@ -53,7 +53,10 @@ TOOL_OUTPUT = ("build",)
 # each a wheel, venvs, git repositories, subprocess plans or timed load). `make test` hands whole modules to its
 # pytest-xdist workers in collection order (--dist loadfile --no-loadscope-reorder): these go first, so that no worker
 # is left finishing a long module while the other has nothing to do. An order, not a result: every module passes in any.
-LONGEST_FIRST = ("test_package.py", "test_diff.py", "test_compare_llm_live.py", "test_library.py",
+LONGEST_FIRST = ("test_compare_serve_local.py", "test_compare_llm_local.py", "test_workloads_train.py",
+                 "test_workloads_multislice.py", "test_workloads_ray.py", "test_compare_local.py",
+                 "test_compare_torch_tpu.py",
+                 "test_package.py", "test_diff.py", "test_compare_llm_live.py", "test_library.py",
                  "test_serve_bench.py", "test_new_stack.py", "test_toolchain.py", "test_cost_diff.py",
                  "test_compare_serve_live.py", "test_llm_load.py", "test_compare_live.py", "test_serve_load.py")
 
