@@ -18,9 +18,10 @@ from pulumi.provider.server import ProviderServicer
 from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 
 import ray_tpu_gke
+from helpers import ROOT
+
 from plan import harness
 
-ROOT = Path(__file__).resolve().parent.parent
 PROVIDER = ROOT / "provider"
 YAML_EXAMPLE = ROOT / "examples" / "yaml" / "Pulumi.yaml"
 PACKAGE = "ray-tpu-gke"

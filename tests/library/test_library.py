@@ -19,7 +19,7 @@ from plan import harness
 from helpers import fresh_venv, pip_into
 from test_provider import serve
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 NODE_POOL = "gcp:container/nodePool:NodePool"
 RAY_CLUSTER = "kubernetes:ray.io/v1:RayCluster"

@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 GENERATIONS_PROBED = [("v4", "2x2x4"), ("v5e", "4x4"), ("v5p", "4x4x4"), ("v6e", "2x4"), ("v6e", "16x16"),
                       ("tpu7x", "4x4x8")]
 

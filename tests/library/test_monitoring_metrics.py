@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import STACKS, plan_of, steps_of_type
+from helpers import ROOT, STACKS, plan_of, steps_of_type
 
 from ray_tpu_gke import catalog
 from ray_tpu_gke.catalog import metrics
@@ -271,7 +271,7 @@ def test_several_values_are_one_full_match_and_a_long_filter_is_refused():
 
 
 def test_runbook_has_a_section_for_every_alert():
-    text = (Path(__file__).resolve().parent.parent / "docs" / "operations.md").read_text()
+    text = (ROOT / "docs" / "operations.md").read_text()
     headings = set(re.findall(r"^###? (.+)$", text, re.M))
     for kind, (title, _, _) in alerts.ALERTS.items():
         assert title in headings, f"docs/operations.md has no section {title!r} ({kind})"
