@@ -162,7 +162,7 @@ class InProcessKubectl:
     is `main(ARGS)` of the stand-in script (tests/data/*/kubectl) run in this process, with its stdin, stdout, stderr
     and exit status as a child's would be. Kubectl.run's own code is unchanged; a run makes tens to hundreds of calls,
     and an interpreter each added only its start-up. Where the stand-in is a real executable on PATH behind the same
-    Kubectl.run: tests/test_verify.py (`on_path`) and tests/test_package.py."""
+    Kubectl.run: tests/plan/test_verify.py (`on_path`) and tests/project/test_package.py."""
 
     TimeoutExpired = subprocess.TimeoutExpired
 

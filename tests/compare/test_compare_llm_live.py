@@ -1,7 +1,7 @@
 """The live LLM collector against a stand-in cluster: a fake kubectl that answers with what a RayService run produces
 (its RayCluster's head and worker pods, a node created and Ready after the first request) and runs the load Job it is
-given (job_main on the Job's own orders, aimed at a stand-in OpenAI streaming server, tests/openai_standin.py), a
-stand-in head serving Serve's REST API (the Ray Serve LLM server deployment's replicas, a second one added by a
+given (job_main on the Job's own orders, aimed at a stand-in OpenAI streaming server, tests/compare/openai_standin.py),
+a stand-in head serving Serve's REST API (the Ray Serve LLM server deployment's replicas, a second one added by a
 scripted autoscaler in the burst), and a stand-in Cloud Monitoring API. Each measure of the llm section is checked
 against the script. Also: the Job's manifest (a pure function), its code zip run on its own, --dry-run and the flags'
 errors."""

@@ -1,7 +1,8 @@
 """Is a side input-bound? The default training job's token files (workloads.token_files: written once, one file per
 shard of steps and process, read back through Ray Data), the reading of Ray Data's iterator statistics into the wait
 share, and the report's `input` object, rows and verdict (plan/compare/input_wait.py). Pure: no Ray; the local Ray
-modules (tests/test_workloads_train.py, tests/test_compare_local.py) check the same fields measured."""
+modules (tests/workloads/test_workloads_train.py, tests/compare/test_compare_local.py) check the same fields
+measured."""
 
 from __future__ import annotations
 

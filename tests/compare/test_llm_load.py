@@ -1,5 +1,5 @@
-"""The LLM load generator against a stand-in OpenAI-compatible streaming server (tests/openai_standin.py) whose time
-to first token and inter-token delay are known: the measured TTFT, TPOT and ITL come back no lower than the known
+"""The LLM load generator against a stand-in OpenAI-compatible streaming server (tests/compare/openai_standin.py) whose
+time to first token and inter-token delay are known: the measured TTFT, TPOT and ITL come back no lower than the known
 delays (less a 10 % allowance for the clock and chunk delivery) and below a generous guard; arrivals keep to the
 schedule while the server holds every answer; the metrics' definitions (vLLM's) on outcomes built by hand; the shapes,
 prompts and objectives parsed."""

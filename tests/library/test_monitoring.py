@@ -1,6 +1,6 @@
 """SliceMonitoring: each stack's plan holds its dashboard and alert policies, with the thresholds and node pools of its
 config; bad arguments fail with ConfigError before anything is registered; the review diff knows the new resources.
-The policy pack's rule over them: tests/test_monitoring_policy.py."""
+The policy pack's rule over them: tests/plan/test_monitoring_policy.py."""
 
 from __future__ import annotations
 

@@ -110,7 +110,7 @@ def test_the_compare_stack_plans_its_serving_pair_at_zero_with_serves_autoscalin
     services = {s["newState"]["inputs"]["metadata"]["name"]: s["newState"]["inputs"]
                 for s in steps_of_type(plan_of("compare"), "kubernetes:ray.io/v1:RayService")
                 if llm_model_id(yaml.safe_load(s["newState"]["inputs"]["spec"]["serveConfigV2"])) is None}
-    # (the LLM pair beside them: tests/test_llm_service.py)
+    # (the LLM pair beside them: tests/library/test_llm_service.py)
     assert sorted(services) == ["serve-gpu", "serve-tpu"]
     configs = {name: yaml.safe_load(s["spec"]["serveConfigV2"]) for name, s in services.items()}
     tpu, gpu = (copy.deepcopy(configs[n]["applications"][0]) for n in ("serve-tpu", "serve-gpu"))

@@ -1,6 +1,6 @@
 """CIS GKE benchmark checks as Checkov implements them, run for real on the committed stacks' plans.
 
-Each stack's plan is converted to a Terraform plan (tests/tfplan.py) and scanned by Checkov's `terraform_plan`
+Each stack's plan is converted to a Terraform plan (tests/plan/tfplan.py) and scanned by Checkov's `terraform_plan`
 framework with every GCP check (CKV_GCP_*, CKV2_GCP_*: the CIS mapping itself is only served by Checkov's
 platform, so the offline run takes the superset). The findings must be exactly the expected ones, each with its
 reason: a waiver by design, a control the stack's own configuration leaves off (`by_config`: no per-stack table, so a

@@ -1,7 +1,7 @@
 """The cost delta of `--diff-against` (per changed slice or pool, and in total) in every output, and the
 `--fail-on-cost-increase AMOUNT` gate (exit 4).
 
-Unit tests build the two sides from plan JSONs; one module-scoped temporary git repository (as tests/test_diff.py
+Unit tests build the two sides from plan JSONs; one module-scoped temporary git repository (as tests/plan/test_diff.py
 builds it) is diffed once, each revision planned by its own code, and `python -m plan --diff-against` runs over that diff
 in-process: staging's slice doubles, so its monthly cost rises by exactly one slice at list price.
 """
@@ -293,7 +293,7 @@ def staging_diff(repo) -> Report:
 def cli(staging_diff: Report, *args: str) -> subprocess.CompletedProcess:
     """`python -m plan staging --diff-against base ARGS` in the repository, in-process: `main` parses, gates and
     prints as ever, over the module's diff (its planning is what a process of its own would repeat). The command in
-    a process of its own, exit status included: tests/test_diff.py (clean_run, gated_run)."""
+    a process of its own, exit status included: tests/plan/test_diff.py (clean_run, gated_run)."""
     calls = []
 
     def diffed(stacks, ref, root=None, config_file=None, workers=None, any_project=False):

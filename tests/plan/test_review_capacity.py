@@ -1,6 +1,6 @@
 """TPU capacity in a diff: hosts and chips of a TPU node pool, and what a change adds and removes per slice.
 
-Hand-made pools and changes; tests/test_diff.py checks the same end to end on real plans.
+Hand-made pools and changes; tests/plan/test_diff.py checks the same end to end on real plans.
 """
 
 from __future__ import annotations

@@ -92,6 +92,6 @@ def test_comments_and_docstrings_name_only_files_that_exist():
     ("# ../shared/CONTRACTS.md section 2", True), ("# docs/admission.md", False), ("# docs/nowhere.md", True),
 ])
 def test_the_scan_tells_live_paths_from_dead_ones(comment, dead):
-    probe = ROOT / "tests" / "test_comment_paths.py"
+    probe = ROOT / "tests" / "project" / "test_comment_paths.py"
     assert bool([n for n in PATH.findall(comment) if (n.split("/")[0] in LOCAL or n.startswith("../"))
                  and not exists(n, probe)]) is dead

@@ -117,7 +117,7 @@ def test_a_new_stack_file_and_its_snapshot_pass_the_suite(tmp_path):
     assert not (copy / "tests" / "snapshots" / f"{STACK}.json").exists()
 
     # `make snapshots`, for the one stack it adds (the others' snapshots are rewritten unchanged).
-    recorded = pytest_in(copy, "tests/test_snapshots.py", "-k", STACK, "--update-snapshots")
+    recorded = pytest_in(copy, "tests/plan/test_snapshots.py", "-k", STACK, "--update-snapshots")
     assert recorded.returncode == 0, recorded.stdout[-4000:] + recorded.stderr[-2000:]
     assert (copy / "tests" / "snapshots" / f"{STACK}.json").is_file()
 

@@ -143,7 +143,8 @@ def test_ci_output_ends_with_the_test_suite():
     assert debian < len(commands) - 1
 
 
-# --- the console script in this checkout (the installed wheel: tests/test_package.py) ------------------------------
+# --- the console script in this checkout (the installed wheel: tests/project/test_package.py)
+# ------------------------------
 
 def test_console_script_in_this_repository_is_python_m_plan():
     """This repository is one project of the toolchain: `ray-tpu-gke plan` in it, from a subdirectory, prints
@@ -208,12 +209,12 @@ def test_make_test_stack_runs_one_stacks_tests_and_those_across_every_stack():
     assert one.stdout.splitlines()[-1].endswith(" --stack staging")
     assert "--stack" not in every.stdout.splitlines()[-1]
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:randomly", "--stack",
-                           "staging", "tests/test_snapshots.py", "tests/test_policy.py"], cwd=ROOT,
+                           "staging", "tests/plan/test_snapshots.py", "tests/plan/test_policy.py"], cwd=ROOT,
                           env=clean_env(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     ids = [line for line in done.stdout.splitlines() if "::" in line]
-    assert "tests/test_snapshots.py::test_plan_matches_snapshot[staging]" in ids
-    assert "tests/test_snapshots.py::test_every_snapshot_has_a_stack" in ids
+    assert "tests/plan/test_snapshots.py::test_plan_matches_snapshot[staging]" in ids
+    assert "tests/plan/test_snapshots.py::test_every_snapshot_has_a_stack" in ids
     assert all("staging" in i or "every_stack" in i or "every_snapshot" in i for i in ids), ids
     assert not any("[prod]" in i or "[dev]" in i for i in ids)
 

@@ -145,7 +145,7 @@ def test_a_version_tag_builds_checks_attaches_and_publishes_only_when_enabled():
     build, attach, publish = jobs["build"], jobs["attach"], jobs["publish"]
     script = runs(build)
     assert "python -m build" in script and "twine check --strict dist/*" in script
-    # build and twine at requirements.txt's exact pins, as tests/test_package.py runs them
+    # build and twine at requirements.txt's exact pins, as tests/project/test_package.py runs them
     assert "grep -E '^build==' requirements.txt" in script and "grep -E '^twine==' requirements.txt" in script
     assert re.search(r"^build==\S+$", (ROOT / "requirements.txt").read_text(), re.M)
     assert re.search(r"^twine==\S+$", (ROOT / "requirements.txt").read_text(), re.M)

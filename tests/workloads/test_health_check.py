@@ -1,7 +1,7 @@
 """The in-cluster slice check (`python -m workloads.slice_health`) against stand-in clusters: a local HTTP server
 answers as the Kubernetes API (nodes, pods, KubeRay objects), each Ray head's dashboard (/api/v0/nodes), the GKE
 metadata server (a token) and Cloud Monitoring (timeSeries.create, recorded). Each cluster is the one
-tests/test_verify.py builds from a stack's plan, read with the check's own ConfigMap from the same plan; then one
+tests/plan/test_verify.py builds from a stack's plan, read with the check's own ConfigMap from the same plan; then one
 thing is broken at a time and the series it writes must name the slice and what is wrong."""
 
 from __future__ import annotations

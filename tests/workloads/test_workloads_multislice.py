@@ -1,8 +1,8 @@
 """Multislice training on a real local Ray 2.60 cluster: one JaxTrainer over two simulated v6e 2x4 slices.
 
-Like tests/test_workloads_ray.py, this module works in two halves:
+Like tests/workloads/test_workloads_ray.py, this module works in two halves:
 
-- run by the workloads interpreter as a script (`python tests/test_workloads_multislice.py OUT.json`), it starts a
+- run by the workloads interpreter as a script (`python tests/workloads/test_workloads_multislice.py OUT.json`), it starts a
   Ray cluster (workloads.local_cluster) with a head and two slices `tpu-0` and `tpu-1` of two 4-chip hosts each,
   every raylet with the environment GKE and the TPU webhook give a TPU pod. It runs `python -m workloads.train
   --slices 2 --simulate` as a RayJob would (a driver process connecting to the cluster) once, with a host of `tpu-1`

@@ -3,7 +3,7 @@
 Ray and JAX live in their own virtualenv (.venv-workloads, requirements-workloads.txt; `make test` builds it and
 sets $WORKLOADS_PYTHON to its interpreter), so this module works in two halves:
 
-- run by that interpreter as a script (`python tests/test_workloads_ray.py OUT.json`), it starts a Ray cluster with
+- run by that interpreter as a script (`python tests/workloads/test_workloads_ray.py OUT.json`), it starts a Ray cluster with
   workloads.local_cluster (over `ray.cluster_utils.Cluster`): a head and two 4-chip hosts of one v6e 2x4 slice (the
   ct6e-standard-4t layout). Each host's raylet starts with the environment GKE and the TPU webhook give a TPU worker
   pod (TPU_NAME, TPU_WORKER_ID, TPU_ACCELERATOR_TYPE, TPU_TOPOLOGY), so Ray 2.55 derives the node labels and the slice
@@ -107,7 +107,7 @@ def _simulate(out: Path) -> None:
         began = time.monotonic()
         storage = tempfile.mkdtemp(prefix="ray-train-")
         # simulate: JAX on the CPU is the accepted stand-in here; without it every worker refuses the CPU
-        # (tests/test_workloads_train.py runs that refusal).
+        # (tests/workloads/test_workloads_train.py runs that refusal).
         small = lm.config_for(layers=1, seq_len=16)  # what is tested is fitting and resuming, not the model's size
         first = train.make_trainer(spec, steps=2, batch_size=32, report_every=2, storage_path=storage, model=small,
                                    simulate=True).fit()

@@ -1,8 +1,9 @@
 """The parts of workloads/ that need neither Ray nor JAX: what a slice looks like to Ray, the smoke test's label and
 psum verdicts over ray.nodes()-shaped data, its command line and result format, the training job's bucket.
 
-tests/test_workloads_ray.py runs the same code against a real local Ray cluster; tests/test_workloads_images.py
-checks the images, tests/test_workloads_train.py the training job's command line and result.
+tests/workloads/test_workloads_ray.py runs the same code against a real local Ray cluster;
+tests/workloads/test_workloads_images.py checks the images, tests/workloads/test_workloads_train.py the training job's
+command line and result.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ shape from the worker group's environment.
 
 The tests of the first part need no Ray: the command line (`parse_args`, `declared`), $SLICE_* and $SLICE_COUNT,
 the result document's contract (workloads.result). The second part runs real local Ray 2.60 jobs, like
-tests/test_workloads_ray.py in two halves: run by the workloads interpreter as a script (`python
-tests/test_workloads_train.py OUT.json`), it starts a cluster (workloads.local_cluster) with a head, one simulated
+tests/workloads/test_workloads_ray.py in two halves: run by the workloads interpreter as a script (`python
+tests/workloads/test_workloads_train.py OUT.json`), it starts a cluster (workloads.local_cluster) with a head, one simulated
 v6e 2x4 slice of two 4-chip hosts and one node with a `GPU` resource but no GPU, and runs `python -m workloads.train`
 as a RayJob's driver: twice on the slice with --simulate, once with --gpus 1 without it (no CUDA here: it must stop
 before training), once with --gpus 1 --simulate, and once on the slice without --simulate.
