@@ -10,6 +10,7 @@ from helpers import (
     config_of,
     minimal_values,
     plan_of,
+    problems,
     run,
     steps_of_type,
 )
@@ -19,15 +20,8 @@ from ray_tpu_gke import admission, catalog
 from ray_tpu_gke.render import manifests
 from ray_tpu_gke.resources.preflight import PreflightError
 from ray_tpu_gke.spec.config import parse_stack_config
-from ray_tpu_gke.spec.problems import ConfigError
 
 RAY_TYPES = ("kubernetes:ray.io/v1:RayCluster", "kubernetes:ray.io/v1:RayService", "kubernetes:ray.io/v1:RayJob")
-
-
-def problems(values):
-    with pytest.raises(ConfigError) as error:
-        parse_stack_config(values, "test")
-    return [str(p) for p in error.value.problems]
 
 
 def autopilot(values, location="us-east5"):

@@ -3,22 +3,9 @@
 import copy
 
 import pytest
-from helpers import minimal_values
+from helpers import minimal_values, one_problem, problems
 
 from ray_tpu_gke.spec.config import parse_stack_config
-from ray_tpu_gke.spec.problems import ConfigError
-
-
-def problems(values, stack="test"):
-    with pytest.raises(ConfigError) as error:
-        parse_stack_config(values, stack)
-    return [str(p) for p in error.value.problems]
-
-
-def one_problem(values, stack="test"):
-    found = problems(values, stack)
-    assert len(found) == 1, found
-    return found[0]
 
 
 def slices(*entries):

@@ -1,17 +1,8 @@
 """Issue #25.5: one run reports every mistake. The rules across sections (demand, what fits a node, names) run on
 whatever of each entry validated, and say nothing more about a key already reported."""
 
-import pytest
-from helpers import minimal_values
+from helpers import minimal_values, problems
 
-from ray_tpu_gke.spec.config import parse_stack_config
-from ray_tpu_gke.spec.problems import ConfigError
-
-
-def problems(values):
-    with pytest.raises(ConfigError) as error:
-        parse_stack_config(values, "test")
-    return [str(p) for p in error.value.problems]
 
 
 def paths(found):

@@ -1,31 +1,21 @@
 """Issue #22.10: inputs a Cloud service refuses are refused before any resource, each line naming the stack key, the
 value and what is allowed (never a component argument path)."""
 
+import functools
 import re
 from pathlib import Path
 
 import pytest
-from helpers import minimal_values
+import helpers
+from helpers import minimal_values, one_problem
 
 from ray_tpu_gke import admission
 from ray_tpu_gke.spec.config import parse_stack_config
-from ray_tpu_gke.spec.problems import ConfigError
 
 
-def problems(values):
-    with pytest.raises(ConfigError) as error:
-        parse_stack_config(values, "test")
-    found = [str(p) for p in error.value.problems]
-    for line in found:
-        assert "\n" not in line and ".args" not in line and line.startswith(("ray-tpu-gke:", "gcp:")), line
-    return found
-
-
-def one(values, path):
-    found = problems(values)
-    assert len(found) == 1, found
-    assert found[0].startswith(f"{path}: "), found
-    return found[0]
+# Every problem line of this module names the stack key, on one line, never a component argument path.
+problems = functools.partial(helpers.problems, one_line=True, stack_keys=True)
+one = functools.partial(one_problem, one_line=True, stack_keys=True)
 
 
 @pytest.mark.parametrize("location, fragment", [

@@ -1,34 +1,21 @@
 """Nothing silently ignored or overridden (issue #17): one spelling per key, values a service would refuse, one pass."""
 
 import pytest
-from helpers import minimal_values
+from helpers import minimal_values, one_problem, problems
 
 from plan import harness
 from ray_tpu_gke import admission
-from ray_tpu_gke.spec.config import parse_stack_config
 from ray_tpu_gke.spec.problems import ConfigError
-
-
-def problems(values):
-    with pytest.raises(ConfigError) as error:
-        parse_stack_config(values, "test")
-    return [str(p) for p in error.value.problems]
-
-
-def one(values):
-    found = problems(values)
-    assert len(found) == 1, found
-    return found[0]
 
 
 def test_snake_case_is_not_a_second_spelling():
     values = minimal_values()
     values["ray-tpu-gke:tpuSlices"][0]["machine_type"] = "c"
-    problem = one(values)
+    problem = one_problem(values)
     assert problem.startswith("ray-tpu-gke:tpuSlices[0].machine_type: unknown key") and "machineType" in problem
     values = minimal_values()
     values["ray-tpu-gke:cluster"]["deletion_protection"] = False
-    assert one(values).startswith("ray-tpu-gke:cluster.deletion_protection: unknown key")
+    assert one_problem(values).startswith("ray-tpu-gke:cluster.deletion_protection: unknown key")
 
 
 @pytest.mark.parametrize("key", ["Ray-Tpu-Gke:rayClusters", " ray-tpu-gke:cluster", "ray-tpu-gke :team",
@@ -36,7 +23,7 @@ def test_snake_case_is_not_a_second_spelling():
 def test_keys_of_other_spellings_or_namespaces_are_refused(key):
     values = minimal_values()
     values[key] = []
-    assert one(values).startswith(f"{key}: unknown key")
+    assert one_problem(values).startswith(f"{key}: unknown key")
 
 
 @pytest.mark.parametrize("path, value, fragment", [
@@ -58,14 +45,14 @@ def test_values_a_service_would_refuse(path, value, fragment):
     for part in path[1:-1]:
         target = target.setdefault(part, {}) if isinstance(part, str) else target[part]
     target[path[-1]] = value
-    problem = one(values)
+    problem = one_problem(values)
     assert fragment in problem, problem
 
 
 def test_system_pool_minimum_above_its_maximum():
     values = minimal_values()
     values["ray-tpu-gke:cluster"]["systemPool"] = {"minNodes": 5}
-    assert one(values).startswith("ray-tpu-gke:cluster.systemPool.minNodes: 5 exceeds maxNodes 3")
+    assert one_problem(values).startswith("ray-tpu-gke:cluster.systemPool.minNodes: 5 exceeds maxNodes 3")
 
 
 def test_ray_objects_whose_names_join_to_one_resource():
@@ -73,14 +60,14 @@ def test_ray_objects_whose_names_join_to_one_resource():
     values["ray-tpu-gke:rayClusters"] = [
         {"name": "c", "namespace": "a-b", "workerGroups": [{"name": "tpu", "slice": "v6e-4"}]},
         {"name": "b-c", "namespace": "a", "workerGroups": [{"name": "tpu", "slice": "v6e-4"}]}]
-    assert "a/b-c and a-b/c both become the Pulumi resource a-b-c" in one(values)
+    assert "a/b-c and a-b/c both become the Pulumi resource a-b-c" in one_problem(values)
 
 
 @pytest.mark.parametrize("region", [None, False, "", "us east"])
 def test_region_must_be_a_region_in_both_validations(region):
     values = minimal_values()
     values["gcp:region"] = region
-    assert one(values).startswith("gcp:region: ")
+    assert one_problem(values).startswith("gcp:region: ")
     with pytest.raises(ConfigError):  # the program, as the CLI hands it the config, refuses it too
         harness.run_program("test", values)
 
@@ -113,12 +100,12 @@ def test_every_problem_of_a_config_at_once():
 def test_a_zone_problem_lists_the_zones_that_offer_the_generation():
     values = minimal_values()
     values["ray-tpu-gke:cluster"]["location"] = "us-east5"
-    problem = one(values)
+    problem = one_problem(values)
     assert "required for a regional cluster" in problem and "us-east5-a, us-east5-b" in problem
 
 
 def test_demand_names_who_asks():
     values = minimal_values()
     values["ray-tpu-gke:rayClusters"].append({"name": "other", "workerGroups": [{"name": "g", "slice": "v6e-4"}]})
-    problem = one(values)
+    problem = one_problem(values)
     assert "ray/train group tpu: 1; ray/other group g: 1" in problem

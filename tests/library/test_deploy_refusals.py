@@ -5,19 +5,13 @@ bash cannot read, runtime-environment variables that are not strings."""
 from __future__ import annotations
 
 import pytest
-from helpers import minimal_values
+from helpers import minimal_values, problems
 from ray_tpu_gke.spec.component_args import validate_ray_args
 from ray_tpu_gke.spec.config import parse_stack_config
 from ray_tpu_gke.spec.problems import ConfigError
 from ray_tpu_gke.spec.ray_models import RayJobConfig
 
 SLICE = {"name": "v6e-4", "generation": "v6e", "topology": "2x2"}
-
-
-def stack_problems(values: dict) -> list[str]:
-    with pytest.raises(ConfigError) as caught:
-        parse_stack_config(values, "test")
-    return [str(p) for p in caught.value.problems]
 
 
 def job_values(**job) -> dict:
@@ -43,7 +37,7 @@ def job_args_problems(**job) -> list[str]:
 ])
 def test_an_entrypoint_with_an_unbalanced_quote_is_refused_as_bash_would(entrypoint, quote):
     # KubeRay v1.7.0 joins `ray job submit ... -- <entrypoint> ;` into one /bin/bash -ce script (common/job.go).
-    (found,) = stack_problems(job_values(entrypoint=entrypoint))
+    (found,) = problems(job_values(entrypoint=entrypoint))
     assert found.startswith("ray-tpu-gke:rayJobs[0].entrypoint: ") and f"opens a {quote} quote it never closes" in found
     assert "(kuberay-entrypoint-shell)" in found
     (found,) = job_args_problems(entrypoint=entrypoint)
@@ -52,7 +46,7 @@ def test_an_entrypoint_with_an_unbalanced_quote_is_refused_as_bash_would(entrypo
 
 def test_an_entrypoint_ending_in_a_backslash_is_refused():
     # KubeRay v1.7.0 common/job.go appends " ;" after the trimmed entrypoint: a final backslash escapes that space
-    (found,) = stack_problems(job_values(entrypoint="python -m workloads.train \\"))
+    (found,) = problems(job_values(entrypoint="python -m workloads.train \\"))
     assert found.startswith("ray-tpu-gke:rayJobs[0].entrypoint: ") and "ends with a backslash" in found
     parse_stack_config(job_values(entrypoint="python -m workloads.train --name a\\\\"), "test")  # an escaped one
 
@@ -66,7 +60,7 @@ def test_an_entrypoint_whose_quotes_bash_closes_is_admitted(entrypoint):
 
 def test_runtime_env_vars_that_are_not_strings_are_refused_each_with_its_key():
     env = {"env_vars": {"STEPS": 100, "DEBUG": True, "NAME": "ok", "EMPTY": None}}
-    found = stack_problems(job_values(runtimeEnv=env))
+    found = problems(job_values(runtimeEnv=env))
     # Ray 2.55 _private/runtime_env/validation.py parse_and_validate_env_vars: Dict[str, str]
     assert [p.split(":", 2)[1] for p in found] == [f"rayJobs[0].runtimeEnv.env_vars.{k}" for k in
                                                    ("STEPS", "DEBUG", "EMPTY")]
@@ -135,7 +129,7 @@ def app(**fields) -> dict:
      "applications[0].deployments[0].ray_actor_options.runtime_env.env_vars.X", "1 is not a string"),
 ])
 def test_serve_configs_ray_refuses_are_refused_with_their_key_path(serve_config, key, message):
-    (found,) = stack_problems(service_values(serve_config))
+    (found,) = problems(service_values(serve_config))
     assert found.startswith(f"{SERVICE}.{key}: ") and message in found, found
     (found,) = service_args_problems(serve_config)
     assert found.startswith(f"RayService(svc).args.spec.serve_config.{key}: ") and message in found, found
@@ -175,7 +169,7 @@ def test_documentation_past_the_apis_content_limit_is_refused(content):
 
 def test_alert_after_minutes_whose_silence_alert_outlasts_an_absence_condition_is_refused():
     values = minimal_values(monitoring={"sliceHealth": {"alertAfterMinutes": 701}})
-    (found,) = stack_problems(values)
+    (found,) = problems(values)
     # the */5 check aligns over 10 min: 701 min is 710 in whole windows, and the silence condition waits twice that
     assert found.startswith("ray-tpu-gke:monitoring.sliceHealth: ")
     assert ("makes the alert on a silent slice check wait 1420 minutes, longer than a metric-absence condition may "

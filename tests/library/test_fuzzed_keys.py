@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from helpers import minimal_values
+from helpers import minimal_values, problems
 
 from ray_tpu_gke import admission
 from ray_tpu_gke.spec.config import parse_stack_config
-from ray_tpu_gke.spec.problems import ConfigError
 
 WINDOW = {"startTime": "2026-01-03T02:00:00Z", "endTime": "2026-01-03T07:30:00Z", "recurrence": "FREQ=WEEKLY;BYDAY=SA,SU"}
-
-
-def problems(values: dict) -> list[str]:
-    with pytest.raises(ConfigError) as caught:
-        parse_stack_config(values, "test")
-    return [str(p) for p in caught.value.problems]
 
 
 def schedule_values(schedule: str) -> dict:

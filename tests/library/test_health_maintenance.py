@@ -4,12 +4,11 @@ settings, each validated with its key path; what the plan sends to GKE."""
 from __future__ import annotations
 
 import pytest
-from helpers import minimal_values, run, steps_of_type
+from helpers import minimal_values, problems, run, steps_of_type
 
 from plan import stackfile
 from ray_tpu_gke.render import upgrades
 from ray_tpu_gke.spec.config import parse_stack_config
-from ray_tpu_gke.spec.problems import ConfigError
 
 CLUSTER = "gcp:container/cluster:Cluster"
 POOL = "gcp:container/nodePool:NodePool"
@@ -20,12 +19,6 @@ TRAINING = {"name": "training", "startTime": "2026-12-01T00:00:00Z", "untilEndOf
 
 def cluster(**maintenance) -> dict:
     return {"name": "ray-tpu", "location": "us-east5-b", "deletionProtection": False, "maintenance": maintenance}
-
-
-def problems(values: dict) -> list[str]:
-    with pytest.raises(ConfigError) as caught:
-        parse_stack_config(values, "test")
-    return [str(p) for p in caught.value.problems]
 
 
 def test_the_window_and_exclusions_reach_the_cluster_in_utc():

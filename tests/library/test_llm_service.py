@@ -10,7 +10,7 @@ import copy
 
 import pytest
 import yaml
-from helpers import minimal_values, plan_of, run, steps_of_type
+from helpers import minimal_values, plan_of, problems, run, steps_of_type
 from ray_tpu_gke import admission
 from ray_tpu_gke.render.llm import llm_model_id
 from ray_tpu_gke.spec.config import parse_stack_config, validate_platform_args
@@ -115,12 +115,6 @@ def llm_values(llm: dict | None = None, group: dict | None = None, image: str = 
 def llm_warnings(vals) -> list[str]:
     """The warnings about the service's llm block (the test slices draw others: zones, capacity)."""
     return [w for w in parse_stack_config(vals, "test").warnings if w.startswith(f"{LLM}: ")]
-
-
-def problems(vals) -> list[str]:
-    with pytest.raises(ConfigError) as error:
-        parse_stack_config(vals, "test")
-    return [str(p) for p in error.value.problems]
 
 
 def test_a_service_that_fits_is_admitted_on_either_side():

@@ -7,7 +7,7 @@ import copy
 
 import pytest
 import yaml
-from helpers import ROOT, minimal_values
+from helpers import ROOT, minimal_values, problems
 
 from plan import entrypoints, preview, stackfile
 from ray_tpu_gke.catalog import ray_versions
@@ -37,12 +37,6 @@ def on_ray(obj: dict, version: str) -> dict:
     """A Ray object of this Ray version, in the Ray project's image of it (the rayVersion must match the image)."""
     obj.update(rayVersion=version, image=f"rayproject/ray:{version}-py311")
     return obj
-
-
-def refusals(values) -> list[str]:
-    with pytest.raises(ConfigError) as error:
-        parse_stack_config(values, "test")
-    return [str(p) for p in error.value.problems]
 
 
 def manifest_of(config, kind="ray_jobs", index=0) -> dict:
@@ -86,7 +80,7 @@ def test_multislice_head_has_no_shape_when_the_object_has_two_tpu_groups():
 
 
 def test_multislice_group_needing_more_slices_than_the_entry_has_is_refused_in_autopilot():
-    found = refusals(two_slice_job(count=1, mode="autopilot"))
+    found = problems(two_slice_job(count=1, mode="autopilot"))
     assert any(p.startswith("ray-tpu-gke:tpuSlices[0].count: 1 slice(s) of v6e-16, but multislice ray/pretrain "
                             "group tpu needs 2 at once") for p in found), found
 
@@ -95,7 +89,7 @@ def test_multislice_group_counts_what_other_objects_hold_of_the_entry():
     values = two_slice_job(count=2, mode="autopilot")
     values["ray-tpu-gke:rayClusters"] = [{"name": "notebook", "workerGroups": [{"name": "tpu", "slice": "v6e-16",
                                                                                 "replicas": 1}]}]
-    found = refusals(values)
+    found = problems(values)
     assert any("needs 2 at once beside 1 held by others (ray/notebook group tpu: 1); allowed: at least 3" in p
                for p in found), found
 
@@ -103,7 +97,7 @@ def test_multislice_group_counts_what_other_objects_hold_of_the_entry():
 def test_multislice_group_started_from_zero_by_ray_autoscaling_needs_its_max_replicas_at_once():
     values = two_slice_job(count=1, replicas=0, autoscaling={"enabled": True})
     values["ray-tpu-gke:rayJobs"][0]["workerGroups"][0]["maxReplicas"] = 2
-    found = refusals(values)
+    found = problems(values)
     assert any(p.startswith("ray-tpu-gke:tpuSlices[0].count: 1 slice(s) of v6e-16, but multislice") for p in found)
 
 
@@ -192,7 +186,7 @@ def test_grace_period_is_configurable_validated_and_a_short_one_warns_from_ray_2
     assert not any("terminationGracePeriodSeconds" in w for w in parse_stack_config(values, "test").warnings)
     values["ray-tpu-gke:rayJobs"][0]["workerGroups"][0]["terminationGracePeriodSeconds"] = -1
     assert any(p.startswith("ray-tpu-gke:rayJobs[0].workerGroups[0].terminationGracePeriodSeconds")
-               for p in refusals(values))
+               for p in problems(values))
 
 
 def test_training_heads_get_the_worker_group_start_timeout_and_services_do_not():
@@ -203,7 +197,7 @@ def test_training_heads_get_the_worker_group_start_timeout_and_services_do_not()
     head = manifest_of(parse_stack_config(values, "test"))["spec"]["rayClusterSpec"]["headGroupSpec"]
     assert env_of(head["template"]["spec"]["containers"][0])["RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"] == "1800"
     values = two_slice_job(workerGroupStartTimeoutSeconds=0)
-    assert any(p.startswith("ray-tpu-gke:rayJobs[0].workerGroupStartTimeoutSeconds") for p in refusals(values))
+    assert any(p.startswith("ray-tpu-gke:rayJobs[0].workerGroupStartTimeoutSeconds") for p in problems(values))
     serve = minimal_values(rayClusters=[], rayServices=[{"name": "serve", "serveConfig": {"applications": []},
                                                          "upgradeStrategy": "None",
                                                          "workerGroups": [{"name": "tpu", "slice": "v6e-4"}]}])

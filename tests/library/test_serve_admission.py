@@ -9,10 +9,9 @@ import copy
 import pytest
 import yaml
 
-from helpers import minimal_values, plan_of, steps_of_type
+from helpers import minimal_values, plan_of, problems, steps_of_type
 from ray_tpu_gke.render.llm import llm_model_id
 from ray_tpu_gke.spec.config import parse_stack_config
-from ray_tpu_gke.spec.problems import ConfigError
 
 SERVICE = "ray-tpu-gke:rayServices[0]"
 DEPLOYMENT = f"{SERVICE}.serveConfig.applications[0].deployments[0]"
@@ -34,12 +33,6 @@ def values(actor_options, autoscaling, group, **extra):
                           rayClusters=[], rayServices=[service(actor_options, autoscaling, group)])
     base.update(extra)
     return base
-
-
-def problems(vals) -> list[str]:
-    with pytest.raises(ConfigError) as error:
-        parse_stack_config(vals, "test")
-    return [str(p) for p in error.value.problems]
 
 
 TPU4, GPU4 = {"resources": {"TPU": 4}}, {"num_gpus": 4}

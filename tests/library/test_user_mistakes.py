@@ -5,17 +5,10 @@ from __future__ import annotations
 import copy
 
 import pytest
-from helpers import minimal_values
+from helpers import minimal_values, problems
 
 from plan import yamlfile
 from ray_tpu_gke.spec.config import parse_stack_config
-from ray_tpu_gke.spec.problems import ConfigError
-
-
-def problems(values) -> list[str]:
-    with pytest.raises(ConfigError) as error:
-        parse_stack_config(values, "test")
-    return [str(p) for p in error.value.problems]
 
 
 def serve_values(tpu: object) -> dict:

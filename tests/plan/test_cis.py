@@ -18,14 +18,13 @@ from __future__ import annotations
 import copy
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 import tfplan
-from helpers import ROOT, STACKS, config_of, plan_of
+from helpers import STACKS, checkov_path, config_of, plan_of
 
 CHECKOV_VERSION = "3.3.30"  # the findings below are this version's
 CHECKS = "CKV_GCP_*,CKV2_GCP_*"
@@ -130,18 +129,6 @@ def weakened(plan: dict) -> dict:
         step = next(s for s in plan["steps"] if s["newState"]["type"] == type_)
         _set(step["newState"]["inputs"], path, value)
     return plan
-
-
-def checkov_path() -> str | None:
-    configured = os.environ.get("CHECKOV")
-    if configured:
-        if not (Path(configured).is_file() and os.access(configured, os.X_OK)):
-            pytest.fail(f"CHECKOV={configured} is not an executable")
-        return configured
-    local = ROOT / ".venv-checkov" / "bin" / "checkov"
-    if local.is_file():
-        return str(local)
-    return shutil.which("checkov")
 
 
 def scanned_stacks(items) -> list[str]:

@@ -28,8 +28,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import ROOT
-from test_hostile_input import HANG_GUARD_S, deadline
+from helpers import HANG_GUARD_S, ROOT, deadline
 
 from plan import harness, stackfile
 from ray_tpu_gke.spec.problems import ConfigError

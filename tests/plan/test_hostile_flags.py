@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import ROOT, minimal_values
+from helpers import ROOT, deadline, minimal_values
 from ray_tpu_gke import inputfile
-from test_hostile_input import deadline
-from test_quota import INFOS
+from quota_infos import INFOS
 
 from plan import __main__ as plan_main
 from plan import cli, mocks

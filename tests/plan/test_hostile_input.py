@@ -11,25 +11,20 @@ from __future__ import annotations
 
 import math
 import random
-import signal
 import subprocess
 import sys
 import time
 import traceback
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 import yaml
-from helpers import ROOT
+from helpers import ROOT, deadline, problems
 
 from plan import stackfile, yamlfile
 from ray_tpu_gke.spec.problems import ConfigError
 
 PYTHON = sys.executable  # the interpreter running the tests, wherever its venv lives
-# Seconds before a read counts as hung: far above the milliseconds these take (docs/benchmarks.md), far below the
-# minutes of an unguarded alias bomb, so a machine busy with other work cannot fail them.
-HANG_GUARD_S = 60
 CLI_TIMEOUT_S = 180  # a whole `python -m plan` in a subprocess, the interpreter's start and a plan included
 
 ALIAS_BOMB = (
@@ -56,38 +51,9 @@ def write(tmp_path: Path, content: str | bytes, name: str = "Pulumi.hostile.yaml
     return path
 
 
-def problems_of(path: Path, stack: str = "dev") -> list[str]:
-    """The problem lines `load_checked` reports for a file (ConfigError expected)."""
-    with pytest.raises(ConfigError) as error:
-        stackfile.load_checked(stack, config_file=path)
-    lines = [str(problem) for problem in error.value.problems]
-    for line in lines:
-        assert "\n" not in line and len(line.splitlines()) == 1, line
-    return lines
-
-
 def run_cli(path: Path, stack: str = "dev") -> subprocess.CompletedProcess:
     return subprocess.run([PYTHON, "-m", "plan", stack, "--config-file", str(path)], cwd=ROOT, capture_output=True,
                           text=True, timeout=CLI_TIMEOUT_S)
-
-
-@contextmanager
-def deadline(seconds: float = HANG_GUARD_S):
-    """Turns a hang into a failure (SIGALRM; the tests run in the main thread). An outer timer, such as
-    pytest-timeout's (pytest.ini), is put back afterwards with the time it has left."""
-    def expire(signum, frame):
-        raise TimeoutError(f"still running after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    outer, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
-    start = time.monotonic()
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        if outer:
-            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - start), 0.001))
 
 
 def assert_rejected(result: subprocess.CompletedProcess, path: Path, lines: int) -> list[str]:
@@ -142,12 +108,12 @@ def test_several_problems_one_line_each_through_the_cli(tmp_path):
 
 
 def test_circular_alias(tmp_path):
-    (line,) = problems_of(write(tmp_path, "config: &c\n  gcp:project: x\n  loop: *c\n"))
+    (line,) = problems(write(tmp_path, "config: &c\n  gcp:project: x\n  loop: *c\n"), "dev", one_line=True)
     assert line.endswith("write the values out") and ":1:9: anchor &c" in line
 
 
 def test_a_lone_alias_is_refused_too(tmp_path):
-    (line,) = problems_of(write(tmp_path, "config:\n  gcp:project: *nowhere\n"))
+    (line,) = problems(write(tmp_path, "config:\n  gcp:project: *nowhere\n"), "dev", one_line=True)
     assert ":2:16: alias *nowhere: anchors and aliases are not allowed" in line
 
 
@@ -157,7 +123,7 @@ def test_every_explicit_tag_is_refused(tmp_path, tag):
     value = {"!!set": "{a, b}", "!!binary": "aGVsbG8=", "!!timestamp": "'2024-01-01'", "!!int": "3",
              "!!float": "1.5", "!!map": "{a: 1}", "!!omap": "[a: 1]"}.get(tag, "text")
     path = write(tmp_path, f"config:\n  gcp:project: acme\n  ray-tpu-gke:team: {tag} {value}\n")
-    (line,) = problems_of(path)
+    (line,) = problems(path, "dev", one_line=True)
     assert line.startswith(f'{path}:3:21: explicit YAML tag "{tag}" is not allowed in a stack file'), line
 
 
@@ -195,7 +161,8 @@ def test_an_unquoted_timestamp_is_refused_as_pulumi_would_reformat_it(tmp_path):
     ("1e400", "is the float inf in YAML 1.2 but a string to Pulumi's reader (yaml.v3)"),
 ])
 def test_scalars_yaml_1_2_and_pulumi_read_differently_are_refused(tmp_path, text, why):
-    (line,) = problems_of(write(tmp_path, f"config:\n  gcp:project: acme\n  ray-tpu-gke:count: {text}\n"))
+    (line,) = problems(write(tmp_path, f"config:\n  gcp:project: acme\n  ray-tpu-gke:count: {text}\n"), "dev",
+                       one_line=True)
     assert f':3:22: "{text}" {why}' in line, line
 
 
@@ -203,10 +170,10 @@ def test_deep_nesting(tmp_path):
     depth = 100_000
     path = write(tmp_path, "config:\n  gcp:project: " + "[" * depth + "]" * depth + "\n")
     with deadline():
-        (line,) = problems_of(path)
+        (line,) = problems(path, "dev", one_line=True)
     assert line.startswith(f"{path}:2:") and "nests deeper than 64 levels" in line
     block = "config:\n" + "".join("  " * level + f"k{level}:\n" for level in range(1, 200)) + "  " * 200 + "v: 1\n"
-    (line,) = problems_of(write(tmp_path, block, "block.yaml"))
+    (line,) = problems(write(tmp_path, block, "block.yaml"), "dev", one_line=True)
     assert "nests deeper than 64 levels" in line
 
 
@@ -218,7 +185,7 @@ def test_nesting_within_the_limit_is_read(tmp_path):
 
 def test_duplicate_key_at_top_level(tmp_path):
     path = write(tmp_path, "config:\n  gcp:project: a\n  gcp:project: b\nconfig:\n  gcp:project: c\n")
-    assert problems_of(path) == [
+    assert problems(path, "dev", one_line=True) == [
         f'{path}:3:3: duplicate key "gcp:project" (first at line 2, again at line 3); YAML forbids it, Pulumi '
         "refuses it, and keeping either one silently could turn a setting off",
         f'{path}:4:1: duplicate key "config" (first at line 1, again at line 4); YAML forbids it, Pulumi refuses '
@@ -230,7 +197,7 @@ def test_duplicate_key_deep_inside_a_slice(tmp_path):
     path = write(tmp_path, MINIMAL + "  ray-tpu-gke:tpuSlices:\n    - name: a\n      generation: v6e\n"
                                      "    - name: b\n      autoscaling: {enabled: true, minNodes: 0, enabled: false}\n"
                                      "      generation: v6e\n      'generation': v5e\n")
-    lines = problems_of(path)
+    lines = problems(path, "dev", one_line=True)
     assert [line.split(": duplicate key ")[0] for line in lines] == [f"{path}:11:49", f"{path}:13:7"], lines
     assert '"enabled" (first at line 11, again at line 11)' in lines[0]
     assert '"generation" (first at line 12, again at line 13)' in lines[1]
@@ -239,7 +206,7 @@ def test_duplicate_key_deep_inside_a_slice(tmp_path):
 def test_non_string_keys(tmp_path):
     path = write(tmp_path, "config:\n  gcp:project: a\n  1: x\n  true: y\n  ~: z\n  ? [a, b]\n  : w\n"
                            "  ? {a: 1}\n  : v\n  <<: {deletionProtection: false}\n  '1': quoted keys are strings\n")
-    lines = problems_of(path)
+    lines = problems(path, "dev", one_line=True)
     assert [line.split(": ", 1)[1] for line in lines] == [
         'mapping key "1" is the integer 1, not a string; quote it if it is meant as text',
         'mapping key "true" is the boolean true, not a string; quote it if it is meant as text',
@@ -259,7 +226,8 @@ def test_huge_file_is_refused_without_reading_it_all(tmp_path):
         file.write(b"#" * 1024 + b"\n")
         file.truncate(200 * (1 << 20))  # a sparse 200 MiB file
     with deadline():  # refused from its size, never read
-        assert problems_of(path) == [f"{path}: is larger than 1 MiB, far more than any stack file; refusing to read it"]
+        assert problems(path, "dev", one_line=True) == [
+            f"{path}: is larger than 1 MiB, far more than any stack file; refusing to read it"]
 
 
 def test_a_file_just_under_the_limit_is_read(tmp_path):
@@ -284,19 +252,19 @@ def test_a_file_just_under_the_limit_is_read(tmp_path):
 ])
 def test_yaml_errors_are_one_line_with_line_and_column(tmp_path, content, expected):
     path = write(tmp_path, content)
-    (line,) = problems_of(path)
+    (line,) = problems(path, "dev", one_line=True)
     assert line.startswith(f"{path}{expected}"), line
 
 
 def test_values_are_shown_escaped_on_one_line(tmp_path):
     path = write(tmp_path, "config:\n  gcp:project: a\n  \"x\\u2028y\\nz\": 1\n  \"x\\u2028y\\nz\": 2\n")
-    (line,) = problems_of(path)
+    (line,) = problems(path, "dev", one_line=True)
     assert 'duplicate key "x\\u2028y\\nz"' in line and len(line.splitlines()) == 1
 
 
 def test_many_problems_are_capped(tmp_path):
     path = write(tmp_path, "config:\n" + "".join(f"  k{i}: !!str {i}\n" for i in range(500)))
-    lines = problems_of(path)
+    lines = problems(path, "dev", one_line=True)
     assert len(lines) == yamlfile.MAX_PROBLEMS + 1
     assert lines[-1] == f"{path}: more problems not shown; fix these {yamlfile.MAX_PROBLEMS} first"
 
@@ -382,7 +350,7 @@ def test_a_tpu_slice_name_that_is_not_a_string_is_a_config_error(tmp_path):
     path = write(tmp_path, "config:\n  gcp:project: acme-ml-dev\n  ray-tpu-gke:cluster:\n    name: ray-tpu-dev\n"
                            "    location: us-east5-b\n  ray-tpu-gke:tpuSlices:\n    - name: [v6e-4]\n"
                            "    - name: {a: 1}\n")
-    lines = problems_of(path)
+    lines = problems(path, "dev", one_line=True)
     assert any(line.startswith("ray-tpu-gke:tpuSlices[0].name") for line in lines), lines
 
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 from helpers import minimal_values
-from test_quota import INFOS
+from quota_infos import INFOS
 
 from plan import __main__ as plan_main
 from plan import harness, mocks

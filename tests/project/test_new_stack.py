@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, checkov_path
 
 STACK = "teamx"
 STACK_FILE = """\
@@ -91,8 +91,6 @@ def checkout_copy(target: Path) -> Path:
 
 
 def pytest_in(folder: Path, *args: str) -> subprocess.CompletedProcess:
-    from test_cis import checkov_path
-
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER")}
     checkov = checkov_path()
     if checkov:
