@@ -4,8 +4,6 @@ In-process against the compare stack's own plan; nothing runs."""
 
 from __future__ import annotations
 
-import copy
-import functools
 import json
 
 import pytest
@@ -15,20 +13,6 @@ from plan.compare import estimate, markdown, memory, sides
 from ray_tpu_gke import catalog
 
 FLOPS = 6.0e15  # model FLOPs of one step of a ~100M-parameter language model at a large batch (a stated input)
-
-
-_LOAD_PLAN = compare_cli.load_plan
-
-
-@functools.lru_cache(maxsize=None)
-def _planned():
-    return _LOAD_PLAN("compare")
-
-
-@pytest.fixture
-def planned(monkeypatch):
-    monkeypatch.setattr(compare_cli, "load_plan", lambda stack, config_file=None: copy.deepcopy(_planned()))
-    return copy.deepcopy(_planned())
 
 
 def run(capsys, *args):

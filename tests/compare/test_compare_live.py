@@ -11,43 +11,27 @@ never gets its nodes, a recovery that never happens, and a GPU side that reports
 from __future__ import annotations
 
 import copy
-import functools
 import json
 
 import pytest
 import yaml
 
 import kuberay_schema
-from helpers import ROOT, InProcessKubectl
+from compare_runs import DATA, RESULT, RUN, T, loaded_plan
+from helpers import InProcessKubectl
 from plan.compare import __main__ as compare_cli
 from plan.compare import sides as sides_module
 from plan.verify import kubectl as kubectl_module
 from ray_tpu_gke import bench
 
-DATA = ROOT / "tests" / "data" / "compare"
 CONTEXT = "gke_acme-ml-bench_us-central1_ray-compare"
-T = 1_800_000_000.0
-RUN = "compare-20270115080000"
 POLL = 10
 SPACING = 3  # seconds between steps: step 12 is the last step a poll sees (at 130 on the TPU side, 120 on the GPU)
-RESULT = json.loads((DATA / "result.json").read_text())
 STEPS = 20
 
 
-_LOAD_PLAN = compare_cli.load_plan
-
-
-@functools.lru_cache(maxsize=None)
-def _plan(stack, config_file):
-    return _LOAD_PLAN(stack, config_file)
-
-
-def cached_plan(stack, config_file=None):
-    return copy.deepcopy(_plan(stack, config_file))
-
-
 def hourly(item: str) -> float:
-    plan, _ = cached_plan("compare")
+    plan, _ = loaded_plan("compare")
     return next(i["hourly"] for i in plan["cost"]["items"] if i["name"] == item)
 
 
@@ -181,7 +165,7 @@ def cluster(inject: bool = True, **tpu_options) -> dict:
 def run(tmp_path, monkeypatch, capsys):
     """`python -m plan.compare compare --context CONTEXT ARGS` in-process against a scripted cluster; returns (exit
     status, report.json, stderr lines, the stand-in's state afterwards)."""
-    monkeypatch.setattr(compare_cli, "load_plan", cached_plan)
+    monkeypatch.setattr(compare_cli, "load_plan", loaded_plan)
     monkeypatch.setattr(kubectl_module, "subprocess", InProcessKubectl(DATA / "kubectl"))
     path = tmp_path / "cluster.json"
     monkeypatch.setenv("FAKE_KUBECTL_STATE", str(path))

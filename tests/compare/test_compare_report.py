@@ -5,70 +5,17 @@ lost a worker at step 12 and resumed from the checkpoint of step 10)."""
 
 from __future__ import annotations
 
-import copy
 import json
 import statistics
 
 import pytest
 
-from helpers import ROOT
+from compare_runs import COLLECTED, LOG, RESULT, RUN, T, gpu_run, job_log, side_plan, tpu_run
 
 from ray_tpu_gke import bench
 from plan.compare import markdown, output, report
 from plan.compare.agreement import fingerprint_agreement, relative_difference
-from plan.compare.report import Injection, NodeSpan, SideRun
-from plan.compare.sides import SidePlan
-
-DATA = ROOT / "tests" / "data" / "compare"
-T = 1_800_000_000.0  # the fixture's time origin: the RayJob's creation
-RUN = "compare-20270115080000"
-LOG = (DATA / "train.log").read_text()
-RESULT = json.loads((DATA / "result.json").read_text())
-
-
-def side_plan(name="bench-tpu", kind="tpu", node_hourly=21.6, hosts=1, problem=None) -> SidePlan:
-    return SidePlan(name=name, namespace="compare", kind=kind, group=kind, item="v6e-8" if kind == "tpu" else "l4-8",
-                    accelerator="v6e 2x4, 8 chips" if kind == "tpu" else "8 x nvidia-l4 on g2-standard-96",
-                    hosts=hosts, replicas=1, units_per_node=8, entrypoint="python -m workloads.train", manifest={},
-                    capacity="onDemand", node_hourly=node_hourly, price_problem=problem,
-                    generation="v6e" if kind == "tpu" else None, gpu_accelerator="nvidia-l4" if kind == "gpu" else None)
-
-
-def job_log(**changes) -> str:
-    """The fixture log with its result document changed (None removes a field; `drop=True` removes the result)."""
-    lines = LOG.splitlines()
-    index = next(i for i, line in enumerate(lines) if line.startswith('{"schema"'))
-    if changes.pop("drop", False):
-        del lines[index]
-        return "\n".join(lines)
-    result = copy.deepcopy(RESULT)
-    for key, value in changes.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = value
-    lines[index] = json.dumps(result)
-    return "\n".join(lines)
-
-
-def tpu_run(**changes) -> SideRun:
-    run = SideRun(side=side_plan(), job="compare/bench-tpu-20270115080000", requested_at=T,
-                  nodes=[NodeSpan("gke-v6e-8-a", T + 2.0, T + 50.0, None)], nodes_ready_at=T + 50.0,
-                  pods_ready_at=T + 80.0, log=LOG, outcome="SUCCEEDED", succeeded=True, ended_at=T + 108.0,
-                  inject_step=12, injection=Injection(12, T + 93.0, "pod bench-tpu-rc-tpu-worker-x"))
-    for key, value in changes.items():
-        setattr(run, key, value)
-    return run
-
-
-def gpu_run(**result_changes) -> SideRun:
-    changes = {"side": "bench-gpu", "kind": "gpu", "platform": "gpu", "deviceKind": "NVIDIA L4",
-               "finalLoss": RESULT["finalLoss"] * 1.004, **result_changes}
-    return tpu_run(side=side_plan("bench-gpu", "gpu", node_hourly=8.00333), log=job_log(**changes),
-                   nodes=[NodeSpan("gke-l4-8-b", T + 1.0, T + 40.0, T + 170.0)], nodes_ready_at=T + 40.0)
-
-
-COLLECTED = T + 200.0
+from plan.compare.report import NodeSpan, SideRun
 
 
 # --- arithmetic ----------------------------------------------------------------------------------------------------

@@ -3,8 +3,6 @@ stand for, their price from the plan's cost, and the entrypoint and RayJob a run
 
 from __future__ import annotations
 
-import copy
-import functools
 import shlex
 import shutil
 
@@ -12,6 +10,7 @@ import pytest
 import yaml
 
 import kuberay_schema
+from compare_runs import RUN, loaded_plan
 from helpers import ROOT
 from plan import project as projects
 from plan.compare import __main__ as compare_cli
@@ -19,16 +18,6 @@ from plan.compare import local, sides
 from ray_tpu_gke import bench
 from workloads import train
 
-RUN = "compare-20270115080000"
-
-
-@functools.lru_cache(maxsize=None)
-def _planned():
-    return compare_cli.load_plan("compare")
-
-
-def planned():
-    return copy.deepcopy(_planned())
 
 
 def item(plan: dict, name: str) -> dict:
@@ -36,7 +25,7 @@ def item(plan: dict, name: str) -> dict:
 
 
 def test_the_sides_are_the_rayjobs_on_a_tpu_slice_and_a_gpu_pool():
-    plan, values = planned()
+    plan, values = loaded_plan()
     tpu, a100, h100, gpu = sides.sides(plan, values)
     assert (tpu.name, tpu.kind, tpu.item, tpu.group, tpu.namespace) == ("bench-tpu", "tpu", "v6e-8", "tpu", "compare")
     assert (gpu.name, gpu.kind, gpu.item, gpu.group) == ("bench-l4", "gpu", "l4-8", "gpu")
@@ -53,7 +42,7 @@ def test_the_sides_are_the_rayjobs_on_a_tpu_slice_and_a_gpu_pool():
 
 
 def test_a_plan_without_the_sides_rate_has_no_price_and_says_why():
-    plan, values = planned()
+    plan, values = loaded_plan()
     plan["cost"]["items"] = [i for i in plan["cost"]["items"] if i["name"] != "l4-8"]
     gpu = sides.sides(plan, values)[-1]
     assert gpu.node_hourly is None and gpu.hourly is None
@@ -61,7 +50,7 @@ def test_a_plan_without_the_sides_rate_has_no_price_and_says_why():
 
 
 def test_a_runs_rayjob_is_fresh_valid_and_released_a_minute_after_the_job():
-    plan, values = planned()
+    plan, values = loaded_plan()
     for side in sides.sides(plan, values):
         job = sides.run_manifest(side, RUN, seed=7)
         for release in kuberay_schema.RELEASES:
@@ -87,7 +76,7 @@ def test_a_runs_rayjob_is_fresh_valid_and_released_a_minute_after_the_job():
 
 
 def test_sides_are_chosen_by_name_and_default_to_the_tpu_and_the_first_gpu():
-    plan, values = planned()
+    plan, values = loaded_plan()
     found = sides.sides(plan, values)
     assert [s.name for s in sides.default_run_sides(found)] == ["bench-tpu", "bench-a100"]
     assert [s.name for s in sides.select(found, "bench-h100,bench-tpu")] == ["bench-h100", "bench-tpu"]
@@ -99,7 +88,7 @@ def test_sides_are_chosen_by_name_and_default_to_the_tpu_and_the_first_gpu():
 
 
 def test_the_local_job_is_simulated_short_and_checkpoints_locally(tmp_path):
-    plan, values = planned()
+    plan, values = loaded_plan()
     tpu, gpu = sides.sides(plan, values)[:2]
     spec = local.side_spec(tpu, RUN, steps=30, report_every=5, inject_step=12, seed=0, result_dir=tmp_path / "r",
                            storage=tmp_path / "c")
@@ -129,7 +118,7 @@ def test_set_flags(command, flags, expected):
 
 
 def test_a_stack_without_comparison_jobs_is_refused(capsys, monkeypatch):
-    plan, values = planned()
+    plan, values = loaded_plan()
     plan["steps"] = [s for s in plan["steps"] if s["newState"]["type"] != sides.RAYJOB_TYPE]
     monkeypatch.setattr(compare_cli, "load_plan", lambda stack, config_file=None: (plan, values))
     assert compare_cli.main(["compare", "--local"]) == 2

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from helpers import ROOT
 from ray_tpu_gke.workload import lm_config
-from test_compare_report import COLLECTED, RESULT, RUN, gpu_run, job_log, tpu_run
+from compare_runs import COLLECTED, RESULT, RUN, gpu_run, job_log, tpu_run
 
 from plan.compare import input_wait, markdown, report
 

@@ -382,7 +382,7 @@ def test_docs_list_every_rule_with_its_source(request):
 
 
 def test_the_policy_pack_applies_the_same_label_and_fit_rules():
-    from test_policy import assert_violation, groups, ray
+    from policy_findings import assert_violation, groups, ray
 
     plan = plan_of("prod")
     pod = groups(ray(plan, "training-train"))[0]["template"]["spec"]

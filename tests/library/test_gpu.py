@@ -191,7 +191,7 @@ def test_replacing_or_deleting_a_gpu_pool_is_a_risky_change():
 
 
 def test_policy_catches_a_wrong_gpu_count_a_missing_taint_and_an_always_on_pool():
-    from test_policy import assert_violation
+    from policy_findings import assert_violation
 
     plan = run(gpu_values(machineType="g2-standard-48"))
     (pool,) = [s for s in steps_of_type(plan, NODE_POOL) if s["newState"]["name"] == "l4"]

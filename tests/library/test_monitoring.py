@@ -8,7 +8,7 @@ import json
 import textwrap
 
 import pytest
-from helpers import STACKS, config_of, minimal_values, plan_of, run, steps_of_type
+from helpers import STACKS, config_of, minimal_values, plan_of, prod_plan, run, steps_of_type
 
 from plan import harness, stackfile
 from plan.review import replacement
@@ -180,14 +180,6 @@ def test_thresholds_and_channels_come_from_the_monitoring_section():
     (dashboard,) = steps_of_type(plan, DASHBOARD)
     text = dashboard["newState"]["inputs"]["dashboardJson"]
     assert '"label":"idle below 12.5%","value":12.5' in text and "2 notification channel(s)" in text
-
-
-def prod_plan(channels: list[str], **monitoring) -> harness.Plan:
-    """The prod stack's plan with these notification channels (whatever the committed stack file lists)."""
-    values, secrets = stackfile.load("prod")
-    values["ray-tpu-gke:monitoring"] = {**values.get("ray-tpu-gke:monitoring", {}), **monitoring,
-                                        "notificationChannels": channels}
-    return harness.run_program("prod", values, secrets)
 
 
 def test_a_production_stack_without_channels_warns_and_others_do_not():

@@ -3,10 +3,9 @@ pool is named by an alert policy, and every alert policy notifies someone."""
 
 from __future__ import annotations
 
-from helpers import plan_of
+from helpers import plan_of, prod_plan
 from policy import engine
 from policy.rules.monitoring import names
-from test_monitoring import prod_plan
 
 
 def findings(plan: dict, stack: str, rule: str) -> list[engine.Violation]:

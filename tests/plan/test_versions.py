@@ -15,7 +15,7 @@ from plans import program_plan
 from ray_tpu_gke.catalog.ray_versions import DEFAULT_RAY_VERSION as RAY
 from ray_tpu_gke.spec.config import parse_stack_config
 from ray_tpu_gke.spec.problems import ConfigError
-from test_verify import GROUP, TRAIN, WEBHOOK, failures, healthy, run  # noqa: F401  (run: the fixture)
+from stand_in_cluster import GROUP, TRAIN, WEBHOOK, failures, healthy
 
 from plan import stackfile, version_set
 from plan.review import classify

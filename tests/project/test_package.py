@@ -315,7 +315,7 @@ def _fake_kubectl(folder: Path, state: dict) -> dict[str, str]:
 
 
 def test_verify_a_stack_file_project_against_the_stand_in_kubectl(installed, tmp_path):
-    import test_verify
+    import stand_in_cluster as test_verify
 
     venv, _, team = installed
     env = _fake_kubectl(tmp_path, test_verify.healthy("staging"))
@@ -355,7 +355,7 @@ def expected_of_project(folder: Path, stack: str):
 def test_verify_diagram_and_compare_on_the_existing_cluster_example(installed, tmp_path):
     """A program that configures the library itself: verify checks the live cluster against what its plan
     registered, diagram draws it, compare names in one line what a comparison needs that it lacks."""
-    import test_verify
+    import stand_in_cluster as test_verify
 
     venv, _, team = installed
     folder = team / "existing-cluster"

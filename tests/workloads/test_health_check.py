@@ -1,7 +1,7 @@
 """The in-cluster slice check (`python -m workloads.slice_health`) against stand-in clusters: a local HTTP server
 answers as the Kubernetes API (nodes, pods, KubeRay objects), each Ray head's dashboard (/api/v0/nodes), the GKE
 metadata server (a token) and Cloud Monitoring (timeSeries.create, recorded). Each cluster is the one
-tests/plan/test_verify.py builds from a stack's plan, read with the check's own ConfigMap from the same plan; then one
+tests/stand_in_cluster.py builds from a stack's plan, read with the check's own ConfigMap from the same plan; then one
 thing is broken at a time and the series it writes must name the slice and what is wrong."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ray_tpu_gke.catalog import metrics
 from ray_tpu_gke.render import manifests
 from ray_tpu_gke.workload import ray_labels, slice_checks
 from ray_tpu_gke.workload.slice import SliceSpec
-from test_verify import healthy
+from stand_in_cluster import healthy, make_node, make_pod
 
 from workloads import slice_health
 
@@ -311,8 +311,6 @@ def test_the_check_runs_in_the_workloads_interpreter_as_the_cronjob_runs_it(tmp_
 def _autopilot_slice(state: dict) -> str:
     """Scale sandbox's v6e-16-flex group (4 hosts) up to one slice, as Autopilot would: four nodes in a pool GKE
     names, four worker pods with the webhook's environment on them; returns the pool's name."""
-    from test_verify import make_node, make_pod
-
     config = checker_config("sandbox")
     (obj,) = config["objects"]
     group = next(slice_checks.GroupPlan.from_json(g) for g in obj["groups"] if g["group"] == "v6e-16")
