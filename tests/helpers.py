@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import functools
 import importlib.machinery
+import importlib.util
 import io
 import json
 import os
@@ -63,6 +64,14 @@ def minimal_values(**overrides: Any) -> dict[str, Any]:
     for key, value in overrides.items():
         values[f"ray-tpu-gke:{key}" if ":" not in key else key] = value
     return values
+
+
+def module_from_file(path: Path, name: str) -> types.ModuleType:
+    """A Python file that is no module of a package (a script, a plugin's entry point) loaded as module NAME."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def run(values: dict[str, Any], stack: str = "test", preview: bool = False) -> dict:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from decimal import Decimal
 
 import pytest
@@ -11,7 +10,6 @@ from helpers import ROOT
 
 from ray_tpu_gke.catalog import prices
 
-HEADER = "InstanceType,vCPUs,MemoryGiB,AcceleratorName,AcceleratorCount,GpuInfo,Region,AvailabilityZone,Price,SpotPrice"
 ROWS = [
     # TPU rows: per chip = the smallest slice's price / its chips; v4 and v5p names count TensorCores.
     ",,,tpu-v6e-1,1,,us-east5,us-east5-b,2.7,1.3",
@@ -39,19 +37,11 @@ SOURCE = "https://github.com/example/catalog/blob/0123456789abcdef/gcp/vms.csv"
 
 
 @pytest.fixture(scope="module")
-def script():
-    spec = importlib.util.spec_from_file_location("prices_script", ROOT / "scripts" / "prices.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="module")
-def generated(script, tmp_path_factory):
+def generated(prices_script, catalogue_csv, tmp_path_factory):
     folder = tmp_path_factory.mktemp("prices")
-    (folder / "vms.csv").write_text("\n".join([HEADER, *ROWS]) + "\n")
+    catalogue_csv(folder, ROWS)
     out = folder / "prices.yaml"
-    assert script.main([str(folder / "vms.csv"), "--source", SOURCE, "--as-of", "2026-05-20", "--out", str(out)]) == 0
+    assert prices_script.main([str(folder / "vms.csv"), "--source", SOURCE, "--as-of", "2026-05-20", "--out", str(out)]) == 0
     return out
 
 
@@ -98,11 +88,11 @@ def test_cpu_rows_for_every_region_and_the_snapshot_recorded(generated):
     assert flex.source == "https://cloud.google.com/products/dws/pricing" and flex.as_of.isoformat() == "2026-09-10"
 
 
-def test_the_script_refuses_another_format(script, tmp_path):
+def test_the_script_refuses_another_format(prices_script, tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("InstanceType,Price\nx,1\n")
     with pytest.raises(SystemExit, match="columns"):
-        script.main([str(bad), "--source", SOURCE, "--as-of", "2026-05-20", "--out", str(tmp_path / "out.yaml")])
+        prices_script.main([str(bad), "--source", SOURCE, "--as-of", "2026-05-20", "--out", str(tmp_path / "out.yaml")])
 
 
 def test_the_shipped_table_is_the_scripts_output_of_its_recorded_snapshot():

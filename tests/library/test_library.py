@@ -17,7 +17,7 @@ import yaml
 import ray_tpu_gke
 from plan import harness
 from helpers import fresh_venv, pip_into
-from test_provider import serve
+from provider_plugin import serve
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

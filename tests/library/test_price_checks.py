@@ -5,12 +5,11 @@ at about half)."""
 
 from __future__ import annotations
 
-import importlib.util
 from datetime import date
 from decimal import Decimal
 
 import pytest
-from helpers import ROOT, config_of, minimal_values
+from helpers import config_of, minimal_values
 
 from ray_tpu_gke.catalog import price_checks, prices
 from ray_tpu_gke.render import pricing
@@ -112,13 +111,7 @@ def test_the_compare_stacks_gpu_sides_are_priced_from_rows_that_pass():
         assert rate.as_of and rate.source.startswith("https://")
 
 
-def test_the_generator_drops_and_reports_what_the_checks_doubt(tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location("prices_script", ROOT / "scripts" / "prices.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    header = (
-        "InstanceType,vCPUs,MemoryGiB,AcceleratorName,AcceleratorCount,GpuInfo,Region,AvailabilityZone,Price,SpotPrice"
-    )
+def test_the_generator_drops_and_reports_what_the_checks_doubt(prices_script, catalogue_csv, tmp_path, capsys):
     rows = [
         f"n2-standard-16,16.0,64.0,,,,{region},{region}-a,{price},0.2"
         for region, price in (
@@ -128,9 +121,9 @@ def test_the_generator_drops_and_reports_what_the_checks_doubt(tmp_path, capsys)
             ("asia-south1", "0.40"),
         )
     ]
-    (tmp_path / "vms.csv").write_text("\n".join([header, *rows]) + "\n")
+    catalogue_csv(tmp_path, rows)
     out = tmp_path / "prices.yaml"
-    assert script.main([str(tmp_path / "vms.csv"), "--source", URL, "--as-of", "2026-05-20", "--out", str(out)]) == 0
+    assert prices_script.main([str(tmp_path / "vms.csv"), "--source", URL, "--as-of", "2026-05-20", "--out", str(out)]) == 0
     assert "dropped cpu n2-standard-16 onDemand asia-south1 $0.4: under 60%" in capsys.readouterr().err
     table = {
         (r.kind, r.name, r.capacity, r.region)
@@ -141,11 +134,8 @@ def test_the_generator_drops_and_reports_what_the_checks_doubt(tmp_path, capsys)
     assert "regionalOutlier: 1" in out.read_text()
 
 
-def test_the_generator_lists_the_shipped_tables_doubted_rows(capsys):
-    spec = importlib.util.spec_from_file_location("prices_script", ROOT / "scripts" / "prices.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    assert script.main(["--check"]) == 0
+def test_the_generator_lists_the_shipped_tables_doubted_rows(prices_script, capsys):
+    assert prices_script.main(["--check"]) == 0
     out, err = capsys.readouterr()
     lines = out.splitlines()
     _, doubts = prices.trusted_table()

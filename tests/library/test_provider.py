@@ -1,28 +1,23 @@
 """The component provider (provider/): the schema it answers GetSchema with, constructs through it under mocks, the
 hosted plugin process itself, and the Pulumi YAML example checked against the schema (no Pulumi CLI here)."""
 
-import importlib.util
 import json
 import re
-import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
-import grpc
 import pytest
 import yaml
-from google.protobuf import empty_pb2
 from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.server import ProviderServicer
-from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
+from pulumi.runtime.proto import provider_pb2
 
 import ray_tpu_gke
-from helpers import ROOT
+from helpers import ROOT, module_from_file
+from provider_plugin import PROVIDER, serve
 
 from plan import harness
 
-PROVIDER = ROOT / "provider"
 YAML_EXAMPLE = ROOT / "examples" / "yaml" / "Pulumi.yaml"
 PACKAGE = "ray-tpu-gke"
 PLATFORM = f"{PACKAGE}:index:RayTpuPlatform"
@@ -31,10 +26,7 @@ POOLS = f"{PACKAGE}:index:TpuSlicePools"
 
 def load_provider_module():
     """provider/__main__.py as a module (its host only starts when it runs as the program)."""
-    spec = importlib.util.spec_from_file_location("ray_tpu_gke_provider", PROVIDER / "__main__.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return module_from_file(PROVIDER / "__main__.py", "ray_tpu_gke_provider")
 
 
 @pytest.fixture(scope="module")
@@ -201,26 +193,6 @@ def test_every_type_reference_resolves(schema):
 
 
 # --- the plugin process ----------------------------------------------------------------------------------------------
-
-
-def serve(python: str, provider: Path = PROVIDER, env: dict | None = None) -> tuple[dict, str]:
-    """Start the plugin as the language host does (`python <folder> <engine address>`): it prints the port it serves
-    on. Ask it over gRPC for its schema and version, then stop it."""
-    process = subprocess.Popen([python, str(provider), "127.0.0.1:1"], cwd=provider, env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        port = process.stdout.readline().decode().strip()
-        assert port.isdigit(), process.stderr.read().decode()[-3000:]
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            stub = provider_pb2_grpc.ResourceProviderStub(channel)
-            served = json.loads(stub.GetSchema(provider_pb2.GetSchemaRequest(), timeout=60).schema)
-            info = stub.GetPluginInfo(empty_pb2.Empty(), timeout=60)
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        process.stdout.close()
-        process.stderr.close()
-    return served, info.version
 
 
 def test_plugin_process_serves_schema_and_version(schema):
