@@ -54,11 +54,10 @@ def test_requirements_are_exact_pins():
     assert {"pulumi", "pulumi-gcp", "pulumi-kubernetes", "pydantic", "pytest"} <= names
 
 
-def test_ci_runs_the_readme_test_command():
-    ci = (ROOT / ".ci/run").read_text()
+def test_ci_runs_the_readme_test_command(ci_run, makefile):
+    ci = ci_run
     readme = (ROOT / "README.md").read_text()
     assert "make test" in ci and "make test" in readme
-    makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^test: \$\(STAMP\).*\n(\t.*\\\n)*\t.*\$\(BIN\)/python -m pytest", makefile, re.M)
 
 

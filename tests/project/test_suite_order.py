@@ -24,10 +24,9 @@ def test_every_module_that_starts_a_local_cluster_is_marked():
     assert len(starts) >= 4 and starts == marked
 
 
-def test_the_lanes_split_on_the_mark_and_ci_runs_both():
-    makefile = (ROOT / "Makefile").read_text()
+def test_the_lanes_split_on_the_mark_and_ci_runs_both(makefile, ci_run):
     unit = re.search(r"(?m)^test: .*\n\t(.*)$", makefile).group(1)
     ray = re.search(r"(?m)^test-ray: .*\n\t(.*)$", makefile).group(1)
     assert '-m "not local_ray"' in unit and "-m local_ray" in ray
     assert re.search(r"(?m)^test-all: test test-ray$", makefile)
-    assert re.search(r"(?m)^make test-all$", (ROOT / ".ci" / "run").read_text())
+    assert re.search(r"(?m)^make test-all$", ci_run)

@@ -133,10 +133,10 @@ def test_current_directory_comes_before_the_checkout(tmp_path):
         assert Path(done.stdout.strip()).resolve() == (package / "__main__.py").resolve()
 
 
-def test_ci_output_ends_with_the_test_suite():
+def test_ci_output_ends_with_the_test_suite(ci_run):
     """CI reads pytest's closing summary: `make test-all` (both lanes, the Ray lane last) is .ci/run's last command,
     after the Debian Python's plan."""
-    commands = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()
+    commands = [line.strip() for line in ci_run.splitlines()
                 if line.strip() and not line.strip().startswith("#")]
     assert commands[-1] == "make test-all"
     debian = next(i for i, line in enumerate(commands) if re.search(r"\bmake plan PYTHON=\S+ VENV=\S+", line))
@@ -219,7 +219,7 @@ def test_make_test_stack_runs_one_stacks_tests_and_those_across_every_stack():
     assert not any("[prod]" in i or "[dev]" in i for i in ids)
 
 
-def test_ruff_passes_what_the_wheel_ships():
+def test_ruff_passes_what_the_wheel_ships(makefile):
     """`make lint`'s first step (pyproject.toml [tool.ruff], its exceptions written there); fast, so always run."""
     ruff = Path(sys.executable).parent / "ruff"
     if not ruff.is_file():
@@ -227,5 +227,4 @@ def test_ruff_passes_what_the_wheel_ships():
     done = subprocess.run([str(ruff), "check", "--no-cache", "components", "plan", "policy", "workloads"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    lines = (ROOT / "Makefile").read_text()
-    assert re.search(r"(?m)^lint:", lines) and "$(BIN)/mypy" in lines and "ruff format --check" in lines
+    assert re.search(r"(?m)^lint:", makefile) and "$(BIN)/mypy" in makefile and "ruff format --check" in makefile

@@ -76,15 +76,15 @@ def test_every_action_is_pinned_and_permissions_are_least_privilege(path):
             assert actions == {"actions/github-script"}, name
 
 
-def test_pull_requests_run_the_readme_test_command():
+def test_pull_requests_run_the_readme_test_command(makefile, ci_run):
     workflow = load("pr.yml")
     assert "pull_request" in workflow["on"]
     test = workflow["jobs"]["test"]
     assert runs(test).strip() == "make test"
     assert runs(workflow["jobs"]["test-ray"]).strip() == "make test-ray"  # the second lane beside it
     # The same command as the Makefile target and CI's entry point.
-    assert re.search(r"^test:", (ROOT / "Makefile").read_text(), re.M)
-    assert "make test-all" in (ROOT / ".ci" / "run").read_text()
+    assert re.search(r"^test:", makefile, re.M)
+    assert "make test-all" in ci_run
     readme = ROOT / "README.md"
     if readme.exists():
         assert "make test" in readme.read_text()

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import ROOT, run_workloads_script
-
+# The script half (workloads/conftest.py `seen`), run once in the workloads interpreter: what it saw.
+SCRIPT_HALF = ("the serve_bench check", 600)
 SCRIPT = r'''
 import json, sys
 
@@ -74,13 +74,6 @@ seen["atOnce"]["most"] = most[0]
 with open(sys.argv[1], "w") as out:
     json.dump(seen, out)
 '''
-
-
-@pytest.fixture(scope="module")
-def seen(tmp_path_factory):
-    script = tmp_path_factory.mktemp("serve-bench") / "serve_bench_check.py"
-    script.write_text(f"import sys\nsys.path.insert(0, {str(ROOT)!r})  # this checkout's workloads\n{SCRIPT}")
-    return run_workloads_script(str(script), tmp_path_factory, "the serve_bench check", timeout=600)
 
 
 def test_the_replica_states_its_start_up_and_serves_the_tiny_transformer_by_default(seen):
