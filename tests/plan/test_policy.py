@@ -18,11 +18,11 @@ import yaml
 
 from ray_tpu_gke import catalog
 from helpers import ROOT, STACKS, minimal_values, plan_of, run
+import snapshot_files
 from policy_findings import assert_violation, cluster, found, groups, mandatory, pool, ray, state, urn_of, worker
 from policy import engine, pack, rules, slices, view
 from policy.rules import ADVISORY, MANDATORY
 
-SNAPSHOTS = ROOT / "tests" / "snapshots"
 
 
 # --- every stack passes: no mandatory violation; advisory findings are reported, as `make policy` reports them -----
@@ -45,10 +45,10 @@ def test_stack_plans_pass(stack):
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_recorded_snapshots_pass(stack):
-    path = SNAPSHOTS / f"{stack}.json"
-    if not path.exists():
+    recorded = snapshot_files.recorded(stack)
+    if not recorded:
         pytest.skip(f"no recorded plan of {stack} yet")
-    plan = json.loads(path.read_text())
+    plan = snapshot_files.join(recorded)
     violations = found(plan)
     assert not [v for v in violations if v.level == MANDATORY], engine.render(violations)
 

@@ -1,4 +1,5 @@
-"""Each committed stack's plan JSON is compared with its snapshot on every run.
+"""Each committed stack's plan JSON is compared with its snapshot on every run, concern by concern
+(tests/snapshots/<stack>/<concern>.json, plan/snapshot_files.py).
 
 After an intended change: `make snapshots` (pytest --update-snapshots), then review `git diff tests/snapshots`.
 """
@@ -7,24 +8,29 @@ import json
 
 import pytest
 
+import snapshot_files
 from helpers import ROOT, STACKS, _plan, plan_of
 from plan import harness, stackfile
-
-SNAPSHOTS = ROOT / "tests" / "snapshots"
 
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_plan_matches_snapshot(stack, request):
-    text = _plan(stack, False).dumps()
-    path = SNAPSHOTS / f"{stack}.json"
+    plan = _plan(stack, False).to_json()
+    texts = snapshot_files.split(plan)
+    joined = snapshot_files.join(texts)  # the concerns hold the plan, every step once
+    assert sorted(map(snapshot_files.dumps, joined["steps"])) == sorted(map(snapshot_files.dumps, plan["steps"]))
+    assert snapshot_files.dumps({**joined, "steps": plan["steps"]}) == _plan(stack, False).dumps()
     if request.config.getoption("--update-snapshots"):
-        path.write_text(text)
-    assert path.exists(), f"no snapshot for {stack}: run `make snapshots`"
-    assert text == path.read_text(), f"plan of {stack} changed: review, then `make snapshots`"
+        snapshot_files.record(stack, texts)
+    recorded = snapshot_files.recorded(stack)
+    assert recorded, f"no snapshot for {stack}: run `make snapshots`"
+    assert sorted(recorded) == sorted(texts), f"plan of {stack} changed: review, then `make snapshots`"
+    for concern, text in texts.items():
+        assert text == recorded[concern], f"plan of {stack} changed ({concern}): review, then `make snapshots`"
 
 
 def test_every_snapshot_has_a_stack():
-    assert sorted(p.stem for p in SNAPSHOTS.glob("*.json")) == STACKS
+    assert snapshot_files.stacks() == STACKS
 
 
 def test_plan_is_deterministic():
