@@ -74,6 +74,11 @@ def module_from_file(path: Path, name: str) -> types.ModuleType:
     return module
 
 
+def maintained_cluster(**maintenance: Any) -> dict[str, Any]:
+    """minimal_values' cluster with these maintenance settings (`window`, `exclusions`)."""
+    return {**minimal_values()["ray-tpu-gke:cluster"], "maintenance": maintenance}
+
+
 def run(values: dict[str, Any], stack: str = "test", preview: bool = False) -> dict:
     return harness.run_program(stack, values, preview=preview).to_json()
 

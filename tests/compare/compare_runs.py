@@ -1,12 +1,13 @@
 """What the comparison's tests share: side runs built by hand around the job log in tests/data/compare/ (a TPU job of
 20 steps that lost a worker at step 12 and resumed from the checkpoint of step 10, and a GPU side beside it), and the
-plans `plan.compare` loads, each loaded once in the session."""
+plans `plan.compare` loads, each loaded once in the session, and the stand-in clusters' timestamps."""
 
 from __future__ import annotations
 
 import copy
 import functools
 import json
+from datetime import datetime, timezone
 
 from helpers import ROOT
 
@@ -79,3 +80,8 @@ def _loaded(stack: str, config_file) -> tuple[dict, dict]:
 def loaded_plan(stack: str = "compare", config_file=None) -> tuple[dict, dict]:
     """`compare_cli.load_plan(STACK, CONFIG_FILE)`, planned once in the session: a copy each call."""
     return copy.deepcopy(_loaded(stack, config_file))
+
+
+def iso(t: float) -> str:
+    """A POSIX time as Kubernetes writes a timestamp (RFC 3339, UTC, `Z`): the stand-in clusters' clock."""
+    return datetime.fromtimestamp(t, tz=timezone.utc).isoformat().replace("+00:00", "Z")

@@ -17,9 +17,9 @@ import sys
 import threading
 import time
 import zipfile
-from datetime import datetime, timezone
 
 import pytest
+from compare_runs import iso
 from helpers import ROOT
 from openai_standin import StandIn
 
@@ -33,10 +33,6 @@ NODE_READY, POD_READY, REPLICA_AT = 0.1, 0.2, 0.25  # after the first request's 
 TTFT_S, ITL_S = 0.5, 0.01  # the stand-in engine's: the first token after the pod is Ready
 ACTIVE_S = 0.8  # the scripted Serve scales to zero this long after the last arrival (a request takes 0.56 s)
 RUN = "compare-20261205120000"
-
-
-def iso(t: float) -> str:
-    return datetime.fromtimestamp(t, tz=timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 @functools.lru_cache(maxsize=None)

@@ -11,9 +11,9 @@ import http.server
 import json
 import threading
 import time
-from datetime import datetime, timezone
 
 import pytest
+from compare_runs import iso
 
 from plan.compare import __main__ as compare_cli
 from plan.compare.serving import cli, live, patterns, report, services
@@ -21,10 +21,6 @@ from plan.compare.sides import RUN_LABEL
 
 HEAD_AFTER, APP_AFTER = 0.3, 0.2  # head pod Ready after creation; Serve's application RUNNING after that
 NODE_READY, POD_READY, REPLICA_READY = 0.3, 0.5, 0.9  # after the first request: node Ready, pod Ready, replica ready
-
-
-def iso(t: float) -> str:
-    return datetime.fromtimestamp(t, tz=timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 class Cluster:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from helpers import minimal_values, problems
+from helpers import maintained_cluster, minimal_values, problems
 
 from ray_tpu_gke import admission
 from ray_tpu_gke.spec.config import parse_stack_config
@@ -61,22 +61,18 @@ def test_day_of_month_and_day_of_week_both_restricted_run_on_either():
 
 # --- maintenance --------------------------------------------------------------------------------------------------
 
-def cluster(**maintenance) -> dict:
-    return {"name": "ray-tpu", "location": "us-east5-b", "deletionProtection": False, "maintenance": maintenance}
-
-
 def test_exclusions_without_a_window_are_refused():
     exclusion = {"name": "training", "startTime": "2026-12-01T00:00:00Z", "untilEndOfSupport": True}
-    found = problems(minimal_values(cluster=cluster(exclusions=[exclusion])))
+    found = problems(minimal_values(cluster=maintained_cluster(exclusions=[exclusion])))
     assert any(p.startswith("ray-tpu-gke:cluster.maintenance") and "exclusions need a window" in p for p in found)
 
 
 def test_a_weekend_window_is_counted_over_the_worst_32_days():
     # Saturday and Sunday of 5.5 h: 32 days from a Monday hold 8 such days, 44 h, under GKE's 48 h.
-    found = problems(minimal_values(cluster=cluster(window=WINDOW)))
+    found = problems(minimal_values(cluster=maintained_cluster(window=WINDOW)))
     assert any("5:30:00 on 8 days gives 1 day, 20:00:00 in 32 days; GKE needs at least 48 hours" in p for p in found)
     six_hours = {**WINDOW, "endTime": "2026-01-03T08:00:00Z"}  # 8 x 6 h = 48 h
-    parse_stack_config(minimal_values(cluster=cluster(window=six_hours)), "test")
+    parse_stack_config(minimal_values(cluster=maintained_cluster(window=six_hours)), "test")
 
 
 # --- machine types and Ray worker sizes -------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ settings, each validated with its key path; what the plan sends to GKE."""
 from __future__ import annotations
 
 import pytest
-from helpers import minimal_values, problems, run, steps_of_type
+from helpers import maintained_cluster, minimal_values, problems, run, steps_of_type
 
 from plan import stackfile
 from ray_tpu_gke.render import upgrades
@@ -17,12 +17,8 @@ WINDOW = {"startTime": "2026-01-03T02:00:00Z", "endTime": "2026-01-03T08:00:00Z"
 TRAINING = {"name": "training", "startTime": "2026-12-01T00:00:00Z", "untilEndOfSupport": True}
 
 
-def cluster(**maintenance) -> dict:
-    return {"name": "ray-tpu", "location": "us-east5-b", "deletionProtection": False, "maintenance": maintenance}
-
-
 def test_the_window_and_exclusions_reach_the_cluster_in_utc():
-    plan = run(minimal_values(cluster=cluster(window=WINDOW, exclusions=[TRAINING])))
+    plan = run(minimal_values(cluster=maintained_cluster(window=WINDOW, exclusions=[TRAINING])))
     inputs = steps_of_type(plan, CLUSTER)[0]["newState"]["inputs"]
     assert inputs["maintenancePolicy"] == {
         "recurringWindow": WINDOW,
@@ -53,7 +49,7 @@ def test_the_pod_package_is_collected_for_the_pending_pods_alert():
     ({"exclusions": [TRAINING, TRAINING]}, "two exclusions are named 'training'"),
 ])
 def test_bad_maintenance_is_refused_with_its_key_path(maintenance, expected):
-    found = problems(minimal_values(cluster=cluster(**maintenance)))
+    found = problems(minimal_values(cluster=maintained_cluster(**maintenance)))
     assert any(p.startswith("ray-tpu-gke:cluster.maintenance") and expected in p for p in found), found
 
 

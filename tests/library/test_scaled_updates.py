@@ -13,13 +13,13 @@ from __future__ import annotations
 import copy
 
 import pytest
+from helpers import minimal_values, plan_of
+from plans import program_plan
 from ray_tpu_gke.catalog.resource_types import RAY_KIND_PREFIX
 from ray_tpu_gke.render import manifests
 from ray_tpu_gke.spec.config import parse_stack_config
 
 from plan.review import classify, revisions
-from tests.helpers import minimal_values, plan_of
-from tests.plans import program_plan
 
 RAYCLUSTER, RAYSERVICE, RAYJOB = (RAY_KIND_PREFIX + k for k in ("RayCluster", "RayService", "RayJob"))
 IMAGE, NEW_IMAGE = "rayproject/ray:2.55.0-py311", "rayproject/ray:2.55.0-py311-cu128"
