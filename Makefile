@@ -7,7 +7,7 @@ STAMP := $(VENV)/.requirements-installed
 # `python -m plan` from any directory: a .pth file in the venv lists this checkout (written once, see below).
 ON_PATH := $(VENV)/.checkout-on-path
 STACK ?= dev
-# Checkov (tests/test_cis.py) cannot share .venv: it pins packaging<24, which pulumi and pytest exclude.
+# Checkov (tests/plan/test_cis.py) cannot share .venv: it pins packaging<24, which pulumi and pytest exclude.
 CHECKOV_VENV ?= .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.requirements-installed
 # pip's network patience, unless the environment sets its own: a read that stalls for pip's default 15 s, five
@@ -67,8 +67,8 @@ $(CHECKOV_STAMP): requirements-checkov.txt
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
 	touch $@
 
-# Ray 2.60 and JAX for workloads/ (tests/test_workloads_*.py run them in a subprocess): a virtualenv of their own,
-# since Ray's dependency ranges are not pulumi's exact pins. WORKLOADS_VENV may be overridden like VENV.
+# Ray 2.60 and JAX for workloads/ (tests/workloads/test_workloads_*.py run them in a subprocess): a virtualenv of
+# their own, since Ray's dependency ranges are not pulumi's exact pins. WORKLOADS_VENV may be overridden like VENV.
 WORKLOADS_VENV ?= .venv-workloads
 WORKLOADS_STAMP := $(WORKLOADS_VENV)/.requirements-installed
 
@@ -163,12 +163,13 @@ policy: $(STAMP) $(ON_PATH)
 # Refresh the committed plan snapshots and generated docs (docs/admission.md, the manifests of docs/ray-objects.md)
 # after an intended change; review the diff.
 snapshots: $(STAMP) $(ON_PATH)
-	$(BIN)/python -m pytest -q tests/test_snapshots.py tests/test_admission.py::test_docs_list_every_rule_with_its_source \
-		tests/test_docs.py::test_each_documented_manifest_is_what_its_config_renders --update-snapshots
+	$(BIN)/python -m pytest -q tests/plan/test_snapshots.py \
+		tests/library/test_admission.py::test_docs_list_every_rule_with_its_source \
+		tests/project/test_docs.py::test_each_documented_manifest_is_what_its_config_renders --update-snapshots
 
 # Rewrite what is generated from the argument declarations (components/spec/ models): components/spec/args.py and
 # the argument reference of docs/library.md, and the stack file reference docs/configuration.md;
-# tests/test_generate.py fails when any is stale.
+# tests/project/test_generate.py fails when any is stale.
 generate: $(STAMP) $(ON_PATH)
 	$(BIN)/python -m scripts.generate
 

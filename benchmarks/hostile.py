@@ -21,7 +21,7 @@ from ray_tpu_gke.spec.problems import ConfigError
 ROOT = Path(__file__).resolve().parent.parent
 MINIMAL = ("config:\n  gcp:project: acme-ml-dev\n  ray-tpu-gke:cluster:\n    name: ray-tpu-dev\n"
            "    location: us-east5-b\n    deletionProtection: true\n")
-# Targets (issue #17; the bounds tests/test_hostile_input.py used to assert), reported by `python -m benchmarks
+# Targets (issue #17; the bounds tests/plan/test_hostile_input.py used to assert), reported by `python -m benchmarks
 # --check`: the reader answers each input within two seconds (the file just under 1 MiB is the slowest, the refusals
 # take milliseconds), and the command line, its interpreter's start included, within five.
 MAX_READ_SECONDS = 2.0

@@ -23,7 +23,7 @@ from typing import Any, Optional
 
 # Imported on first use (PEP 562), so that `from ray_tpu_gke import bench` (pure Python, for training jobs in images
 # without Pulumi) never imports Pulumi; `from ray_tpu_gke import RayTpuPlatform` works as before. Each import is
-# spelt out, so that the layout checks (tests/test_layout.py) see every edge.
+# spelt out, so that the layout checks (tests/project/test_layout.py) see every edge.
 _ARGS = (
     "ClusterSpecArgs",
     "CpuPoolArgs",

@@ -6,7 +6,7 @@ one declaration of every argument, the pydantic models of components/spec/ (`inp
 Each model becomes one TypedDict of snake_case keys (what a Python program passes, and what the component provider
 infers its schema from, provider/): a field without a default is `Required`, a nested model is its TypedDict, and each
 field's attribute docstring is the key's docstring (the schema's description). `--check` writes nothing and exits 1
-when a generated file is stale (tests/test_generate.py runs the same comparison).
+when a generated file is stale (tests/project/test_generate.py runs the same comparison).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ import plan as _checkout_plan  # noqa: E402,F401  binds ray_tpu_gke to this chec
 # The cyclic collector in larger batches, for the tests' own work (plan.harness does the same around each run, see
 # _young_garbage_only, and puts this back afterwards). At the default (700, 10, 10) its full passes walk the few
 # hundred thousand objects of pulumi_gcp and pulumi_kubernetes about 30 times in 300 tests: measured, 10 of 27 CPU-s
-# of tests/test_policy.py, test_admission.py, test_versions.py and five more; 1 CPU-s at this setting. Garbage is
+# of tests/plan/test_policy.py, test_admission.py, test_versions.py and five more; 1 CPU-s at this setting. Garbage is
 # still collected, in fewer, larger young passes (a worker's peak memory: +15 MB).
 gc.set_threshold(20_000, 10, 10)
 
@@ -34,7 +34,7 @@ def pytest_addoption(parser):
                                                      "those that check every stack at once (`make test STACK=NAME`)")
 
 
-# Tests that look at every stack at once (tests/test_new_stack.py runs them beside a new stack's own).
+# Tests that look at every stack at once (tests/project/test_new_stack.py runs them beside a new stack's own).
 ACROSS_STACKS = ("every_snapshot_has_a_stack", "every_stack_is_valid")
 
 

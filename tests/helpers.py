@@ -5,13 +5,17 @@ from __future__ import annotations
 import copy
 import functools
 import importlib.machinery
+import importlib.util
 import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import types
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +24,7 @@ from plans import program_plan
 
 from plan import harness, stackfile, steps
 from ray_tpu_gke.spec.config import parse_stack_config
+from ray_tpu_gke.spec.problems import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 STACKS = stackfile.stacks()
@@ -61,9 +66,95 @@ def minimal_values(**overrides: Any) -> dict[str, Any]:
     return values
 
 
+def module_from_file(path: Path, name: str) -> types.ModuleType:
+    """A Python file that is no module of a package (a script, a plugin's entry point) loaded as module NAME."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def maintained_cluster(**maintenance: Any) -> dict[str, Any]:
+    """minimal_values' cluster with these maintenance settings (`window`, `exclusions`)."""
+    return {**minimal_values()["ray-tpu-gke:cluster"], "maintenance": maintenance}
+
+
 def run(values: dict[str, Any], stack: str = "test", preview: bool = False) -> dict:
     return harness.run_program(stack, values, preview=preview).to_json()
 
+
+
+def prod_plan(channels: list[str], **monitoring) -> harness.Plan:
+    """The prod stack's plan with these notification channels (whatever the committed stack file lists)."""
+    values, secrets = stackfile.load("prod")
+    values["ray-tpu-gke:monitoring"] = {**values.get("ray-tpu-gke:monitoring", {}), **monitoring,
+                                        "notificationChannels": channels}
+    return harness.run_program("prod", values, secrets)
+
+
+# --- what a refused config reports ---------------------------------------------------------------------------------
+
+def problems(source: dict[str, Any] | Path, stack: str = "test", *, refused: bool = True, one_line: bool = False,
+             stack_keys: bool = False) -> list[str]:
+    """The problem lines of the ConfigError a config is refused with: config values as `parse_stack_config` reads
+    them, or a stack file (a Path) as the plan loads it (`stackfile.load_checked`). `refused=False`: a valid config
+    gives []. `one_line`: every problem is one line; `stack_keys`: every problem names a stack key (`ray-tpu-gke:`,
+    `gcp:`), never a component argument path (`.args`)."""
+    def load() -> None:
+        if isinstance(source, Path):
+            stackfile.load_checked(stack, config_file=source)
+        else:
+            parse_stack_config(source, stack)
+
+    if refused:
+        with pytest.raises(ConfigError) as error:
+            load()
+        found = [str(p) for p in error.value.problems]
+    else:
+        try:
+            load()
+        except ConfigError as refusal:
+            found = [str(p) for p in refusal.problems]
+        else:
+            return []
+    for line in found:
+        assert not one_line or ("\n" not in line and len(line.splitlines()) == 1), line
+        assert not stack_keys or (".args" not in line and line.startswith(("ray-tpu-gke:", "gcp:"))), line
+    return found
+
+
+def one_problem(values: dict[str, Any], key: str | None = None, **checks: bool) -> str:
+    """The one problem line a config is refused with (`problems`' checks apply); `key`: the key path it names."""
+    found = problems(values, **checks)
+    assert len(found) == 1, found
+    assert key is None or found[0].startswith(f"{key}: "), found
+    return found[0]
+
+
+# --- a hang turned into a failure ------------------------------------------------------------------------------------
+
+# Seconds before a read counts as hung: far above the milliseconds a stack file's read takes (docs/benchmarks.md),
+# far below the minutes of an unguarded alias bomb, so a machine busy with other work cannot fail them.
+HANG_GUARD_S = 60
+
+
+@contextmanager
+def deadline(seconds: float = HANG_GUARD_S):
+    """Turns a hang into a failure (SIGALRM; the tests run in the main thread). An outer timer, such as
+    pytest-timeout's (pytest.ini), is put back afterwards with the time it has left."""
+    def expire(signum, frame):
+        raise TimeoutError(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    outer, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
+    start = time.monotonic()
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - start), 0.001))
 
 # --- a copy of the project in a git repository of its own, for the diff's end-to-end tests --------------------------
 
@@ -147,6 +238,19 @@ def run_workloads_script(script: str, tmp_path_factory, what: str, timeout: floa
     return json.loads(out.read_text())
 
 
+
+def checkov_path() -> str | None:
+    """Checkov: $CHECKOV, else the checkout's .venv-checkov (`make test-tools`), else one on PATH; None without."""
+    configured = os.environ.get("CHECKOV")
+    if configured:
+        if not (Path(configured).is_file() and os.access(configured, os.X_OK)):
+            pytest.fail(f"CHECKOV={configured} is not an executable")
+        return configured
+    local = ROOT / ".venv-checkov" / "bin" / "checkov"
+    if local.is_file():
+        return str(local)
+    return shutil.which("checkov")
+
 # --- a stand-in kubectl in-process ----------------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=None)
@@ -162,7 +266,7 @@ class InProcessKubectl:
     is `main(ARGS)` of the stand-in script (tests/data/*/kubectl) run in this process, with its stdin, stdout, stderr
     and exit status as a child's would be. Kubectl.run's own code is unchanged; a run makes tens to hundreds of calls,
     and an interpreter each added only its start-up. Where the stand-in is a real executable on PATH behind the same
-    Kubectl.run: tests/test_verify.py (`on_path`) and tests/test_package.py."""
+    Kubectl.run: tests/plan/test_verify.py (`on_path`) and tests/project/test_package.py."""
 
     TimeoutExpired = subprocess.TimeoutExpired
 

@@ -221,7 +221,7 @@ SLICE_RESERVATION_TIMEOUT_S = 100
 
 
 def markdown() -> str:
-    """The table as docs/admission.md lists it (tests/test_multislice_plan.py keeps the page equal to this)."""
+    """The table as docs/admission.md lists it (tests/library/test_multislice_plan.py keeps the page equal to this)."""
     lines = ["| Ray behaviour | first release | where (released wheel) |", "| --- | --- | --- |"]
     lines += [f"| `{f.key}`: {f.what} | {f.since} | {f.source} |" for f in RAY_FEATURES]
     return "\n".join(lines) + "\n"

@@ -4,7 +4,7 @@ project key put under the provider's namespace, such as `gcp:storage`, is otherw
 from __future__ import annotations
 
 # Every key pulumi-gcp 10.2.0 reads from its config namespace: the `__config__.get*('<key>')` calls of
-# pulumi_gcp/config/vars.py (tests/test_config_inputs.py compares this list with the installed package).
+# pulumi_gcp/config/vars.py (tests/library/test_config_inputs.py compares this list with the installed package).
 GCP_PROVIDER_SETTINGS = (
     "accessToken",
     "addPulumiAttributionLabel",

@@ -13,5 +13,5 @@ imports the same code.
 - `train_args`: the training workload's command line (`python -m workloads.train`), which the planner checks a
   RayJob's entrypoint with.
 
-Each module imports only the standard library, `ray_tpu_gke.bench` and its siblings (tests/test_layout.py).
+Each module imports only the standard library, `ray_tpu_gke.bench` and its siblings (tests/project/test_layout.py).
 """

@@ -20,7 +20,7 @@ from typing import Mapping, Optional
 RAY_VERSIONS = {"v4": "v4", "v5e": "v5litepod", "v5p": "v5p", "v6e": "v6e", "tpu7x": "v7x"}
 # TensorCores per chip, which Ray's pod type counts (v6e-16: 16 one-core chips; v4-8: 4 two-core chips): Ray 2.55
 # SINGLE_CORE_TPU_TYPES = ("v5litepod", "v6e") in the same file, every other generation 2. The catalogue's
-# tensorcores_per_chip says the same (tests/test_workloads_smoke.py compares them, and Ray's own inference).
+# tensorcores_per_chip says the same (tests/workloads/test_workloads_smoke.py compares them, and Ray's own inference).
 CORES_PER_CHIP = {"v4": 2, "v5e": 1, "v5p": 2, "v6e": 1, "tpu7x": 2}
 
 ENV = {

@@ -25,7 +25,8 @@ from .slice import SliceSpec
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"  # GKE, "About node pools": every node carries its pool's name
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"  # Kubernetes well-known label: the node's machine type
 # GKE's TPU node labels and extended resource (GKE "Deploy TPU workloads in GKE Standard"); the same strings as
-# ray_tpu_gke.catalog ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE (tests/test_health_check.py compares them).
+# ray_tpu_gke.catalog ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE (tests/workloads/test_health_check.py compares
+# them).
 ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
 TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 TPU_RESOURCE = "google.com/tpu"

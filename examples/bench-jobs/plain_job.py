@@ -1,7 +1,7 @@
 """A comparison job in plain Python: no Ray, no framework, only `ray_tpu_gke.bench` for reporting. It fits a linear
 model to seeded data by minibatch gradient descent, reports every step, "checkpoints" its weights to a file, and ends
 with its evaluation loss, an output fingerprint and the FLOPs it declares per step. It is the smallest program the
-comparison accepts as a side (tests/test_compare_local.py runs it beside workloads.train).
+comparison accepts as a side (tests/compare/test_compare_local.py runs it beside workloads.train).
 
 Its command line is its own: an argument parser that knows only the job's flags and refuses any other, as a team's
 script does. What the comparison tells it (run id, side, result folder, seed, simulated, checkpoint cadence) comes

@@ -28,8 +28,9 @@ from .sides import SidePlan, bench_environment, entrypoint_for_run, runs_train_m
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 TOOLS = Path(__file__).resolve().parent.parent  # plan/ in a checkout, ray_tpu_gke_tools/ installed
-# What the workloads images carry of the library (workloads/Dockerfile, tests/test_workloads_images.py): its package
-# file, which imports nothing until asked, the reporting API and the code the workloads share with the toolchain.
+# What the workloads images carry of the library (workloads/Dockerfile, tests/workloads/test_workloads_images.py): its
+# package file, which imports nothing until asked, the reporting API and the code the workloads share with the
+# toolchain.
 LIBRARY_IN_IMAGES = ("__init__.py", "bench", "workload")
 SCRIPT = Path(__file__).resolve().parent / "local_run.py"
 DEFAULT_STEPS = 60

@@ -3,7 +3,7 @@
 Paths are Pulumi's camelCase input paths; a change at or below a listed path replaces the resource. Derived from the
 `ForceNew` fields (and `ForceNewIfChange` rules) of the Terraform Google provider that pulumi-gcp bridges:
 resource_container_node_pool.go, node_config.go, resource_container_cluster.go and the compute, storage and IAM
-resources. "*" means every input change replaces (the resource has no update). tests/test_diff.py checks that every
+resources. "*" means every input change replaces (the resource has no update). tests/plan/test_diff.py checks that every
 path names a real pulumi-gcp input.
 """
 

@@ -35,8 +35,8 @@ import time  # noqa: E402
 # The replicas' workers run this much below the head's (a niceness increment), not at Ray's default 15: still behind
 # Serve's controller and proxy (a weight of 335 to 1024 under Linux's scheduler, sched_prio_to_weight), and ahead of
 # other Ray programs' default workers on the machine (36 each). At 15, beside a multislice JAX training (four workers
-# of many threads each, tests/test_workloads_multislice.py), a replica of the tiny model answered the steady pattern's
-# 2 requests a second in 0.6 to 9.8 s (p50 to p99 of both sides), and Serve scaled up before the burst.
+# of many threads each, tests/workloads/test_workloads_multislice.py), a replica of the tiny model answered the steady
+# pattern's 2 requests a second in 0.6 to 9.8 s (p50 to p99 of both sides), and Serve scaled up before the burst.
 REPLICA_NICENESS = 5
 POLL_S = 0.5  # how often the demand and idleness are read (Ray's autoscaler: every 5 s, AUTOSCALER_UPDATE_INTERVAL_S)
 _lock = threading.Lock()  # one line at a time on stdout
