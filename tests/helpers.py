@@ -180,6 +180,13 @@ def project_repo(repo: Path) -> Path:
     return repo
 
 
+def clean_env(**extra: str) -> dict[str, str]:
+    """This process's environment without what a calling `make`, venv or shell would leak into a child: nothing that
+    puts the checkout or another venv on its path."""
+    leaks = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
+    return dict({k: v for k, v in os.environ.items() if k not in leaks}, **extra)
+
+
 # --- a virtualenv for an installed copy of the package ------------------------------------------------------------
 
 def fresh_venv(folder: Path, env: dict[str, str]) -> str:

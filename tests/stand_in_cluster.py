@@ -212,19 +212,25 @@ def cluster_as_planned(plan: expected.StackPlan, images: dict) -> dict:
             "smoke": {"status": {"jobDeploymentStatus": "Complete", "jobStatus": "SUCCEEDED"}, "logs": logs}}
 
 
+def kubectl_on_path(folder: Path) -> str:
+    """tests/data/verify/kubectl as the executable FOLDER/bin/kubectl, run by this interpreter without site-packages
+    (it needs only the standard library): $PATH with that folder first."""
+    bin_dir = folder / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "kubectl"
+    source = (DATA / "kubectl").read_text()
+    fake.write_text(f"#!{sys.executable} -S\n" + source.split("\n", 1)[1])
+    fake.chmod(0o755)
+    return f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
 def fake_kubectl(tmp_path, monkeypatch, on_path: bool = False):
     """tests/data/verify/kubectl, answering every kubectl call; returns its state file. In-process by default
     (helpers.InProcessKubectl); `on_path`: first on PATH as the executable `kubectl`, run by this interpreter without
     site-packages (it needs only the standard library, and starts in milliseconds, not through a version manager's
     shim)."""
     if on_path:
-        bin_dir = tmp_path / "bin"
-        bin_dir.mkdir()
-        fake = bin_dir / "kubectl"
-        source = (DATA / "kubectl").read_text()
-        fake.write_text(f"#!{sys.executable} -S\n" + source.split("\n", 1)[1])
-        fake.chmod(0o755)
-        monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+        monkeypatch.setenv("PATH", kubectl_on_path(tmp_path))
     else:
         monkeypatch.setattr(kubectl, "subprocess", InProcessKubectl(DATA / "kubectl"))
     path = tmp_path / "cluster.json"

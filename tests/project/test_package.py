@@ -27,7 +27,8 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, fresh_venv, git, pip_into, workloads_python
+from helpers import ROOT, clean_env, fresh_venv, git, pip_into, workloads_python
+from stand_in_cluster import kubectl_on_path
 
 pytestmark = pytest.mark.installed_wheel
 
@@ -36,12 +37,6 @@ COMMANDS = ("plan", "verify", "compare", "diagram", "policy")
 # What the checkout holds beside the sources: never part of an artifact, and too big or too local to copy.
 NOT_SOURCES = shutil.ignore_patterns(".git", ".venv*", "venv", "__pycache__", "*.pyc", "build", "dist", "*.egg-info",
                                      ".pytest_cache", ".ruff_cache", ".mypy_cache", "compare-report")
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    """No variable of a calling `make`, venv or shell that would put the checkout or another venv on the path."""
-    leaks = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
-    return dict({k: v for k, v in os.environ.items() if k not in leaks}, **extra)
 
 
 def _run(args: list[str], cwd: Path, timeout: int = 600, **env: str) -> subprocess.CompletedProcess:
@@ -302,16 +297,10 @@ def test_diagram_of_a_stack_file_project(installed):
 
 
 def _fake_kubectl(folder: Path, state: dict) -> dict[str, str]:
-    """tests/data/verify/kubectl on PATH, answering from `state`: the environment for the console script."""
-    bin_dir = folder / "bin"
-    bin_dir.mkdir()
-    fake = bin_dir / "kubectl"
-    source = (ROOT / "tests" / "data" / "verify" / "kubectl").read_text()
-    fake.write_text(f"#!{sys.executable} -S\n" + source.split("\n", 1)[1])
-    fake.chmod(0o755)
+    """The stand-in kubectl on PATH, answering from `state`: the environment for the console script."""
     path = folder / "cluster.json"
     path.write_text(json.dumps(state))
-    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "FAKE_KUBECTL_STATE": str(path)}
+    return {"PATH": kubectl_on_path(folder), "FAKE_KUBECTL_STATE": str(path)}
 
 
 def test_verify_a_stack_file_project_against_the_stand_in_kubectl(installed, tmp_path):

@@ -6,7 +6,6 @@ refuses any other in one line, before creating a venv), and `python -m plan` run
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -17,7 +16,7 @@ from pathlib import Path
 import pytest
 from packaging.specifiers import SpecifierSet
 
-from helpers import ROOT, plan_of
+from helpers import ROOT, clean_env, plan_of
 
 MAKE = shutil.which("make")
 MAJOR, MINOR, MICRO = sys.version_info[:3]
@@ -25,12 +24,6 @@ ME = f"{MAJOR}.{MINOR}.{MICRO}"
 PTH = "ray-tpu-gke-checkout.pth"
 
 pytestmark = pytest.mark.skipif(MAKE is None, reason="make is not installed")
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    """This process's environment without what a calling `make` or a user's shell would leak into the child."""
-    leaks = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "PYTHONPATH", "PYTHONHOME")
-    return dict({k: v for k, v in os.environ.items() if k not in leaks}, **extra)
 
 
 def make(*args: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -32,8 +32,6 @@ from ray_tpu_gke import bench  # (no Ray, no JAX)
 if __name__ != "__main__":
     import pytest
 
-    from helpers import run_workloads_script
-
     pytestmark = pytest.mark.local_ray
 
 STEPS_RECOVER, EVERY, KILL_AFTER = 30, 5, 10
@@ -126,9 +124,7 @@ def _simulate(out: Path) -> None:
 
 if __name__ != "__main__":
 
-    @pytest.fixture(scope="module")
-    def seen(tmp_path_factory):
-        return run_workloads_script(__file__, tmp_path_factory, "the local multislice run", timeout=1200)
+    SCRIPT_HALF = ("the local multislice run", 1200)  # workloads/conftest.py `seen` runs this file's script half once
 
 
 def _completed(run: dict) -> dict:

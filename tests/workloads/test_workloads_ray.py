@@ -31,8 +31,6 @@ GENERATIONS_PROBED = [("v4", "2x2x4"), ("v5e", "4x4"), ("v5p", "4x4x4"), ("v6e",
 if __name__ != "__main__":  # pytest exists only in the project's virtualenv, not in the workloads one
     import pytest
 
-    from helpers import run_workloads_script
-
     pytestmark = pytest.mark.local_ray
 
 
@@ -187,9 +185,7 @@ class _Holder:
 
 if __name__ != "__main__":
 
-    @pytest.fixture(scope="module")
-    def seen(tmp_path_factory):
-        return run_workloads_script(__file__, tmp_path_factory, "the local Ray cluster run", timeout=1200)
+    SCRIPT_HALF = ("the local Ray cluster run", 1200)  # workloads/conftest.py `seen` runs this file's script half once
 
 
 def failing(result: dict) -> list[str]:
