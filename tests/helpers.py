@@ -27,6 +27,18 @@ from ray_tpu_gke.spec.config import parse_stack_config
 from ray_tpu_gke.spec.problems import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Pulumi type tokens as a plan names its steps (`<package>:<module>/<name>:<Name>`), written out here, apart from the
+# library's components/catalog/resource_types.py, for the tests to pick steps by.
+CLUSTER = "gcp:container/cluster:Cluster"
+NODE_POOL = "gcp:container/nodePool:NodePool"
+ALERT_POLICY = "gcp:monitoring/alertPolicy:AlertPolicy"
+DASHBOARD = "gcp:monitoring/dashboard:Dashboard"
+METRIC_DESCRIPTOR = "gcp:monitoring/metricDescriptor:MetricDescriptor"
+CRONJOB = "kubernetes:batch/v1:CronJob"
+RAY_CLUSTER = "kubernetes:ray.io/v1:RayCluster"
+RAY_JOB = "kubernetes:ray.io/v1:RayJob"
+RAY_SERVICE = "kubernetes:ray.io/v1:RayService"
 STACKS = stackfile.stacks()
 
 

@@ -1,14 +1,20 @@
 """What the comparison's tests share: side runs built by hand around the job log in tests/data/compare/ (a TPU job of
 20 steps that lost a worker at step 12 and resumed from the checkpoint of step 10, and a GPU side beside it), and the
-plans `plan.compare` loads, each loaded once in the session, and the stand-in clusters' timestamps."""
+plans `plan.compare` loads, each loaded once in the session, the stand-in clusters' timestamps, and the local
+rehearsals' command."""
 
 from __future__ import annotations
 
 import copy
 import functools
 import json
+import os
+import subprocess
+import sys
 from datetime import datetime, timezone
+from pathlib import Path
 
+import pytest
 from helpers import ROOT
 
 from plan.compare import __main__ as compare_cli
@@ -85,3 +91,21 @@ def loaded_plan(stack: str = "compare", config_file=None) -> tuple[dict, dict]:
 def iso(t: float) -> str:
     """A POSIX time as Kubernetes writes a timestamp (RFC 3339, UTC, `Z`): the stand-in clusters' clock."""
     return datetime.fromtimestamp(t, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def compare_locally(out: Path, python: str, *args: str, timeout: float) -> tuple[subprocess.CompletedProcess, dict]:
+    """`python -m plan.compare compare --local --out OUT ARGS` (the compare stack), its jobs run by PYTHON (the
+    workloads or the PyTorch virtualenv's): the finished command and its report.json. The test fails with the
+    command's last output when it wrote no report; `timeout` guards against a hang."""
+    done = subprocess.run([sys.executable, "-m", "plan.compare", "compare", "--local", "--out", str(out), *args],
+                          cwd=ROOT, env={**os.environ, "WORKLOADS_PYTHON": python}, capture_output=True, text=True,
+                          timeout=timeout)
+    written = out / "report.json"
+    if not written.exists():
+        pytest.fail(f"no report (exit {done.returncode}):\n{done.stderr[-6000:]}")
+    return done, json.loads(written.read_text())
+
+
+def by_name(document: dict) -> dict:
+    """A training report's sides by name."""
+    return {s["name"]: s for s in document["sides"]}

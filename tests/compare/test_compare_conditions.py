@@ -3,11 +3,10 @@ training arguments but for where they run, and hardware released soon after each
 
 import shlex
 
-from helpers import config_of, plan_of
+from helpers import RAY_JOB, config_of, plan_of
 
 from ray_tpu_gke.spec import images
 
-RAY_JOB = "kubernetes:ray.io/v1:RayJob"
 # What differs by design: where the job runs (components/workload/slice.py, workloads/train.py --gpus) and its name.
 PLATFORM_FLAGS = {"--generation", "--topology", "--hosts", "--chips-per-host", "--gpus", "--name", "--side"}
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 import kuberay_schema
-from compare_runs import DATA, RESULT, RUN, T, loaded_plan
+from compare_runs import DATA, RESULT, RUN, T, by_name, loaded_plan
 from helpers import InProcessKubectl
 from plan.compare import __main__ as compare_cli
 from plan.compare import sides as sides_module
@@ -191,10 +191,6 @@ def run(tmp_path, monkeypatch, capsys):
         return code, json.loads(written.read_text()) if written.exists() else None, err, state()
 
     return go
-
-
-def by_name(document: dict) -> dict:
-    return {s["name"]: s for s in document["sides"]}
 
 
 def test_a_healthy_run_with_a_failure_injected_on_each_side(run):

@@ -8,12 +8,8 @@ run waits for that replica with a hang guard (llm/local.py settler), whatever th
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
+from compare_runs import compare_locally
 from helpers import ROOT, workloads_python
 
 from plan.compare.llm import markdown
@@ -47,19 +43,8 @@ def rehearsed(tmp_path_factory):
         "--slo",
         "ttft=20s,tpot=2s",
     ]
-    rehearsal = ["--llm", "--local", "--out", str(out), "--config-file", str(CONFIG)]  # make compare-llm's
-    done = subprocess.run(
-        [sys.executable, "-m", "plan.compare", "compare", *rehearsal, *shortest],
-        cwd=ROOT,
-        env={**os.environ, "WORKLOADS_PYTHON": python},
-        capture_output=True,
-        text=True,
-        timeout=1500,
-    )
-    written = out / "report.json"
-    if not written.exists():
-        pytest.fail(f"no report (exit {done.returncode}):\n{done.stderr[-6000:]}")
-    return done, json.loads(written.read_text()), out
+    done, document = compare_locally(out, python, "--llm", "--config-file", str(CONFIG), *shortest, timeout=1500)
+    return done, document, out
 
 
 def test_the_rehearsal_writes_a_complete_llm_section_for_both_sides(rehearsed):

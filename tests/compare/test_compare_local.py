@@ -11,12 +11,10 @@ saying so, only when there is no workloads interpreter ($WORKLOADS_PYTHON or .ve
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
+from compare_runs import by_name, compare_locally
 from helpers import ROOT, workloads_python
 from plan.compare import __main__ as compare_cli
 from plan.compare import sides
@@ -38,20 +36,11 @@ TOLERANCE = 1.0
 def compared(tmp_path_factory):
     python = workloads_python()
     out = tmp_path_factory.mktemp("compare") / "report"
-    done = subprocess.run([sys.executable, "-m", "plan.compare", "compare", "--local", "--out", str(out), "--steps",
-                           str(STEPS), "--report-every", str(EVERY), "--inject-failure", f"bench-tpu={INJECT}",
-                           "--entrypoint", f"bench-a100={OWN_JOB}", "--entrypoint", f"bench-h100={FAILING_JOB}",
-                           "--sides", "bench-tpu,bench-a100,bench-h100", "--tolerance", str(TOLERANCE)],
-                          cwd=ROOT, env={**os.environ, "WORKLOADS_PYTHON": python}, capture_output=True, text=True,
-                          timeout=1800)
-    written = out / "report.json"
-    if not written.exists():
-        pytest.fail(f"no report (exit {done.returncode}):\n{done.stderr[-6000:]}")
-    return done, json.loads(written.read_text()), out
-
-
-def by_name(document: dict) -> dict:
-    return {s["name"]: s for s in document["sides"]}
+    done, document = compare_locally(out, python, "--steps", str(STEPS), "--report-every", str(EVERY),
+                                     "--inject-failure", f"bench-tpu={INJECT}", "--entrypoint", f"bench-a100={OWN_JOB}",
+                                     "--entrypoint", f"bench-h100={FAILING_JOB}", "--sides",
+                                     "bench-tpu,bench-a100,bench-h100", "--tolerance", str(TOLERANCE), timeout=1800)
+    return done, document, out
 
 
 def test_make_compare_locally_writes_a_simulated_report_incomplete_only_for_the_failed_job(compared):

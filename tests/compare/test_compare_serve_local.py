@@ -16,14 +16,10 @@ No assertion compares one measured time with another."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 
-from helpers import ROOT, workloads_python
+from compare_runs import compare_locally
+from helpers import workloads_python
 from plan.compare import __main__ as compare_cli
 from plan.compare.serving import services
 
@@ -41,14 +37,8 @@ def served(tmp_path_factory):
     shortest = ["--patterns", ",".join(ORDER), "--steady-rps", "0.5", "--steady-s", "4", "--sparse-requests", "1",
                 "--sparse-gap-s", "40", "--burst-rps", "0.5,30", "--burst-s", "2,5,1", "--tokens", "256",
                 "--local-autoscaling", "downscale_delay_s=600,target_ongoing_requests=2", "--slo-ms", "600000", "--request-timeout-s", "600"]
-    done = subprocess.run([sys.executable, "-m", "plan.compare", "compare", "--serve", "--local", "--out", str(out),
-                           *shortest],
-                          cwd=ROOT, env={**os.environ, "WORKLOADS_PYTHON": python}, capture_output=True, text=True,
-                          timeout=1200)
-    written = out / "report.json"
-    if not written.exists():
-        pytest.fail(f"no report (exit {done.returncode}):\n{done.stderr[-6000:]}")
-    return done, json.loads(written.read_text()), out
+    done, document = compare_locally(out, python, "--serve", *shortest, timeout=1200)
+    return done, document, out
 
 
 def by_kind(document: dict) -> dict:

@@ -7,13 +7,9 @@ interpreter ($TORCH_PYTHON or .venv-torch/bin/python)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
-from helpers import ROOT, venv_python
+from compare_runs import by_name, compare_locally
+from helpers import venv_python
 
 pytestmark = pytest.mark.local_ray
 
@@ -32,20 +28,11 @@ def compared(tmp_path_factory):
     work = tmp_path_factory.mktemp("compare-torch")
     job = TORCH_JOB.format(steps=STEPS, storage=work / "checkpoints")
     out = work / "report"
-    done = subprocess.run([sys.executable, "-m", "plan.compare", "compare", "--local", "--out", str(out),
-                           "--sides", "bench-tpu,bench-a100", "--report-every", str(EVERY), "--inject-failure", "0",
-                           "--entrypoint", f"bench-tpu={job} --device jax --chips {CHIPS}",
-                           "--entrypoint", f"bench-a100={job} --gpus 1"],
-                          cwd=ROOT, env={**os.environ, "WORKLOADS_PYTHON": python}, capture_output=True, text=True,
-                          timeout=1800)
-    written = out / "report.json"
-    if not written.exists():
-        pytest.fail(f"no report (exit {done.returncode}):\n{done.stderr[-6000:]}")
-    return done, json.loads(written.read_text()), out
-
-
-def by_name(document: dict) -> dict:
-    return {s["name"]: s for s in document["sides"]}
+    done, document = compare_locally(out, python, "--sides", "bench-tpu,bench-a100", "--report-every", str(EVERY),
+                                     "--inject-failure", "0", "--entrypoint",
+                                     f"bench-tpu={job} --device jax --chips {CHIPS}", "--entrypoint",
+                                     f"bench-a100={job} --gpus 1", timeout=1800)
+    return done, document, out
 
 
 def test_the_torch_job_ran_as_the_tpu_side_and_the_report_says_simulated_on_cpu(compared):

@@ -13,20 +13,33 @@ import pytest
 from plan.compare.serving import load, measures, patterns
 
 
+SLOW_REQUESTS = 20  # what /slow holds its answers for
+HELD_S = 0.5  # how long /slow still holds them once the last has arrived
+
+
 class _Stub(http.server.BaseHTTPRequestHandler):
-    """Answers every request after 0.3 s (on /slow after 2 s). On /mixed, by order of arrival: the 3rd and 6th get a
-    500, the 9th no answer for 5 s (past the client's timeout)."""
+    """Answers every request after 0.3 s. /slow answers none before SLOW_REQUESTS have arrived (then HELD_S later; a
+    500 if they never all arrive: a client that waits for an answer before it sends again gets no 200 within its
+    timeout). On /mixed, by order of arrival: the 3rd and 6th get a 500, the 9th no answer for 5 s (past the client's
+    timeout)."""
 
     arrivals = {"/mixed": 0}
     lock = threading.Lock()
+    all_arrived = threading.Barrier(SLOW_REQUESTS)
 
     def do_POST(self):  # http.server's name
         json.loads(self.rfile.read(int(self.headers["content-length"])))
         with self.lock:
             self.arrivals[self.path] = n = self.arrivals.get(self.path, 0) + 1
         mixed = self.path == "/mixed"
-        time.sleep(5 if mixed and n == 9 else 2.0 if self.path == "/slow" else 0.3)
-        status = 500 if mixed and n in (3, 6) else 200
+        held = True
+        if self.path == "/slow":
+            try:
+                self.all_arrived.wait(timeout=30)  # a hang guard: the load sends all of them within about 1 s
+            except threading.BrokenBarrierError:
+                held = False
+        time.sleep(5 if mixed and n == 9 else HELD_S if self.path == "/slow" else 0.3)
+        status = 500 if (mixed and n in (3, 6)) or not held else 200
         payload = b'{"ok": true}'
         self.send_response(status)
         self.send_header("content-length", str(len(payload)))
@@ -93,16 +106,14 @@ def test_only_loopback_is_a_target():
 
 
 def test_arrivals_do_not_wait_for_answers(slow_server):
-    """Every answer takes 2 s; 20 requests at 20/s leave on their schedule, all before the first answer is back (a
-    closed loop with one connection would need 40 s, and send the second request only after the first answer)."""
-    pattern = patterns.steady(rps=20, seconds=1)
+    """The server answers none of 20 requests before all 20 have arrived: sent at 20/s on their schedule, every one is
+    answered (a closed loop, which sends the next request only after an answer, would get none)."""
+    pattern = patterns.steady(rps=SLOW_REQUESTS, seconds=1)
     run = load.run(pattern, slow_server + "slow", {"inputs": []})
-    assert len(run.outcomes) == 20 and all(o.ok for o in run.outcomes)
-    first_answer = min(o.done for o in run.outcomes)
-    assert all(o.sent < first_answer for o in run.outcomes)
+    assert len(run.outcomes) == SLOW_REQUESTS and all(o.ok for o in run.outcomes)
     assert all(o.sent >= o.due for o in run.outcomes)  # never early
-    # Latency counts from the scheduled send time: at least the server's 2 s for every request.
-    assert min(o.latency_s for o in run.outcomes) >= 2.0
+    # Latency counts from the scheduled send time: every answer left HELD_S after the last arrival, or later.
+    assert min(o.latency_s for o in run.outcomes) >= HELD_S
 
 
 def test_latency_percentiles_errors_and_timeouts_are_counted(slow_server):

@@ -8,15 +8,13 @@ import re
 from dataclasses import replace
 
 import pytest
-from helpers import STACKS, plan_of, steps_of_type
+from helpers import ALERT_POLICY, METRIC_DESCRIPTOR, STACKS, plan_of, steps_of_type
 
 from ray_tpu_gke import admission, catalog
 from ray_tpu_gke.catalog import metrics
 from ray_tpu_gke.render import alert_conditions, alerts, series
 
-POLICY = "gcp:monitoring/alertPolicy:AlertPolicy"
 SLEEP = "time:index/sleep:Sleep"
-DESCRIPTOR = "gcp:monitoring/metricDescriptor:MetricDescriptor"
 
 
 def threshold(duration: str, **extra) -> dict:
@@ -79,7 +77,7 @@ def test_conditions_the_api_takes_pass(condition):
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_alert_policy_of_every_stack_satisfies_the_condition_rules(stack):
-    found = steps_of_type(plan_of(stack), POLICY)
+    found = steps_of_type(plan_of(stack), ALERT_POLICY)
     assert found
     for step in found:
         policy = step["newState"]["inputs"]
@@ -112,7 +110,7 @@ def test_policies_on_new_metrics_wait_for_them(stack):
     sleeps = {urn: s for urn, s in states.items() if s["type"] == SLEEP}
     for urn, sleep in sleeps.items():
         assert sleep["inputs"]["createDuration"] == "10m"
-    for step in steps_of_type(plan, POLICY):
+    for step in steps_of_type(plan, ALERT_POLICY):
         policy = step["newState"]
         watched = {t for c in policy["inputs"]["conditions"] for body in c.values() if isinstance(body, dict)
                    and "filter" in body for t in [body["filter"].split('metric.type="', 1)[1].split('"', 1)[0]]}
@@ -120,7 +118,7 @@ def test_policies_on_new_metrics_wait_for_them(stack):
         if watched & {metrics.SLICE_HEALTHY, metrics.RAY_OBJECT_READY}:
             (wait,) = waits
             # descriptor -> wait -> policy
-            assert {states[d]["type"] for d in states[wait]["dependencies"]} == {DESCRIPTOR}
+            assert {states[d]["type"] for d in states[wait]["dependencies"]} == {METRIC_DESCRIPTOR}
             assert {states[d]["inputs"]["type"] for d in states[wait]["dependencies"]} == {
                 metrics.SLICE_HEALTHY, metrics.RAY_OBJECT_READY}
         else:  # the unschedulable-pods policy among them: PromQL, its metric not validated, so nothing to wait for
@@ -154,7 +152,7 @@ def opens(condition: dict, wrong_points: int, every_s: int, offset_s: int = 17) 
 @pytest.mark.parametrize("title", ["slice-health", "ray-not-ready"])
 def test_a_slice_wrong_for_15_minutes_opens_the_incident_and_one_wrong_for_5_does_not(title):
     # staging: the check every 5 minutes, sliceHealth.alertAfterMinutes and unavailableMinutes 15.
-    (step,) = [s for s in steps_of_type(plan_of("staging"), POLICY) if s["newState"]["name"].endswith(title)]
+    (step,) = [s for s in steps_of_type(plan_of("staging"), ALERT_POLICY) if s["newState"]["name"].endswith(title)]
     condition = step["newState"]["inputs"]["conditions"][0]
     for offset in (0, 17, 59):
         assert opens(condition, wrong_points=3, every_s=300, offset_s=offset)  # wrong at 0, 5, 10; right at 15
@@ -184,7 +182,7 @@ def test_the_alignment_follows_the_schedule():
 @pytest.mark.parametrize("stack", STACKS)
 def test_the_unschedulable_pods_policy_is_one_promql_condition(stack):
     plan = plan_of(stack)
-    found = [s["newState"]["inputs"] for s in steps_of_type(plan, POLICY)
+    found = [s["newState"]["inputs"] for s in steps_of_type(plan, ALERT_POLICY)
              if s["newState"]["inputs"]["userLabels"]["alert"] == "pending-pods"]
     for policy in found:
         (condition,) = policy["conditions"]

@@ -2,10 +2,8 @@
 
 import pytest
 
-from helpers import minimal_values, plan_of, run, steps_of_type
+from helpers import CLUSTER, NODE_POOL, minimal_values, plan_of, run, steps_of_type
 
-NODE_POOL = "gcp:container/nodePool:NodePool"
-CLUSTER = "gcp:container/cluster:Cluster"
 
 
 def inputs(step):

@@ -3,12 +3,11 @@
 
 import kuberay_schema
 import pytest
-from helpers import minimal_values, plan_of, problems, run, steps_of_type
+from helpers import NODE_POOL, minimal_values, plan_of, problems, run, steps_of_type
 
 from ray_tpu_gke import catalog
 from ray_tpu_gke.spec.config import parse_stack_config
 
-NODE_POOL = "gcp:container/nodePool:NodePool"
 
 # Compute Engine "Accelerator-optimized machine family" (cloud.google.com/compute/docs/accelerator-optimized-machines),
 # transcribed row by row: machine type -> (GKE accelerator, GPUs, vCPUs, memory GB).

@@ -7,15 +7,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import minimal_values, plan_of, run, steps_of_type
+from helpers import ALERT_POLICY, CRONJOB, minimal_values, plan_of, run, steps_of_type
 
 from ray_tpu_gke.catalog import metrics
 from ray_tpu_gke.render import health
 from ray_tpu_gke.spec.problems import ConfigError
 
-CRONJOB = "kubernetes:batch/v1:CronJob"
 RBAC = "kubernetes:rbac.authorization.k8s.io/v1:"
-POLICY = "gcp:monitoring/alertPolicy:AlertPolicy"
 WORKLOADS = "us-east5-docker.pkg.dev/acme-ml-test/ray-tpu-gke/workloads-tpu:2.60.0"
 
 
@@ -94,7 +92,7 @@ def test_the_google_identity_may_only_write_metrics():
 def test_the_alert_reads_the_checks_metric_for_the_configured_time_and_names_slice_and_problem():
     values = minimal_values(monitoring={"sliceHealth": {"alertAfterMinutes": 25}})
     values["ray-tpu-gke:rayClusters"][0]["image"] = WORKLOADS
-    policy = next(p for p in inputs(run(values), POLICY) if p["userLabels"]["alert"] == "slice-health")
+    policy = next(p for p in inputs(run(values), ALERT_POLICY) if p["userLabels"]["alert"] == "slice-health")
     wrong, silent = policy["conditions"]
     threshold = wrong["conditionThreshold"]
     assert f'metric.type="{metrics.SLICE_HEALTHY}"' in threshold["filter"]
@@ -112,7 +110,7 @@ def test_the_alert_reads_the_checks_metric_for_the_configured_time_and_names_sli
 def test_a_stack_on_the_default_image_goes_without_and_asking_for_it_names_the_key():
     plan = run(minimal_values())  # rayproject/ray: no workloads package to run the check
     assert inputs(plan, CRONJOB) == []
-    assert not [p for p in inputs(plan, POLICY) if p["userLabels"]["alert"] == "slice-health"]
+    assert not [p for p in inputs(plan, ALERT_POLICY) if p["userLabels"]["alert"] == "slice-health"]
     with pytest.raises(ConfigError, match=r"ray-tpu-gke:monitoring\.sliceHealth\.image: required"):
         run(minimal_values(monitoring={"sliceHealth": {"enabled": True}}))
     plan = run(minimal_values(monitoring={"sliceHealth": {"enabled": True, "image": WORKLOADS}}))

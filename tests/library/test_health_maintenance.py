@@ -4,14 +4,12 @@ settings, each validated with its key path; what the plan sends to GKE."""
 from __future__ import annotations
 
 import pytest
-from helpers import maintained_cluster, minimal_values, problems, run, steps_of_type
+from helpers import CLUSTER, NODE_POOL, maintained_cluster, minimal_values, problems, run, steps_of_type
 
 from plan import stackfile
 from ray_tpu_gke.render import upgrades
 from ray_tpu_gke.spec.config import parse_stack_config
 
-CLUSTER = "gcp:container/cluster:Cluster"
-POOL = "gcp:container/nodePool:NodePool"
 WINDOW = {"startTime": "2026-01-03T02:00:00Z", "endTime": "2026-01-03T08:00:00Z",
           "recurrence": "FREQ=WEEKLY;BYDAY=SA,SU"}
 TRAINING = {"name": "training", "startTime": "2026-12-01T00:00:00Z", "untilEndOfSupport": True}
@@ -61,7 +59,7 @@ def test_single_host_tpu_pools_upgrade_in_fixed_capacity_and_multi_host_ones_are
     groups = [{"name": s["name"], "slice": s["name"]} for s in slices]
     plan = run(minimal_values(tpuSlices=slices, rayClusters=[{"name": "train", "workerGroups": groups}]))
     settings = {s["newState"]["inputs"]["name"]: s["newState"]["inputs"].get("upgradeSettings")
-                for s in steps_of_type(plan, POOL)}
+                for s in steps_of_type(plan, NODE_POOL)}
     assert settings["v6e-4-0"] == {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 1}
     assert settings["v6e-16-0"] is None
     assert settings["v6e-8-0"] == {"strategy": "SURGE", "maxSurge": 1, "maxUnavailable": 0}

@@ -15,43 +15,13 @@ import pytest
 import yaml
 
 import ray_tpu_gke
-from plan import harness
-from helpers import fresh_venv, pip_into
+from helpers import NODE_POOL, RAY_CLUSTER, fresh_venv, pip_into
+from examples_run import EXAMPLES, EXISTING_VALUES, only_stack_registered, run_example, steps
 from provider_plugin import serve
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "examples"
-NODE_POOL = "gcp:container/nodePool:NodePool"
-RAY_CLUSTER = "kubernetes:ray.io/v1:RayCluster"
 TPU = "google.com/tpu"
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-
-
-class Recorder(harness.RecordingMonitor):
-    """The harness's monitor, kept where a test can read it after the program failed."""
-
-    last = None
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        Recorder.last = self
-
-
-def run_example(monkeypatch, example: Path, stack: str, values: dict) -> harness.Plan:
-    """The example's __main__.py under the plan harness, as its own Pulumi project (config keys in its namespace)."""
-    project = yaml.safe_load((example / "Pulumi.yaml").read_text())["name"]
-    monkeypatch.setattr(harness, "PROJECT", project)
-    monkeypatch.setattr(harness, "RecordingMonitor", Recorder)
-    values = {key if ":" in key else f"{project}:{key}": value for key, value in values.items()}
-    return harness.run_program(stack, values, program=example / "__main__.py")
-
-
-def steps(plan, type_):
-    return [s for s in plan.steps if s.type == type_]
-
-
-def only_stack_registered():
-    return [s.type for s in Recorder.last.steps] == ["pulumi:pulumi:Stack"]
 
 
 def test_examples_are_pulumi_projects():
@@ -66,7 +36,6 @@ def test_examples_are_pulumi_projects():
 # --- (a) an existing cluster: TpuSlicePools and RayCluster ----------------------------------------------------------
 
 EXISTING = EXAMPLES / "existing-cluster"
-EXISTING_VALUES = {"gcp:project": "acme-ml", "clusterName": "ml-shared", "clusterLocation": "us-east5-b"}
 
 
 def test_existing_cluster_example(monkeypatch):

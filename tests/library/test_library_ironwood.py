@@ -5,7 +5,8 @@ is refused before anything is registered."""
 import textwrap
 
 import pytest
-from test_library import RAY_CLUSTER, run_example, steps
+from helpers import RAY_CLUSTER
+from examples_run import run_example, steps
 
 from ray_tpu_gke.render import manifests
 

@@ -10,13 +10,12 @@ import copy
 
 import pytest
 import yaml
-from helpers import minimal_values, plan_of, problems, run, steps_of_type
+from helpers import RAY_SERVICE, minimal_values, plan_of, problems, run, steps_of_type
 from ray_tpu_gke import admission
 from ray_tpu_gke.render.llm import llm_model_id
 from ray_tpu_gke.spec.config import parse_stack_config, validate_platform_args
 from ray_tpu_gke.spec.problems import ConfigError
 
-RAYSERVICE = "kubernetes:ray.io/v1:RayService"
 SERVICE = "ray-tpu-gke:rayServices[0]"
 LLM = f"{SERVICE}.llm"
 QWEN3_4B = {"parameters": 4.0e9, "attentionHeads": 32, "kvHeads": 8, "layers": 36, "hiddenSize": 2560,
@@ -30,7 +29,7 @@ def compare_llm():
     """The compare stack's plan (once per module): its LLM RayServices by name, with serveConfigV2 parsed."""
     plan = plan_of("compare")
     found = {}
-    for step in steps_of_type(plan, RAYSERVICE):
+    for step in steps_of_type(plan, RAY_SERVICE):
         manifest = step["newState"]["inputs"]
         config = yaml.safe_load(manifest["spec"]["serveConfigV2"])
         if llm_model_id(config) is not None:
@@ -208,7 +207,7 @@ def test_the_token_comes_from_a_secret_and_the_stacks_bucket_through_its_mount()
     vals = llm_values({"source": "gs://acme-ml-test-ray-tpu-ray/models/qwen3-4b",
                        "hfTokenSecret": {"name": "hf-token", "key": "token"}})
     plan = run(vals)
-    (manifest,) = [s["newState"]["inputs"] for s in steps_of_type(plan, RAYSERVICE)]
+    (manifest,) = [s["newState"]["inputs"] for s in steps_of_type(plan, RAY_SERVICE)]
     (llm,) = yaml.safe_load(manifest["spec"]["serveConfigV2"])["applications"][0]["args"]["llm_configs"]
     assert llm["model_loading_config"]["model_source"] == "/gcs/models/qwen3-4b"
     token = {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}}}
@@ -217,7 +216,7 @@ def test_the_token_comes_from_a_secret_and_the_stacks_bucket_through_its_mount()
     # Another bucket is Ray Serve LLM's own download.
     other = copy.deepcopy(vals)
     other["ray-tpu-gke:rayServices"][0]["llm"]["source"] = "gs://weights-elsewhere/qwen3-4b"
-    (manifest,) = [s["newState"]["inputs"] for s in steps_of_type(run(other), RAYSERVICE)]
+    (manifest,) = [s["newState"]["inputs"] for s in steps_of_type(run(other), RAY_SERVICE)]
     (llm,) = yaml.safe_load(manifest["spec"]["serveConfigV2"])["applications"][0]["args"]["llm_configs"]
     assert llm["model_loading_config"]["model_source"] == {"bucket_uri": "gs://weights-elsewhere/qwen3-4b"}
 

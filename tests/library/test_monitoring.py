@@ -8,19 +8,17 @@ import json
 import textwrap
 
 import pytest
-from helpers import STACKS, config_of, minimal_values, plan_of, prod_plan, run, steps_of_type
+from helpers import ALERT_POLICY, DASHBOARD, STACKS, config_of, minimal_values, plan_of, prod_plan, run, steps_of_type
 
 from plan import harness, stackfile
 from plan.review import replacement
 from ray_tpu_gke.spec.models import GpuPoolConfig
 
-DASHBOARD = "gcp:monitoring/dashboard:Dashboard"
-POLICY = "gcp:monitoring/alertPolicy:AlertPolicy"
 COMPONENT = "ray-tpu-gke:index:SliceMonitoring"
 
 
 def policies(plan: dict) -> dict[str, dict]:
-    return {s["newState"]["name"]: s["newState"] for s in steps_of_type(plan, POLICY)}
+    return {s["newState"]["name"]: s["newState"] for s in steps_of_type(plan, ALERT_POLICY)}
 
 
 def threshold(policy: dict, index: int = 0) -> dict:
@@ -244,7 +242,7 @@ GPU_POOL = {"pool": {"name": "l4", "accelerator": "nvidia-l4"}, "pools": ["l4"],
 def test_the_component_alone_builds_its_slices(tmp_path):
     plan = component_plan(tmp_path, GOOD)
     assert plan.outputs["error"] == ""
-    assert [s.name for s in plan.steps if s.type == POLICY] == [
+    assert [s.name for s in plan.steps if s.type == ALERT_POLICY] == [
         "mon-v5p-16-idle-0", "mon-v5p-16-idle-1", "mon-v5p-16-unavailable", "mon-v5p-16-interruptions"]
     assert len(plan.outputs["policies"]) == 4
     (dashboard,) = [s for s in plan.steps if s.type == DASHBOARD]
@@ -260,7 +258,7 @@ def test_the_component_alone_builds_its_slices(tmp_path):
 def test_the_component_alone_builds_gpu_pools(tmp_path):
     plan = component_plan(tmp_path, {**GOOD, "gpu_pools": [GPU_POOL]})
     assert plan.outputs["error"] == ""
-    assert [s.name for s in plan.steps if s.type == POLICY][-2:] == ["mon-l4-gpu-idle", "mon-l4-gpu-interruptions"]
+    assert [s.name for s in plan.steps if s.type == ALERT_POLICY][-2:] == ["mon-l4-gpu-idle", "mon-l4-gpu-interruptions"]
     (dashboard,) = [s for s in plan.steps if s.type == DASHBOARD]
     tiles = json.loads(dashboard.inputs["dashboardJson"])["mosaicLayout"]["tiles"]
     machine = GpuPoolConfig(name="l4", accelerator="nvidia-l4").machine_type

@@ -16,14 +16,13 @@ import json
 
 import jsonschema
 import pytest
-from helpers import STACKS, config_of, plan_of, run, steps_of_type
+from helpers import DASHBOARD, STACKS, config_of, plan_of, run, steps_of_type
 
 from ray_tpu_gke import catalog
 from ray_tpu_gke.catalog import metrics
 from ray_tpu_gke.render import dashboards
 from ray_tpu_gke.render.series import Environment, GpuPoolTarget, SliceTarget
 
-DASHBOARD = "gcp:monitoring/dashboard:Dashboard"
 
 DURATION = {"type": "string", "pattern": r"^[0-9]+(\.[0-9]{1,9})?s$"}  # google.protobuf.Duration in JSON
 ALIGNERS = ["ALIGN_NONE", "ALIGN_DELTA", "ALIGN_RATE", "ALIGN_INTERPOLATE", "ALIGN_NEXT_OLDER", "ALIGN_MIN",

@@ -12,7 +12,7 @@ import re
 
 import pytest
 import yaml
-from helpers import ROOT, STACKS, plan_of, steps_of_type
+from helpers import ALERT_POLICY, DASHBOARD, ROOT, STACKS, plan_of, steps_of_type
 
 from ray_tpu_gke import catalog
 from ray_tpu_gke.catalog import metrics
@@ -23,8 +23,6 @@ from ray_tpu_gke.render.series import Environment, GpuPoolTarget, SliceTarget
 DATA = yaml.safe_load(metrics.METRICS_FILE.read_text())
 METRICS = {m["type"]: m for m in DATA["metrics"]}
 RESOURCES = DATA["resources"]
-DASHBOARD = "gcp:monitoring/dashboard:Dashboard"
-POLICY = "gcp:monitoring/alertPolicy:AlertPolicy"
 
 TERM = re.compile(r'^(?P<selector>metric\.type|resource\.type|resource\.labels\.\w+|metric\.labels\.\w+|'
                   r'metadata\.user_labels\."[^"]+")=(?P<value>"[^"\\]+"|monitoring\.regex\.full_match\("[^"\\]+"\))$')
@@ -89,7 +87,7 @@ def stack_series(stack: str):
     plan = plan_of(stack)
     for step in steps_of_type(plan, DASHBOARD):
         yield from dashboard_series(json.loads(step["newState"]["inputs"]["dashboardJson"]))
-    for step in steps_of_type(plan, POLICY):
+    for step in steps_of_type(plan, ALERT_POLICY):
         yield from policy_series(step["newState"]["inputs"])
 
 
@@ -209,7 +207,7 @@ def test_promql_queries_name_the_stack_project_and_cluster_and_a_listed_metric()
         plan = plan_of(stack)
         cluster = next(s for s in plan["steps"] if s["newState"]["type"] == "gcp:container/cluster:Cluster")
         project, name = cluster["newState"]["inputs"]["project"], cluster["newState"]["inputs"]["name"]
-        for step in steps_of_type(plan, POLICY):
+        for step in steps_of_type(plan, ALERT_POLICY):
             for condition in step["newState"]["inputs"]["conditions"]:
                 body = condition.get("conditionPrometheusQueryLanguage")
                 if body is None:

@@ -18,7 +18,7 @@ import subprocess
 import pytest
 import yaml
 from helpers import ROOT, STACKS, workloads_python
-from test_library import EXISTING_VALUES, EXAMPLES, run_example
+from examples_run import EXAMPLES, EXISTING_VALUES, run_example
 
 from plan import stackfile
 from ray_tpu_gke import catalog

@@ -8,11 +8,10 @@ import re
 
 import pytest
 
-from helpers import ROOT, minimal_values, run, steps_of_type
+from helpers import ALERT_POLICY, ROOT, minimal_values, run, steps_of_type
 from ray_tpu_gke.render.alert_docs import runbook_anchor
 from ray_tpu_gke.spec.problems import ConfigError
 
-ALERT_POLICY = "gcp:monitoring/alertPolicy:AlertPolicy"
 BASE = "https://git.internal.test/ml-platform/ray-tpu-gke/blob/main"  # .test: a name reserved for tests (RFC 2606)
 
 

@@ -22,9 +22,7 @@ import copy
 import io
 import json
 import random
-import sys
 import traceback
-from pathlib import Path
 
 import pytest
 import yaml

@@ -3,12 +3,11 @@ filters by clause, long strings shown where they differ (plan/review/paths.py, p
 
 import json
 
-from helpers import minimal_values, run
+from helpers import RAY_CLUSTER, minimal_values, run
 from plan.review import paths, strings
 from plan.review.classify import compare
 from plan.review.revisions import Side
 
-RAY_CLUSTER = "kubernetes:ray.io/v1:RayCluster"
 
 
 def diffs(old, new):

@@ -49,7 +49,8 @@ def _resolve(module: str, path: Path, node: ast.ImportFrom) -> list[str]:
     return targets
 
 
-def imports(module: str) -> set[str]:
+def every_import(module: str) -> set[str]:
+    """Every module `module` imports, the standard library's and third parties' too."""
     path = MODULES[module]
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
@@ -57,8 +58,13 @@ def imports(module: str) -> set[str]:
             found |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
             found |= set(_resolve(module, path, node))
+    return found
+
+
+def imports(module: str) -> set[str]:
+    """The project's modules `module` imports."""
     # a package's own __init__ is imported with any of its modules, so it is no edge of its own
-    return {m for m in found if m in MODULES and m != module}
+    return {m for m in every_import(module) if m in MODULES and m != module}
 
 
 GRAPH = {m: imports(m) for m in MODULES}
@@ -172,22 +178,10 @@ def test_the_ray_halves_are_run_not_imported():
     assert all('if __name__ == "__main__":' in MODULES[m].read_text() for m in RAY_HALVES)
 
 
-def _every_import(module: str) -> set[str]:
-    """Every module `module` imports, the standard library's and third parties' too (GRAPH keeps the project's)."""
-    path = MODULES[module]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            found |= set(_resolve(module, path, node))
-    return found
-
-
 def test_the_workload_package_needs_only_the_standard_library_and_bench():
     members = [m for m in MODULES if m == WORKLOAD or m.startswith(WORKLOAD + ".")]
     assert f"{WORKLOAD}.slice_checks" in members and f"{WORKLOAD}.train_args" in members
-    wrong = sorted(f"{m} imports {t}" for m in members for t in _every_import(m)
+    wrong = sorted(f"{m} imports {t}" for m in members for t in every_import(m)
                    if t.split(".")[0] not in sys.stdlib_module_names and t not in WORKLOAD_MAY_IMPORT
                    and not t.startswith(WORKLOAD + "."))
     assert not wrong, "\n".join(wrong)
