@@ -13,11 +13,13 @@ THIS = "test_suite_order.py"
 
 def test_every_module_that_starts_a_local_cluster_is_marked():
     """A module starts one where its script half enters workloads.local_cluster.LocalCluster or it runs the local
-    comparison (`plan.compare ... --local`, plan/compare/local_run.py) in a subprocess; it is marked for the whole
+    comparison (`plan.compare ... --local`, plan/compare/local_run.py) in a subprocess (tests/compare/compare_runs.py
+    compare_locally); it is marked for the whole
     module (`pytestmark`) or on the test that does (`@pytest.mark.local_ray`, tests/project/test_package.py)."""
     modules = {path.name: path.read_text() for path in (ROOT / "tests").rglob("test_*.py") if path.name != THIS}
     starts = {name for name, text in modules.items()
-              if re.search(r"\bLocalCluster\(", text) or '"--local", "--out"' in text}
+              if re.search(r"\bLocalCluster\(", text) or '"--local", "--out"' in text
+              or re.search(r"\bcompare_locally\(", text)}
     marked = {name for name, text in modules.items() if "pytestmark = pytest.mark.local_ray" in text
               or re.search(r"pytestmark = \[[^]]*\bpytest\.mark\.local_ray\b", text)
               or "@pytest.mark.local_ray" in text}
