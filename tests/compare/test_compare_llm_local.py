@@ -35,7 +35,7 @@ def rehearsed(tmp_path_factory):
         "--sweep-seconds",
         "3",
         "--llm-burst-s",
-        "1,5,1",
+        "1,8,1",  # a high step Serve has several look-back periods (3 s) of queueing to react within
         "--prompts",
         "8",
         "--agree-prompts",
