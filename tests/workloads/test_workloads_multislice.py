@@ -34,7 +34,7 @@ if __name__ != "__main__":
 
     pytestmark = pytest.mark.local_ray
 
-STEPS_RECOVER, EVERY, KILL_AFTER = 30, 5, 10
+STEPS_RECOVER, EVERY, KILL_AFTER = 20, 5, 10
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -182,6 +182,19 @@ def test_multislice_resumes_from_the_checkpoint_on_two_whole_slices_after_a_lost
     # Training finished, every step of the final trajectory present once.
     assert [step for step, _ in result["loss"]] == list(range(1, STEPS_RECOVER + 1))
     assert len(result["stepTimesS"]) >= STEPS_RECOVER
+
+
+def test_the_steps_redone_after_the_restart_reproduce_their_losses_exactly(seen):
+    """Same seed, same data, the parameters restored: each step the restarted attempt ran again computes the loss the
+    lost attempt computed, to the last bit (a new worker group, each process reading its batches again through Ray
+    Data). What makes two runs of one job comparable, and a resumed run the run it continues."""
+    losses: dict[int, list[float]] = {}
+    for event in seen["recover"]["events"]:
+        if event["event"] == "step":
+            losses.setdefault(event["step"], []).append(event["loss"])
+    redone = {step: values for step, values in losses.items() if len(values) > 1}
+    assert redone, "no step ran twice"
+    assert all(len(set(values)) == 1 for values in redone.values()), redone
 
 
 def test_multislice_recovery_is_reported_with_when_the_failure_was_seen(seen):
