@@ -126,7 +126,7 @@ test-tools: $(CHECKOV_STAMP) $(WORKLOADS_STAMP) $(TORCH_STAMP)
 # no longer reads (Node.nodeid is str(self._id), _pytest/nodes.py), so its groups are silently ignored.
 # PYTEST_ARGS="-n 0" runs the unit lane in one process, RAY_PYTEST_ARGS="-n 0" the Ray lane one module at a time.
 PYTEST_ARGS ?= -n auto --dist loadfile --no-loadscope-reorder
-RAY_PYTEST_ARGS ?= -n 2 --dist loadfile --no-loadscope-reorder
+RAY_PYTEST_ARGS ?= -n 3 --dist loadfile --no-loadscope-reorder
 # `make test STACK=name`: only that stack's tests (those parametrized with it) and those across every stack
 # (tests/conftest.py --stack), as a new environment's checklist runs them; STACK from the command line only, so that
 # `make test` alone runs everything whatever `make plan`'s default stack is.

@@ -35,7 +35,7 @@ def served(tmp_path_factory):
     # An objective any machine holds at the steady rate, so that maxRpsUnderSlo finds a rate (the default 500 ms is
     # the user's to judge; a rehearsal's latencies move with the machine's load), and no request given up on.
     shortest = ["--patterns", ",".join(ORDER), "--steady-rps", "0.5", "--steady-s", "4", "--sparse-requests", "1",
-                "--sparse-gap-s", "40", "--burst-rps", "0.5,30", "--burst-s", "2,5,1", "--tokens", "256",
+                "--sparse-gap-s", "40", "--burst-rps", "0.5,30", "--burst-s", "2,3,1", "--tokens", "256",
                 "--local-autoscaling", "downscale_delay_s=600,target_ongoing_requests=2", "--slo-ms", "600000", "--request-timeout-s", "600"]
     done, document = compare_locally(out, python, "--serve", *shortest, timeout=1200)
     return done, document, out
