@@ -58,12 +58,12 @@ def _train(address: str, argv: list[str], result_dir: Path) -> dict:
 
 def _newest_checkpoint(run_dir: Path) -> dict:
     """The step and parameter count of the newest checkpoint Ray Train kept for a run (workloads.lm's format)."""
+    import jax
+
     from workloads import lm
 
     newest = max((p for p in run_dir.glob("checkpoint_*") if p.is_dir()), key=lambda p: p.stat().st_mtime)
     params, _, _, step = lm.load(newest, 0, SMALL_MODEL)
-    import jax
-
     return {"step": step, "parameters": sum(int(leaf.size) for leaf in jax.tree.leaves(params))}
 
 
@@ -391,7 +391,8 @@ def test_a_tpu_job_on_hosts_without_tpus_stops_before_training_naming_it(seen):
     line = run["lastStderr"]
     assert line.startswith("workloads.train: a v6e 2x4 slice needs JAX's TPU backend (platform tpu)")
     assert "no TPU backend" in line and "libtpu" in line
-    assert bench.read(run["stdout"] + run["stderr"]).events == []
+    assert bench.read(run["stdout"] + run["stderr"]).events == []  # not one step, not even a start
+    assert run["files"] == []  # and no result document
 
 
 def test_the_gpu_job_runs_on_the_cpu_when_simulating_and_says_so(seen):
