@@ -17,6 +17,10 @@ sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
 # the tests read them off a terminal, at the 200 columns a user's pipe gets; a test of COLUMNS sets its own.
 os.environ.pop("COLUMNS", None)
 os.environ.pop("LINES", None)
+# The local Ray clusters of the tests (and every process they start) report nothing to Ray's usage statistics
+# (RAY_USAGE_STATS_ENABLED=0, Ray's documented opt-out): a test run is not usage, and each Ray Data job of a training
+# run would otherwise start one more actor to collect it (ray/data/_internal/usage/collector.py).
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 import plan as _checkout_plan  # noqa: E402,F401  binds ray_tpu_gke to this checkout's components/ first
 
