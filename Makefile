@@ -120,8 +120,8 @@ test-tools: $(CHECKOV_STAMP) $(WORKLOADS_STAMP) $(TORCH_STAMP)
 # `make test-ray`: the scenarios that start a local Ray cluster (marker local_ray: training with recovery, multislice,
 # the Ray smoke checks, the comparison rehearsals, the wheel's `compare --local`), three modules at a time, each on a
 # cluster of its own (workloads/local_cluster.py: its own GCS, named in $RAY_ADDRESS of its every process): the serving
-# rehearsals wait on Serve's delays, and a third module uses the cores meanwhile (measured on two cores: 341 s three at
-# a time, about 430 s two at a time; docs/benchmarks.md). `make test-all` runs both; CI runs it (.ci/run).
+# rehearsals wait on Serve's delays, and a third module uses the cores meanwhile (on two cores, three at a time is
+# faster than two or four: docs/benchmarks.md, "Test lanes"). `make test-all` runs both; CI runs it (.ci/run).
 # Not loadgroup: pytest-xdist 3.8.0 groups by a suffix it writes to item._nodeid (xdist/remote.py), which pytest 9.2
 # no longer reads (Node.nodeid is str(self._id), _pytest/nodes.py), so its groups are silently ignored.
 # PYTEST_ARGS="-n 0" runs the unit lane in one process, RAY_PYTEST_ARGS="-n 0" the Ray lane one module at a time.
