@@ -170,7 +170,7 @@ def deadline(seconds: float = HANG_GUARD_S):
 
 # --- a copy of the project in a git repository of its own, for the diff's end-to-end tests --------------------------
 
-PROJECT_FILES = ("Pulumi.yaml", "__main__.py", "components", "plan", "stacks")
+PROJECT_FILES = ("Pulumi.yaml", "__main__.py", "components", "plan", "policy", "stacks")
 GIT_ENV = dict(os.environ, GIT_AUTHOR_NAME="test", GIT_AUTHOR_EMAIL="test@example.com", GIT_COMMITTER_NAME="test",
                GIT_COMMITTER_EMAIL="test@example.com", GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
 
