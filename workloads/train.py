@@ -73,7 +73,8 @@ def make_trainer(
     from ray.train.v2.jax import JaxTrainer
 
     from . import backend
-    from .ledger import FailureClock, start_ledger
+    from .failure_clock import FailureClock
+    from .ledger import start_ledger
     from .train_loop import train_loop
 
     ledger = ledger or start_ledger()

@@ -195,6 +195,19 @@ def test_parse_args_and_declared_import_neither_ray_nor_jax():
     assert run.returncode == 0 and run.stdout.strip() == "[]", run.stderr
 
 
+def test_the_ledgers_process_imports_ray_but_not_ray_train():
+    """Each run's ledger actor starts in a process of its own, which imports the ledger's module: Ray Train (pandas,
+    pyarrow, Ray Data) stays out of it; the controller's callback, which needs it, is a module of its own."""
+    from helpers import workloads_python
+
+    code = ("import sys; from workloads import ledger; "
+            "print(sorted({m.split('.')[0] + '.' + m.split('.')[1] for m in sys.modules if m.startswith('ray.')}))")
+    run = subprocess.run([workloads_python(), "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    loaded = run.stdout.strip()
+    assert run.returncode == 0 and "ray.util" in loaded, run.stderr
+    assert "ray.train" not in loaded and "ray.data" not in loaded, loaded
+
+
 def test_event_lines_are_found_behind_rays_prefix():
     log = "\n".join([
         '\x1b[36m(RayTrainWorker pid=123)\x1b[0m {"event": "step", "step": 1, "stepS": 0.5, "loss": 1.0, "time": 1.0}',
