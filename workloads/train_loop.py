@@ -147,7 +147,7 @@ def train_loop(config: dict) -> None:
     entered_at = time.time()
     import ray
     import ray.train
-    from ray.train.collective import broadcast_from_rank_zero
+    from ray.train.collective import barrier, broadcast_from_rank_zero
 
     context = ray.train.get_context()
     rank, world = context.get_world_rank(), context.get_world_size()
@@ -247,6 +247,12 @@ def train_loop(config: dict) -> None:
             # XLA's cost analysis is of the partitioned program one device runs: the step's FLOPs are N times it.
             per_device = lm.flops_of(compiled_step)
             flops = None if per_device is None else per_device * jax.device_count()
+            if world > 1:
+                # Every process enters the first step together. The step's gradient sum sets up JAX's CPU collectives
+                # (Gloo) when it first runs, and XLA gives the other processes 30 s to join that set-up (Gloo context
+                # initialization: GetKeyValue DEADLINE_EXCEEDED): on a loaded machine one process's first batch or
+                # compile has outlasted it, a restart in a run that lost nothing. On a TPU or GPU: one round trip.
+                barrier()
         params, opt_state, loss = compiled_step(params, opt_state, x, y)
         jax.block_until_ready((params, opt_state, loss))
         step_s = time.perf_counter() - began
