@@ -9,12 +9,10 @@ configuration (every problem on stderr, one per line), 1 anything else (a mandat
 
 from __future__ import annotations
 
-import gc
+from . import program
 
 if __name__ == "__main__":
-    # Run as a program, the imports below (pulumi_gcp's generated modules: hundreds of thousands of objects) set off
-    # about a dozen full collections that find nothing to free: 0.4 of the 4.5 s of `python -m plan dev`, measured.
-    gc.set_threshold(20_000, 10, 10)
+    program.start()  # before the imports below
 
 import argparse
 import json
@@ -173,8 +171,4 @@ def main(argv=None, prog: str = "python -m plan") -> int:
 
 
 if __name__ == "__main__":
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        sys.exit(130)
+    program.run(main)

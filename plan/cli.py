@@ -23,8 +23,8 @@ from pathlib import Path
 
 from ray_tpu_gke.spec.problems import ConfigError
 
+from . import program, stackfile
 from . import project as projects
-from . import stackfile
 
 PROG = "ray-tpu-gke"
 COMMANDS = {
@@ -142,11 +142,7 @@ def _dispatch(command: str, rest: list[str]) -> int:
 
 def entry() -> None:
     """The console script (pyproject.toml [project.scripts])."""
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        sys.exit(130)
+    program.run(main)
 
 
 if __name__ == "__main__":

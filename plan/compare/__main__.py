@@ -12,6 +12,11 @@ lacks, plan/compare/extras.py); 2 when the configuration or the arguments are in
 
 from __future__ import annotations
 
+from .. import program
+
+if __name__ == "__main__":
+    program.start()  # before the imports below
+
 import dataclasses
 import sys
 import time
@@ -374,8 +379,4 @@ def main(
 
 
 if __name__ == "__main__":
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        sys.exit(130)
+    program.run(main)

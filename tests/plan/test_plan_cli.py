@@ -28,6 +28,19 @@ def test_real_subprocess_exit_codes(tmp_path):
     assert invalid.stderr.startswith("ray-tpu-gke:tpuSlices[0].topology: \"3x3\" is not a v6e topology")
 
 
+@pytest.mark.parametrize("ending, status", [("return 3", 3), ("raise KeyboardInterrupt", 130)])
+def test_a_command_exits_with_its_status_its_output_flushed_its_atexit_run_and_its_objects_left_uncollected(
+        ending, status):
+    # plan.program.run: what a command printed and registered survives skipping the interpreter's last collection.
+    script = ("import atexit, gc, sys\n"
+              "from plan import program\n"
+              "atexit.register(lambda: print('atexit', gc.get_freeze_count() > 0, flush=True))\n"
+              f"def main():\n    sys.stdout.write('printed')\n    {ending}\n"
+              "program.run(main)\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (status, "printedatexit True\n", "")
+
+
 def test_human_output_has_tree_summary_and_capacity(plan_output):
     result = plan_output("staging")
     assert result.returncode == 0, result.stderr
