@@ -136,3 +136,9 @@ def plan_output():
         return done[args]
 
     return run
+
+
+def pytest_unconfigure(config):
+    """Every process of the run (the controller, each worker, a test's own pytest) exits without the interpreter's
+    last collection of the objects it imported, as the commands do (plan/program.py)."""
+    gc.freeze()
