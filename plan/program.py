@@ -1,4 +1,5 @@
-"""How the toolchain's commands run as programs (`python -m plan`, `python -m plan.compare`, `ray-tpu-gke`)."""
+"""How the toolchain's commands run as programs (`python -m plan`, `python -m plan.compare`, `python -m plan.verify`,
+`ray-tpu-gke`)."""
 
 from __future__ import annotations
 
