@@ -50,6 +50,8 @@ def test_both_variants_install_the_tested_jax():
         assert versions["jax"] == versions["jaxlib"] == TESTED["jax"] == TESTED["jaxlib"], (variant, versions)
         assert f"jax.__version__ == '{TESTED['jax']}'" in VARIANTS[variant].read_text()
     assert installed["tpu"]["jax"] == installed["gpu"]["jax"]
+    # ml_dtypes too: 0.7.0, which pip would pick, doubles the CPU time of `import jax` (requirements-workloads.txt).
+    assert installed["tpu"]["ml_dtypes"] == installed["gpu"]["ml_dtypes"] == TESTED["ml_dtypes"]
 
 
 def test_each_variant_brings_its_accelerators_backend():
