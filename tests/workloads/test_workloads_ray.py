@@ -80,6 +80,7 @@ def _simulate(out: Path) -> None:
 
         seen["niceness"] = {"driver": os.nice(0), "head": niceness_on({"node:__internal_head__": 0.01}),
                             "host": niceness_on({"TPU": 1})}
+        seen["system_config"] = ray._private.state.state.get_system_config()  # what every node reads from the GCS
         seen["timings"]["cluster"] = round(time.monotonic() - started, 1)
         seen["labels"] = sorted((n["Labels"] for n in ray.nodes() if n["Resources"].get("TPU")),
                                 key=lambda labels: labels.get(ray_labels.WORKER_ID, ""))
@@ -198,6 +199,12 @@ def test_a_local_clusters_workers_run_at_the_niceness_asked_for_the_head_and_ray
     ray_config_def.h worker_niceness): what orders Serve's controller before the replicas in make compare-serve."""
     nice = seen["niceness"]
     assert (nice["head"], nice["host"]) == (min(nice["driver"] + 10, 19), min(nice["driver"] + 15, 19))
+
+
+def test_a_local_cluster_records_none_of_rays_own_metrics(seen):
+    """Nothing on the machine scrapes them (workloads.local_cluster): the head's system config turns them off for
+    every node, worker and driver of the cluster (Ray 2.60 ray_config_def.h enable_metrics_collection)."""
+    assert seen["system_config"]["enable_metrics_collection"] is False
 
 
 def test_pod_types_agree_with_rays_own_inference(seen):
