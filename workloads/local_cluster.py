@@ -85,8 +85,8 @@ class LocalCluster:
                     "gcs_server_port": port,
                     # Ray's own metrics off in every process of the cluster: the head's system config, which each
                     # node, worker and driver reads from the GCS (ray/_private/node.py). Nothing on this machine
-                    # scrapes them (on GKE the stack's monitoring does), and recording them cost about 8 % of the
-                    # Ray lane's CPU time (docs/benchmarks.md, "Test lanes").
+                    # scrapes them (on GKE the stack's monitoring does), and recording them cost a test module 4 to
+                    # 8 % of its CPU time (docs/benchmarks.md, "Test lanes").
                     "_system_config": {"enable_metrics_collection": False},
                     **(head_args or {}),
                 },
