@@ -11,13 +11,15 @@ __all__ = ["ENTRYPOINT_SHELL", "RUNTIME_ENV_VARS", "check_entrypoint", "env_vars
 
 ENTRYPOINT_SHELL = rule(
     "kuberay-entrypoint-shell",
-    "A RayJob's entrypoint is a command line bash can read: every ', \" and $'...' quote it opens is closed, and it "
-    "does not end in an unescaped backslash. KubeRay's submitter joins `ray job submit ... -- <entrypoint> ;` into "
-    "one script for `/bin/bash -ce`, which fails on an unbalanced quote before the job is submitted (a final "
-    "backslash escapes the space before ` ;`).",
+    "A RayJob's entrypoint is a command line bash can read: every ', \" and $'...' quote it opens is closed, it "
+    "does not end in an unescaped backslash, and no # outside quotes begins a word on its last line. KubeRay's "
+    "submitter joins `ray job submit ... -- <entrypoint> ; fi ; ray job logs ...` into one script for "
+    "`/bin/bash -ce`, which fails on an unbalanced quote before the job is submitted; a final backslash escapes the "
+    "space before ` ;`, and such a # makes the rest of the script a comment, `fi` included (bash: unexpected end of "
+    "file).",
     "ray-project/kuberay v1.7.0 ray-operator/controllers/ray/common/job.go BuildJobSubmitCommand, "
     "rayjob_controller.go configureSubmitterContainer (Args: the command joined with spaces) and utils/util.go "
-    "GetContainerCommand (/bin/bash -c[e] --); bash(1) QUOTING",
+    "GetContainerCommand (/bin/bash -c[e] --); bash(1) QUOTING and COMMENTS",
 )
 RUNTIME_ENV_VARS = rule(
     "ray-runtime-env-vars",
@@ -28,18 +30,32 @@ RUNTIME_ENV_VARS = rule(
 )
 
 
-def _unclosed_quote(command: str) -> str | None:
-    """The quote left open at the end of `command` as bash reads it (a backslash when it escapes nothing), or None.
-    Outside quotes a backslash escapes the next character; nothing is escaped within '...'; within "..." and $'...' a
-    backslash escapes the next character (bash(1) QUOTING)."""
-    i, n = 0, len(command)
+# Outside quotes, these end a word in bash (its metacharacters, bash(1) DEFINITIONS): a # after one begins a comment.
+_WORD_ENDS = frozenset(" \t\n;&|()<>")
+
+
+def _read(command: str) -> tuple[str | None, int | None]:
+    """How bash reads `command`: the quote left open at its end (a backslash when it escapes nothing) or None, and the
+    index of a # that begins a comment on its last line or None. Outside quotes a backslash escapes the next
+    character (a backslash-newline is removed) and a # that begins a word starts a comment to the end of its line;
+    nothing is escaped within '...'; within "..." and $'...' a backslash escapes the next character (bash(1) QUOTING,
+    COMMENTS)."""
+    i, n, word_start = 0, len(command), True
     while i < n:
         c = command[i]
+        if c == "#" and word_start:
+            line_end = command.find("\n", i)
+            if line_end < 0:
+                return None, i
+            i = line_end  # the comment ends with its line; the next line is read again
+            continue
         if c == "\\":
             if i == n - 1:
-                return "\\"
+                return "\\", None
+            word_start = word_start and command[i + 1] == "\n"
             i += 2
             continue
+        word_start = c in _WORD_ENDS
         if c == "'" or c == '"' or (c == "$" and command.startswith("$'", i)):
             quote, escapes = ("$'", True) if c == "$" else (c, c == '"')
             closing = quote[-1]
@@ -47,14 +63,20 @@ def _unclosed_quote(command: str) -> str | None:
             while i < n and command[i] != closing:
                 i += 2 if escapes and command[i] == "\\" else 1
             if i >= n:
-                return quote
+                return quote, None
         i += 1
-    return None
+    return None, None
 
 
 def check_entrypoint(command: str) -> None:
-    """A command line KubeRay's submitter can run (ENTRYPOINT_SHELL); ValueError says which quote is left open."""
-    quote = _unclosed_quote(command.strip())  # KubeRay trims the entrypoint (strings.TrimSpace)
+    """A command line KubeRay's submitter can run (ENTRYPOINT_SHELL); ValueError says what bash would do with it."""
+    quote, comment = _read(command.strip())  # KubeRay trims the entrypoint (strings.TrimSpace)
+    if comment is not None:
+        raise ValueError(
+            f"has a # that begins a word outside quotes ({command.strip()[comment:]!r}): bash reads it and the rest "
+            "of KubeRay's submitter script as a comment, `; fi ; ray job logs ...` included, and fails "
+            f"({ENTRYPOINT_SHELL.id}); allowed: the # quoted ('#1') or escaped (\\#)"
+        )
     if quote == "\\":
         raise ValueError(
             "ends with a backslash: KubeRay's submitter puts ` ;` after the entrypoint, so it escapes that space and "

@@ -175,6 +175,7 @@ def test_entrypoint_overrides_name_a_side_and_replace_its_command():
     (["--entrypoint", "python job.py"], "expected SIDE=COMMAND"),
     # the stack's entrypoint check (kuberay-entrypoint-shell): KubeRay's submitter runs the command with bash -c
     (["--entrypoint", "bench-a100=python -c 'print(1)"], "opens a '...' quote it never closes"),
+    (["--entrypoint", "bench-a100=python job.py --tag #2"], "has a # that begins a word outside quotes ('#2')"),
     (["--inject-failure", "bench-tpu=twelve"], "is not SIDE=STEP"),
     (["--inject-failure", "soon"], "a step number, or SIDE=STEP"),
 ])

@@ -51,8 +51,26 @@ def test_an_entrypoint_ending_in_a_backslash_is_refused():
     parse_stack_config(job_values(entrypoint="python -m workloads.train --name a\\\\"), "test")  # an escaped one
 
 
+@pytest.mark.parametrize("entrypoint, comment", [
+    ("python -m workloads.train --name run #1", "#1"),
+    ("python train.py;# the last line", "# the last line"),
+    ("python train.py # it's a comment: the quote in it opens nothing", "# it's a comment: the quote in it opens nothing"),
+    ("python a.py # a comment ends with its line\npython b.py #2", "#2"),
+])
+def test_an_entrypoint_whose_last_line_has_a_comment_is_refused(entrypoint, comment):
+    # KubeRay v1.7.0 common/job.go: `... -- <entrypoint> ; fi ; ray job logs ...` is one /bin/bash -ce script, and a #
+    # that begins a word comments out the rest of its line, `fi` included: bash fails, "unexpected end of file".
+    (found,) = problems(job_values(entrypoint=entrypoint))
+    assert found.startswith("ray-tpu-gke:rayJobs[0].entrypoint: ")
+    assert "is invalid: has a # that begins a word outside quotes" in found and repr(comment) in found and "(kuberay-entrypoint-shell)" in found and "allowed: the # quoted" in found
+    (found,) = job_args_problems(entrypoint=entrypoint)
+    assert found.startswith("RayJob(job).args.spec.entrypoint: ") and f"outside quotes ({comment!r})" in found
+
+
 @pytest.mark.parametrize("entrypoint", [
     "python -c 'print(\"it is\")'", "echo it\\'s", "python -c \"print('x')\"", "python -c $'print(\\'x\\')'",
+    # a # inside a word, quoted or escaped is an argument; a comment that a line break ends leaves the last line whole
+    "python train.py --tag=#1 '#2' \"#3\" \\#4 ${#HOSTNAME} $#", "python train.py # setup\npython train.py --steps 10",
 ])
 def test_an_entrypoint_whose_quotes_bash_closes_is_admitted(entrypoint):
     parse_stack_config(job_values(entrypoint=entrypoint), "test")
