@@ -11,15 +11,16 @@ __all__ = ["ENTRYPOINT_SHELL", "RUNTIME_ENV_VARS", "check_entrypoint", "env_vars
 
 ENTRYPOINT_SHELL = rule(
     "kuberay-entrypoint-shell",
-    "A RayJob's entrypoint is a command line bash can read: every ', \" and $'...' quote it opens is closed, it "
-    "does not end in an unescaped backslash, and no # outside quotes begins a word on its last line. KubeRay's "
-    "submitter joins `ray job submit ... -- <entrypoint> ; fi ; ray job logs ...` into one script for "
+    "A RayJob's entrypoint is one command line bash can read: every ', \" and $'...' quote it opens is closed, it "
+    "does not end in an unescaped backslash, and outside quotes it has no line break and no # that begins a word. "
+    "KubeRay's submitter joins `ray job submit ... -- <entrypoint> ; fi ; ray job logs ...` into one script for "
     "`/bin/bash -ce`, which fails on an unbalanced quote before the job is submitted; a final backslash escapes the "
-    "space before ` ;`, and such a # makes the rest of the script a comment, `fi` included (bash: unexpected end of "
-    "file).",
+    "space before ` ;`; such a # makes the rest of its line a comment, `fi` included (bash: unexpected end of file); "
+    "and a line break ends the submitted command there, so the lines after it run in the submitter pod, not in the "
+    "job.",
     "ray-project/kuberay v1.7.0 ray-operator/controllers/ray/common/job.go BuildJobSubmitCommand, "
     "rayjob_controller.go configureSubmitterContainer (Args: the command joined with spaces) and utils/util.go "
-    "GetContainerCommand (/bin/bash -c[e] --); bash(1) QUOTING and COMMENTS",
+    "GetContainerCommand (/bin/bash -c[e] --); bash(1) QUOTING, COMMENTS and Lists",
 )
 RUNTIME_ENV_VARS = rule(
     "ray-runtime-env-vars",
@@ -31,63 +32,67 @@ RUNTIME_ENV_VARS = rule(
 
 
 # Outside quotes, these end a word in bash (its metacharacters, bash(1) DEFINITIONS): a # after one begins a comment.
-_WORD_ENDS = frozenset(" \t\n;&|()<>")
+_WORD_ENDS = frozenset(" \t;&|()<>")
 
 
-def _read(command: str) -> tuple[str | None, int | None]:
-    """How bash reads `command`: the quote left open at its end (a backslash when it escapes nothing) or None, and the
-    index of a # that begins a comment on its last line or None. Outside quotes a backslash escapes the next
-    character (a backslash-newline is removed) and a # that begins a word starts a comment to the end of its line;
-    nothing is escaped within '...'; within "..." and $'...' a backslash escapes the next character (bash(1) QUOTING,
-    COMMENTS)."""
+def _first_problem(command: str) -> tuple[str, int] | None:
+    """What bash would read wrongly in `command` as one line of KubeRay's submitter script, with its index, or None:
+    ("#", i) a comment, ("\\n", i) a line break, ("\\", i) a final backslash that escapes nothing, or (quote, i) a
+    quote (', " or $') opened at i and never closed. Outside quotes a backslash escapes the next character (a
+    backslash-newline is removed) and a # that begins a word starts a comment; nothing is escaped within '...'; within
+    "..." and $'...' a backslash escapes the next character (bash(1) QUOTING, COMMENTS)."""
     i, n, word_start = 0, len(command), True
     while i < n:
         c = command[i]
-        if c == "#" and word_start:
-            line_end = command.find("\n", i)
-            if line_end < 0:
-                return None, i
-            i = line_end  # the comment ends with its line; the next line is read again
-            continue
+        if (c == "#" and word_start) or c == "\n":
+            return c, i
         if c == "\\":
             if i == n - 1:
-                return "\\", None
+                return c, i
             word_start = word_start and command[i + 1] == "\n"
             i += 2
             continue
         word_start = c in _WORD_ENDS
         if c == "'" or c == '"' or (c == "$" and command.startswith("$'", i)):
             quote, escapes = ("$'", True) if c == "$" else (c, c == '"')
-            closing = quote[-1]
-            i += len(quote)
-            while i < n and command[i] != closing:
+            opened, i = i, i + len(quote)
+            while i < n and command[i] != quote[-1]:
                 i += 2 if escapes and command[i] == "\\" else 1
             if i >= n:
-                return quote, None
+                return quote, opened
         i += 1
-    return None, None
+    return None
 
 
 def check_entrypoint(command: str) -> None:
     """A command line KubeRay's submitter can run (ENTRYPOINT_SHELL); ValueError says what bash would do with it."""
-    quote, comment = _read(command.strip())  # KubeRay trims the entrypoint (strings.TrimSpace)
-    if comment is not None:
+    command = command.strip()  # KubeRay trims the entrypoint (strings.TrimSpace)
+    found = _first_problem(command)
+    if found is None:
+        return
+    kind, at = found
+    if kind == "#":
         raise ValueError(
-            f"has a # that begins a word outside quotes ({command.strip()[comment:]!r}): bash reads it and the rest "
-            "of KubeRay's submitter script as a comment, `; fi ; ray job logs ...` included, and fails "
+            f"has a # that begins a word outside quotes ({command[at:]!r}): bash reads it and the rest of its line "
+            "as a comment, on the last line KubeRay's `; fi ; ray job logs ...` too, and the submitter fails "
             f"({ENTRYPOINT_SHELL.id}); allowed: the # quoted ('#1') or escaped (\\#)"
         )
-    if quote == "\\":
+    if kind == "\n":
+        raise ValueError(
+            f"has a line break outside quotes after {command[:at]!r}: KubeRay's submitter submits only what comes "
+            f"before it, and runs the lines after it in the submitter pod, not in the job ({ENTRYPOINT_SHELL.id}); "
+            "allowed: one line, with commands joined by && or ;"
+        )
+    if kind == "\\":
         raise ValueError(
             "ends with a backslash: KubeRay's submitter puts ` ;` after the entrypoint, so it escapes that space and "
             f"the job gets an argument of one space ({ENTRYPOINT_SHELL.id}); allowed: a command line that does not end "
             "in an unescaped backslash"
         )
-    if quote is not None:
-        raise ValueError(
-            f"opens a {quote}...{quote[-1]} quote it never closes; KubeRay's submitter runs the entrypoint with "
-            f"bash -c, which fails on it ({ENTRYPOINT_SHELL.id}); allowed: a command line whose quotes are balanced"
-        )
+    raise ValueError(
+        f"opens a {kind}...{kind[-1]} quote it never closes; KubeRay's submitter runs the entrypoint with "
+        f"bash -c, which fails on it ({ENTRYPOINT_SHELL.id}); allowed: a command line whose quotes are balanced"
+    )
 
 
 def env_vars_problems(env_vars: Any) -> list[tuple[str, str]]:
