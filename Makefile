@@ -74,12 +74,17 @@ WORKLOADS_STAMP := $(WORKLOADS_VENV)/.requirements-installed
 
 # This checkout's library goes in editable and without its dependencies (Pulumi's pins are not Ray's): the jobs import
 # ray_tpu_gke.bench from it, which needs nothing beyond Python (components/bench/).
-$(WORKLOADS_STAMP): requirements-workloads.txt pyproject.toml
+# Both Ray venvs start every process with workloads/venv_sitecustomize.py (the cyclic collector's thresholds).
+SITECUSTOMIZE = cp workloads/venv_sitecustomize.py \
+	"$$($(1)/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/sitecustomize.py"
+
+$(WORKLOADS_STAMP): requirements-workloads.txt pyproject.toml workloads/venv_sitecustomize.py
 	$(GUARD)
 	$(PYTHON) -m venv $(WORKLOADS_VENV)
 	@echo '*' > $(WORKLOADS_VENV)/.gitignore
 	$(WORKLOADS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-workloads.txt
 	$(WORKLOADS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	$(call SITECUSTOMIZE,$(WORKLOADS_VENV))
 	touch $@
 
 # PyTorch beside the workloads' Ray and JAX, for the TPU side's PyTorch route (torchax; docs/compare.md, "PyTorch on
@@ -89,12 +94,13 @@ $(WORKLOADS_STAMP): requirements-workloads.txt pyproject.toml
 TORCH_VENV ?= .venv-torch
 TORCH_STAMP := $(TORCH_VENV)/.requirements-installed
 
-$(TORCH_STAMP): requirements-torch.txt requirements-workloads.txt pyproject.toml
+$(TORCH_STAMP): requirements-torch.txt requirements-workloads.txt pyproject.toml workloads/venv_sitecustomize.py
 	$(GUARD)
 	$(PYTHON) -m venv $(TORCH_VENV)
 	@echo '*' > $(TORCH_VENV)/.gitignore
 	$(TORCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-torch.txt
 	$(TORCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	$(call SITECUSTOMIZE,$(TORCH_VENV))
 	touch $@
 
 .PHONY: torch-venv
