@@ -72,12 +72,12 @@ $(CHECKOV_STAMP): requirements-checkov.txt
 WORKLOADS_VENV ?= .venv-workloads
 WORKLOADS_STAMP := $(WORKLOADS_VENV)/.requirements-installed
 
-# This checkout's library goes in editable and without its dependencies (Pulumi's pins are not Ray's): the jobs import
-# ray_tpu_gke.bench from it, which needs nothing beyond Python (components/bench/).
 # Both Ray venvs start every process with workloads/venv_sitecustomize.py (the cyclic collector's thresholds).
 SITECUSTOMIZE = cp workloads/venv_sitecustomize.py \
 	"$$($(1)/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/sitecustomize.py"
 
+# This checkout's library goes in editable and without its dependencies (Pulumi's pins are not Ray's): the jobs import
+# ray_tpu_gke.bench from it, which needs nothing beyond Python (components/bench/).
 $(WORKLOADS_STAMP): requirements-workloads.txt pyproject.toml workloads/venv_sitecustomize.py
 	$(GUARD)
 	$(PYTHON) -m venv $(WORKLOADS_VENV)

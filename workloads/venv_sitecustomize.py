@@ -1,6 +1,7 @@
 """The `sitecustomize` of the workloads' virtualenvs (.venv-workloads, .venv-torch): the Makefile installs this file as
 sitecustomize.py in their site-packages, so every Python process of a local Ray cluster runs it at start (Ray's
-workers and agents, the drivers, the tests' scripts, `make compare`'s jobs). Not in the images.
+workers and agents, the drivers, the tests' scripts, `make compare`'s jobs). The images carry this folder but do not
+install the file: their processes keep CPython's defaults.
 
 Each such process imports Ray, and most also Ray Train, Ray Data, JAX, pandas and pyarrow: millions of objects, which
 CPython's cyclic collector walks again and again at its default thresholds (700, 10, 10). perf found a tenth of a
