@@ -67,16 +67,13 @@ def reserve_slices(spec: SliceSpec, count: int, name: str):
     )
 
 
-def _free_port() -> tuple[str, int]:
+def _coordinator_address() -> tuple[str, int]:
     """An address on this host for JAX's distributed coordinator (process 0 of the slice)."""
-    import socket
-
     import ray
 
-    with socket.socket() as sock:
-        sock.bind(("", 0))
-        port = sock.getsockname()[1]
-    return ray.util.get_node_ip_address(), port
+    from workloads.ports import free_port
+
+    return ray.util.get_node_ip_address(), free_port()
 
 
 def _psum_on_host(coordinator: str, processes: int, timeout: int) -> dict:
@@ -180,7 +177,7 @@ def run_psum(handle, spec: SliceSpec, platform: str, deadline: float) -> tuple[l
     def left() -> float:
         return max(1.0, deadline - time.monotonic())
 
-    port = ray.remote(num_cpus=0)(_free_port)
+    port = ray.remote(num_cpus=0)(_coordinator_address)
     host = ray.remote(num_cpus=0, resources={"TPU": spec.chips_per_host}, max_calls=1)(_psum_on_host)
     # Every slice at once: a coordinator address on its worker 0, then one process per host.
     coordinators = {

@@ -15,7 +15,6 @@ the evaluation loss and the output fingerprint.
 from __future__ import annotations
 
 import os
-import socket
 import tempfile
 import time
 from pathlib import Path
@@ -69,12 +68,12 @@ class CompileClock:
         return taken
 
 
-def _free_address() -> str:
+def _coordinator_address() -> str:
     import ray
 
-    with socket.socket() as sock:
-        sock.bind(("", 0))
-        return f"{ray.util.get_node_ip_address()}:{sock.getsockname()[1]}"
+    from .ports import free_port
+
+    return f"{ray.util.get_node_ip_address()}:{free_port()}"
 
 
 def _join_simulated_processes(rank: int, world: int) -> None:
@@ -87,7 +86,7 @@ def _join_simulated_processes(rank: int, world: int) -> None:
 
     if jax.distributed.is_initialized():
         return
-    coordinator = broadcast_from_rank_zero(_free_address() if rank == 0 else None)
+    coordinator = broadcast_from_rank_zero(_coordinator_address() if rank == 0 else None)
     jax.distributed.initialize(coordinator, num_processes=world, process_id=rank, initialization_timeout=120)
 
 
