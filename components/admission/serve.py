@@ -18,6 +18,9 @@ __all__ = [
     "SERVE_REPLICA_FITS_POD",
     "SERVE_REPLICAS_FIT_GROUPS",
     "TPU_CHIPS_PER_REPLICA",
+    "RAY_RESOURCE_UNIT",
+    "SERVE_REPLICA_RESOURCES",
+    "resource_quantity_problem",
     "AUTOSCALING_FIELDS",
     "SERVE_DEFAULT_MIN_REPLICAS",
     "SERVE_DEFAULT_MAX_REPLICAS",
@@ -113,6 +116,27 @@ SERVE_REPLICA_FITS_POD = rule(
     "from the container's limits); Ray schedules an actor on one node "
     "(https://docs.ray.io/en/latest/ray-core/scheduling/resources.html)",
 )
+# Ray holds every resource quantity in units of 1/10,000 (ray._raylet.RESOURCE_UNIT_SCALING).
+RAY_RESOURCE_UNIT = 0.0001
+SERVE_REPLICA_RESOURCES = rule(
+    "serve-replica-resources",
+    "A Serve replica's ray_actor_options ask for resources Ray can hold: resources is a mapping of names to numbers "
+    "of 0 or more without CPU or GPU (num_cpus and num_gpus say those), and num_cpus, num_gpus, memory and each of "
+    "resources, where not 0, is at least 0.0001, Ray's unit of a resource. Ray refuses the replica's actor otherwise, "
+    "and the application never deploys.",
+    "ray python/ray/_common/ray_option_utils.py _validate_resources and _validate_resource_quantity (Ray 2.60.0: "
+    "\"Use the 'num_cpus' and 'num_gpus' keyword instead of 'CPU' and 'GPU'\", \"The precision of the fractional "
+    'quantity of resource ... cannot go beyond 0.0001")',
+)
+
+
+def resource_quantity_problem(quantity: float) -> Optional[str]:
+    """What Ray refuses in a resource quantity already known to be a number of 0 or more (SERVE_REPLICA_RESOURCES)."""
+    if quantity != 0 and quantity < RAY_RESOURCE_UNIT:
+        return f"is finer than Ray's unit of a resource; allowed: 0, or {RAY_RESOURCE_UNIT:g} or more"
+    return None
+
+
 SERVE_REPLICAS_FIT_GROUPS = rule(
     "serve-replicas-fit-groups",
     "The replicas Serve may run at max_replicas fit the service's worker groups at their "

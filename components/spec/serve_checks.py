@@ -52,9 +52,9 @@ def _replica_ask(deployment: dict, path: str) -> tuple[list[Problem], str, float
     if not isinstance(options, dict):
         return [Problem(f"{path}.ray_actor_options", f"{show(options)} is not a mapping")], "cpu", 0
     resources = options.get("resources") or {}
+    problems = _custom_resources(resources, f"{path}.ray_actor_options.resources")
     tpu = resources.get("TPU", 0) if isinstance(resources, dict) else 0
     gpu = options.get("num_gpus", 0) or 0
-    problems = []
     if not _number(tpu) or tpu < 0:
         problems.append(
             Problem(
@@ -77,9 +77,41 @@ def _replica_ask(deployment: dict, path: str) -> tuple[list[Problem], str, float
             Problem(f"{path}.ray_actor_options.num_gpus", f"{show(gpu)} is invalid; allowed: a number of 0 or more")
         )
         gpu = 0
+    elif admission.resource_quantity_problem(gpu):
+        problems.append(_too_fine(f"{path}.ray_actor_options.num_gpus", gpu))
+        gpu = 0
     if tpu and gpu:
         problems.append(Problem(f"{path}.ray_actor_options", "asks for TPU chips and GPUs at once; no node has both"))
     return problems, ("tpu" if tpu else "gpu" if gpu else "cpu"), float(tpu or gpu)
+
+
+def _too_fine(key: str, quantity: float) -> Problem:
+    found = admission.resource_quantity_problem(quantity)
+    return Problem(key, f"{show(quantity)} {found} ({admission.SERVE_REPLICA_RESOURCES.id})")
+
+
+def _custom_resources(resources: Any, path: str) -> list[Problem]:
+    """What Ray refuses in ray_actor_options.resources besides TPU's chip counts (_replica_ask checks those)."""
+    if not isinstance(resources, dict):
+        return [Problem(path, f"{show(resources)} is not a mapping of resource names to numbers")]
+    problems = []
+    for name, quantity in resources.items():
+        key = f"{path}.{name}"
+        if name in ("CPU", "GPU"):
+            problems.append(
+                Problem(
+                    key,
+                    f"is refused by Ray; allowed: ray_actor_options.num_{str(name).lower()}s "
+                    f"({admission.SERVE_REPLICA_RESOURCES.id})",
+                )
+            )
+        elif name == "TPU":
+            continue
+        elif not _number(quantity) or quantity < 0:
+            problems.append(Problem(key, f"{show(quantity)} is invalid; allowed: a number of 0 or more"))
+        elif admission.resource_quantity_problem(quantity):
+            problems.append(_too_fine(key, quantity))
+    return problems
 
 
 def _per_host(known: dict, kind: str, target_kind: str, name: str) -> Optional[tuple[str, int, int]]:
@@ -177,6 +209,8 @@ def _pod_fit(obj: RayServiceConfig, deployment: dict, path: str, kind: str, know
             problems.append(
                 Problem(f"{path}.ray_actor_options.{key}", f"{show(value)} is invalid; allowed: a number 0 or more")
             )
+        elif number is not None and admission.resource_quantity_problem(number):
+            problems.append(_too_fine(f"{path}.ray_actor_options.{key}", number))
     pods = _pods(obj, kind, known)
     if problems or not pods or (not cpus and not memory):
         return problems
@@ -227,8 +261,9 @@ def check_service(obj: RayServiceConfig, path: str, known: dict) -> list[Problem
                             'unset or "auto" (Ray Serve DeploymentSchema refuses both)',
                         )
                     )
-                found, most = _autoscaling(autoscaling, f"{dpath}.autoscaling_config")
-                problems += found
+                refused, most = _autoscaling(autoscaling, f"{dpath}.autoscaling_config")
+                problems += refused
+                found += refused
             if kind == "cpu" or found or _unresolved(obj, kind, known):
                 continue
             groups = _capacity(obj, kind, per_replica, known)

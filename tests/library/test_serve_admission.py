@@ -169,3 +169,29 @@ def test_a_replica_asking_for_more_cpu_or_memory_than_its_worker_pod_has_is_refu
     assert found.startswith(f"{DEPLOYMENT}.ray_actor_options.{key}: {message}")
     assert found.endswith("(serve-replica-fits-a-pod)")
     parse_stack_config(values({**options, key: 1}, SCALE, group), "test")  # one CPU, or one byte, fits
+
+
+@pytest.mark.parametrize("options, key, expected", [
+    # Below Ray's unit of a resource (1/10,000): once a traceback dividing a host's GPUs by it, with an autoscaling
+    # config beside it.
+    ({"num_gpus": 1e-320}, "num_gpus", "1e-320 is finer than Ray's unit of a resource; allowed: 0, or 0.0001 or more"),
+    ({"num_gpus": 0.00005}, "num_gpus", "5e-05 is finer than Ray's unit"),
+    ({"num_cpus": 0.00001, **GPU4}, "num_cpus", "1e-05 is finer than Ray's unit"),
+    ({"memory": 0.00001, **GPU4}, "memory", "1e-05 is finer than Ray's unit"),
+    ({"resources": {"TPU": 4, "ssd": 1e-9}}, "resources.ssd", "1e-09 is finer than Ray's unit"),
+    ({"resources": {"TPU": 4, "ssd": "lots"}}, "resources.ssd", "\"lots\" is invalid; allowed: a number of 0 or more"),
+    ({"resources": {"CPU": 2}, **GPU4}, "resources.CPU", "is refused by Ray; allowed: ray_actor_options.num_cpus"),
+    ({"resources": {"GPU": 2}}, "resources.GPU", "is refused by Ray; allowed: ray_actor_options.num_gpus"),
+    ({"resources": ["TPU", 4]}, "resources", '["TPU", 4] is not a mapping of resource names to numbers'),
+])
+def test_a_replica_asking_for_what_ray_cannot_hold_is_refused_with_its_key(options, key, expected):
+    group = {"slice": "v6e-8", "maxReplicas": 1} if "TPU" in str(options) else {"gpuPool": "l4-8", "maxReplicas": 1}
+    found = problems(values(options, SCALE, group))
+    assert len(found) == 1 and found[0].startswith(f"{DEPLOYMENT}.ray_actor_options.{key}: {expected}"), found
+
+
+@pytest.mark.parametrize("options", [{"num_gpus": 0.0001}, {"num_gpus": 0.5, "num_cpus": 0, "memory": 2**30},
+                                     {**TPU4, "resources": {"TPU": 4, "ssd": 0.25}}])
+def test_fractions_of_ray_resources_down_to_its_unit_are_admitted(options):
+    group = {"slice": "v6e-8", "maxReplicas": 1} if "TPU" in str(options) else {"gpuPool": "l4-8", "maxReplicas": 1}
+    parse_stack_config(values(options, SCALE, group), "test")
