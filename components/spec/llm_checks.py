@@ -80,12 +80,15 @@ def check_llm_service(obj: RayServiceConfig, i: int, known: dict, paths: Paths, 
     kind, name = group.target
     if name not in known[kind]:
         return problems  # reported with the group
+    try:
+        resolved = known[kind][name].shape if kind == "slice" else known[kind][name].machine
+    except catalog.CatalogError:
+        return problems  # a topology or machine type that is itself invalid: reported with the slice or pool
     tp = llm.tensor_parallel_size
     tp_path = f"{base}.{paths.key('tensor_parallel_size')}"
     most = llm.autoscaling.max_replicas
     if kind == "slice":
-        entry = known["slice"][name]
-        shape = entry.shape
+        entry, shape = known["slice"][name], resolved
         feature = ray_versions.ray_feature("serve-llm-tpu")
         if not ray_versions.ray_has(obj.ray_version, "serve-llm-tpu"):
             problems.append(
@@ -122,7 +125,7 @@ def check_llm_service(obj: RayServiceConfig, i: int, known: dict, paths: Paths, 
         unit = f"slice{'s' if room != 1 else ''} of {name}"
     else:
         pool = known["gpu_pool"][name]
-        gpus = pool.machine.gpus
+        gpus = resolved.gpus
         if tp > gpus or gpus % tp:
             problems.append(
                 Problem(

@@ -263,3 +263,17 @@ def test_the_rayservice_components_arguments_are_checked_by_the_same_rules():
         "allowed: 8 or a divisor of it (the tensor-parallel workers share one node: llm-tensor-parallel-fits-replica)"]
     spec["llm"]["tensor_parallel_size"] = 8
     assert validate_ray_args("RayService", RayServiceConfig, args, "llm").obj.llm.tensor_parallel_size == 8
+
+
+@pytest.mark.parametrize("group, image, entry, key, value", [
+    ({"slice": "v6e-8"}, TPU_IMAGE, ("tpuSlices", 0), "topology", "3x3"),
+    ({"gpuPool": "h100-8"}, GPU_IMAGE, ("gpuPools", 0), "machineType", "g2-standard-8"),
+])
+def test_a_service_on_a_slice_or_pool_of_an_invalid_shape_gets_that_entrys_problem_not_a_traceback(
+        group, image, entry, key, value):
+    vals = llm_values(group=group, image=image)
+    section, index = entry
+    vals[f"ray-tpu-gke:{section}"][index][key] = value
+    found = problems(vals)  # once a CatalogError out of the LLM service's check
+    assert any(line.startswith(f"ray-tpu-gke:{section}[{index}].{key}: ") and value in line for line in found), found
+    assert not any(line.startswith(LLM) for line in found), found
