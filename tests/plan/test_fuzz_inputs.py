@@ -1,9 +1,11 @@
 """Fuzzing every input a user hands the toolchain finds no traceback and no hang.
 
-Two fuzzers, deterministic (fixed seeds) and bounded (a few hundred runs, seconds in all):
+Three fuzzers, deterministic (fixed seeds) and bounded (a few hundred runs, seconds in all):
 
 - stack files with a wrong type at every key of the committed stacks in turn (the companion of test_hostile_input.py's
   byte-level and YAML mutants: binary, aliases, tags, deep nesting), each through the whole reader and validation;
+- the same stacks with a key deleted, a list entry doubled, or a value another entry holds for that key (a topology
+  of another generation, a name taken twice): the right type in the wrong place, through the checks across entries;
 - command lines of the console script (`ray-tpu-gke plan|compare|policy|diagram`) and of `python -m plan` and
   `python -m plan.compare`, built from hostile values (NaN, infinities, zero, negatives, huge numbers, paths that are
   not files, endless, binary or deeply nested files, an output folder inside a file), run in-process.
@@ -33,6 +35,7 @@ from ray_tpu_gke.spec.problems import ConfigError
 
 SEED = 39
 STACK_RUNS = 300
+STRUCTURAL_RUNS = 240
 FLAG_RUNS = 120
 EXIT_CODES = {0, 1, 2}
 
@@ -56,14 +59,12 @@ def wrong_type_stacks(seed: int = SEED, count: int = STACK_RUNS):
     """(stack, path, document) with the value at `path` of a committed stack replaced by a value of another type:
     every key path of every stack in turn, the replacement drawn from WRONG_TYPES."""
     rng = random.Random(seed)
-    documents = {stack: yaml.safe_load(stackfile.stack_file(stack).read_text()) for stack in stackfile.stacks()}
+    documents = _committed_stacks()
     paths = [(stack, path) for stack, doc in sorted(documents.items()) for path in _key_paths(doc["config"]) if path]
     for index in range(count):
         stack, path = paths[index * 7919 % len(paths)]  # a stride through all of them, prime to their number
         document = copy.deepcopy(documents[stack])
-        parent = document["config"]
-        for part in path[:-1]:
-            parent = parent[part]
+        parent = _at(document["config"], path[:-1])
         parent[path[-1]] = rng.choice([v for v in WRONG_TYPES if type(v) is not type(parent[path[-1]])])
         yield stack, path, document
 
@@ -84,6 +85,63 @@ def test_a_wrong_type_anywhere_in_a_stack_is_a_config_error_or_plans(tmp_path):
             crashes.append(f"{stack} {path}: {''.join(traceback.format_exception(error))}")
     assert not crashes, f"{len(crashes)} crashes; the first:\n{crashes[0]}"
     assert outcomes["invalid"] > outcomes["ok"] > 0, outcomes  # most wrong types refused, some harmless
+
+
+def _committed_stacks() -> dict[str, dict]:
+    return {stack: yaml.safe_load(stackfile.stack_file(stack).read_text()) for stack in stackfile.stacks()}
+
+
+def structural_mutants(seed: int = SEED, count: int = STRUCTURAL_RUNS):
+    """(stack, path, operation, document): a committed stack with the key at `path` deleted, its list entry doubled
+    (a name then taken twice), or its string replaced by another value that key holds in the committed stacks (a
+    topology of another generation, a machine type of another accelerator, a name another entry holds): values of
+    the right type in the wrong place, which reach the checks across entries."""
+    rng = random.Random(seed)
+    documents = _committed_stacks()
+    paths = [(stack, path) for stack, doc in sorted(documents.items()) for path in _key_paths(doc["config"]) if path]
+    seen: dict[str, set] = {}
+    for stack, path in paths:
+        value = _at(documents[stack]["config"], path)
+        if isinstance(value, str) and isinstance(path[-1], str):
+            seen.setdefault(path[-1], set()).add(value)
+    for index in range(count):
+        stack, path = paths[index * 7919 % len(paths)]
+        document = copy.deepcopy(documents[stack])
+        parent, key = _at(document["config"], path[:-1]), path[-1]
+        others = [v for v in sorted(seen.get(key, ())) if v != parent[key]] if isinstance(key, str) else []
+        operation = ("swap", "double", "delete")[index % 3]
+        if operation == "swap" and others:
+            parent[key] = rng.choice(others)
+        elif operation == "double" and isinstance(parent, list):
+            parent.insert(key, copy.deepcopy(parent[key]))
+        else:
+            operation = "delete"
+            del parent[key]
+        yield stack, path, operation, document
+
+
+def _at(value, path):
+    for part in path:
+        value = value[part]
+    return value
+
+
+def test_a_key_deleted_doubled_or_given_anothers_value_is_a_config_error_or_plans(tmp_path):
+    outcomes, crashes = {"ok": 0, "invalid": 0}, []
+    for index, (stack, path, operation, document) in enumerate(structural_mutants()):
+        file = tmp_path / f"Pulumi.{stack}.{index}.yaml"
+        file.write_text(yaml.safe_dump(document, allow_unicode=True))
+        try:
+            with deadline():
+                stackfile.load_checked(stack, config_file=file)
+            outcomes["ok"] += 1
+        except ConfigError as error:
+            outcomes["invalid"] += 1
+            assert error.problems and all("\n" not in str(p) for p in error.problems), (path, error.problems)
+        except Exception as error:  # noqa: BLE001 - the point of the test
+            crashes.append(f"{stack} {operation} {path}: {''.join(traceback.format_exception(error))}")
+    assert not crashes, f"{len(crashes)} crashes; the first:\n{crashes[0]}"
+    assert outcomes["invalid"] > 0 and outcomes["ok"] > 0, outcomes  # an optional key deleted still plans
 
 
 # --- command lines -----------------------------------------------------------------------------------------------------
@@ -227,4 +285,5 @@ def test_the_generators_are_deterministic(files):
     first = list(command_lines(random.Random(SEED), files, 30))
     assert first == list(command_lines(random.Random(SEED), files, 30))
     assert [p for _, p, _ in wrong_type_stacks(count=20)] == [p for _, p, _ in wrong_type_stacks(count=20)]
+    assert [m[:3] for m in structural_mutants(count=20)] == [m[:3] for m in structural_mutants(count=20)]
 
