@@ -69,10 +69,12 @@ def wrong_type_stacks(seed: int = SEED, count: int = STACK_RUNS):
         yield stack, path, document
 
 
-def test_a_wrong_type_anywhere_in_a_stack_is_a_config_error_or_plans(tmp_path):
+def load_each(mutants, folder) -> dict[str, int]:
+    """Each (stack, what, document) through the reader and the whole validation: how many were admitted and how many
+    refused, every refusal one line a problem; a crash fails the test with its traceback."""
     outcomes, crashes = {"ok": 0, "invalid": 0}, []
-    for index, (stack, path, document) in enumerate(wrong_type_stacks()):
-        file = tmp_path / f"Pulumi.{stack}.{index}.yaml"
+    for index, (stack, what, document) in enumerate(mutants):
+        file = folder / f"Pulumi.{stack}.{index}.yaml"
         file.write_text(yaml.safe_dump(document, allow_unicode=True))
         try:
             with deadline():
@@ -80,10 +82,15 @@ def test_a_wrong_type_anywhere_in_a_stack_is_a_config_error_or_plans(tmp_path):
             outcomes["ok"] += 1
         except ConfigError as error:
             outcomes["invalid"] += 1
-            assert error.problems and all("\n" not in str(p) for p in error.problems), (path, error.problems)
+            assert error.problems and all("\n" not in str(p) for p in error.problems), (what, error.problems)
         except Exception as error:  # noqa: BLE001 - the point of the test
-            crashes.append(f"{stack} {path}: {''.join(traceback.format_exception(error))}")
+            crashes.append(f"{stack} {what}: {''.join(traceback.format_exception(error))}")
     assert not crashes, f"{len(crashes)} crashes; the first:\n{crashes[0]}"
+    return outcomes
+
+
+def test_a_wrong_type_anywhere_in_a_stack_is_a_config_error_or_plans(tmp_path):
+    outcomes = load_each(wrong_type_stacks(), tmp_path)
     assert outcomes["invalid"] > outcomes["ok"] > 0, outcomes  # most wrong types refused, some harmless
 
 
@@ -127,20 +134,8 @@ def _at(value, path):
 
 
 def test_a_key_deleted_doubled_or_given_anothers_value_is_a_config_error_or_plans(tmp_path):
-    outcomes, crashes = {"ok": 0, "invalid": 0}, []
-    for index, (stack, path, operation, document) in enumerate(structural_mutants()):
-        file = tmp_path / f"Pulumi.{stack}.{index}.yaml"
-        file.write_text(yaml.safe_dump(document, allow_unicode=True))
-        try:
-            with deadline():
-                stackfile.load_checked(stack, config_file=file)
-            outcomes["ok"] += 1
-        except ConfigError as error:
-            outcomes["invalid"] += 1
-            assert error.problems and all("\n" not in str(p) for p in error.problems), (path, error.problems)
-        except Exception as error:  # noqa: BLE001 - the point of the test
-            crashes.append(f"{stack} {operation} {path}: {''.join(traceback.format_exception(error))}")
-    assert not crashes, f"{len(crashes)} crashes; the first:\n{crashes[0]}"
+    mutants = ((stack, f"{operation} {path}", document) for stack, path, operation, document in structural_mutants())
+    outcomes = load_each(mutants, tmp_path)
     assert outcomes["invalid"] > 0 and outcomes["ok"] > 0, outcomes  # an optional key deleted still plans
 
 
