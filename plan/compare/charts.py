@@ -23,7 +23,7 @@ COLOURS = {
 }
 
 
-def _pyplot():
+def pyplot():
     import matplotlib
 
     matplotlib.use("Agg")  # files only, on machines without a display
@@ -67,7 +67,7 @@ def title(report: dict, text: str) -> str:
 
 
 def time_chart(report: dict, path: Path) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     sides = report["sides"]
     fig, ax = plt.subplots(figsize=(9, 1.2 + 1.1 * len(sides)))
     labels = []
@@ -106,7 +106,7 @@ def steady_step_times(side: dict) -> list[float]:
 
 def steps_chart(report: dict, path: Path) -> None:
     """Box plots of the steady steps' times in milliseconds, with each side's p50 and p95 marked."""
-    plt = _pyplot()
+    plt = pyplot()
     sides = [s for s in report["sides"] if steady_step_times(s)]
     fig, ax = plt.subplots(figsize=(8, 4.5))
     if sides:
@@ -128,7 +128,7 @@ def steps_chart(report: dict, path: Path) -> None:
 
 
 def cost_chart(report: dict, path: Path) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     sides = report["sides"]
     fig, ax = plt.subplots(figsize=(7, 4.5))
     values = [s.get("costPerJobUsd") for s in sides]

@@ -140,9 +140,9 @@ def render(report: dict, charts: list[str]) -> str:
 
 def chart(report: dict, path: Path) -> None:
     """Cost per job of each side over the MFU range (a bar from the high-MFU to the low-MFU cost)."""
-    from .charts import _pyplot, axis_labels, no_math
+    from .charts import axis_labels, no_math, pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
     sides = [s for s in report["sides"] if s.get("jobCostUsd")]
     fig, ax = plt.subplots(figsize=(8, 4.8))
     for i, s in enumerate(sides):

@@ -308,10 +308,37 @@ def test_every_chart_title_of_a_simulated_report_says_so(monkeypatch, tmp_path):
     assert len(titles) == 3 and not any("SIMULATED" in t for t in titles)
 
 
+def _timeline() -> dict:
+    return {"offered": [{"t": 0, "rps": 2}, {"t": 1, "rps": 30}], "windows": {"burst": [0.5, 2.0]},
+            "replicas": [{"t": 0, "running": 1, "target": 1}, {"t": 1.5, "running": 1, "target": 2}]}
+
+
+@pytest.mark.parametrize("simulated", [True, False])
+def test_the_serving_and_llm_charts_titles_say_simulated_first_as_the_training_charts_do(monkeypatch, tmp_path,
+                                                                                        simulated):
+    from plan.compare.llm import charts as llm_charts
+    from plan.compare.serving import charts as serving_charts
+
+    titles = []
+    real = serving_charts.title
+    monkeypatch.setattr(serving_charts, "title", lambda report, text: titles.append(real(report, text)) or titles[-1])
+    side = {"name": "serve-tpu", "kind": "tpu", "accelerator": "v6e 2x4, 8 chips"}
+    serving = {"simulated": simulated, "patterns": {"burst": {}},
+               "serving": [{**side, "latenciesMs": {"burst": [12.0, 40.0]}, "timeline": _timeline()}]}
+    llm = {"simulated": simulated, "llm": [{**side, "name": "llm-tpu", "samplesMs": {"ttft": [80.0, 95.0],
+                                                                                   "itl": [9.0, 11.0]},
+                                           "sweep": [{"outputTokensPerS": 40.0, "ttftMs": {"p50": 90.0},
+                                                      "tpotMs": {"p50": 10.0}}],
+                                           "autoscale": _timeline()}]}
+    drawn = serving_charts.draw(serving, tmp_path) + llm_charts.draw(llm, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(drawn) and len(drawn) == 5
+    assert len(titles) == 5 and all(t.startswith("SIMULATED") == simulated for t in titles), titles
+
+
 def test_axis_labels_are_wrapped_and_turned_when_there_are_many_sides():
     from plan.compare import charts
 
-    plt = charts._pyplot()
+    plt = charts.pyplot()
     fig, ax = plt.subplots()
     long = ["bench-a100\nGPU 8 x nvidia-a100-80gb on a2-ultragpu-8g"] * 4
     charts.axis_labels(ax, long)
