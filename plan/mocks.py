@@ -169,12 +169,20 @@ def _unchecked_quota_infos() -> list[dict]:
 
 
 def _as_invoke_result(info: dict) -> dict:
-    """A QuotaInfo of the REST/gcloud JSON as pulumi-gcp's invoke result holds it: `details` a one-element list."""
-    out = dict(info)
-    out["dimensionsInfos"] = [
-        {**entry, "details": [entry.get("details") or {}]} for entry in info.get("dimensionsInfos") or []
-    ]
-    return out
+    """The fields of a QuotaInfo of the REST/gcloud JSON that the quota check reads (load_quotas checked them), as
+    pulumi-gcp's invoke result holds them: `details` a one-element list. Its other fields stay out: pulumi-gcp types
+    every field of the result, and a file's other fields (its name, metric, dimensions list) are not checked."""
+    return {
+        "quotaId": info["quotaId"],
+        "dimensionsInfos": [
+            {
+                "dimensions": entry.get("dimensions", {}),
+                "details": [entry.get("details") or {}],
+                "applicableLocations": entry.get("applicableLocations", []),
+            }
+            for entry in info.get("dimensionsInfos") or []
+        ],
+    }
 
 
 class QuotasFileError(ValueError):

@@ -124,6 +124,16 @@ def test_the_quotas_option_reads_gcloud_json_and_refuses_what_is_not(tmp_path, c
     assert "[0].dimensionsInfos[0] must have dimensions (a map of strings), details.value" in capsys.readouterr().err
 
 
+def test_a_quota_infos_fields_the_check_does_not_read_may_be_anything(tmp_path, capsys):
+    """A QuotaInfo's other fields (Cloud Quotas v1: name, metric, dimensions, ...) go unread and unchecked: of such a
+    field of another type, pulumi-gcp's typed invoke result once made a traceback of the plan."""
+    odd = [{**info, "dimensions": "region", "name": {"not": "a string"}, "isPrecise": "yes"} for info in INFOS]
+    listed = tmp_path / "quotas.json"
+    listed.write_text(json.dumps(odd))
+    assert plan_main.main(["dev", "--quotas", str(listed)]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+
+
 def test_the_quotas_option_checks_the_offline_plan(tmp_path, capsys):
     listed = tmp_path / "quotas.json"
     listed.write_text(json.dumps(INFOS))  # staging needs 16 CT6E chips in us-east5, which has the family default 8
