@@ -43,9 +43,11 @@ def number(minimum: float = 0.0, *, above: bool = True, whole: bool = False) -> 
     return parse
 
 
-POSITIVE = number(0.0)  # seconds, FLOPs, a latency objective: above zero
+POSITIVE = number(0.0)  # seconds, a latency objective: above zero
 NOT_NEGATIVE = number(0.0, above=False)  # a wait or a tolerance that may be zero
-AT_LEAST_ONE = number(1, above=False, whole=True)  # steps, a cadence
+AT_LEAST_ONE = number(1, above=False, whole=True)  # steps, a cadence, tokens
+# A count of FLOPs, written as a float (6e15). Below one, a step's time underflows to zero and every rate divides by it.
+FLOPS = number(1, above=False)
 
 
 def positive_number(value: object) -> bool:

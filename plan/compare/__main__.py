@@ -83,14 +83,14 @@ def parse_args(argv, prog: str = "python -m plan.compare"):
     )
     parser.add_argument(
         "--flops-per-step",
-        type=arguments.POSITIVE,
+        type=arguments.FLOPS,
         metavar="F",
         help="--estimate: model FLOPs of one training step, every device's share (default: the "
         "job's own flopsPerStep from --measured)",
     )
     parser.add_argument(
         "--tokens-per-step",
-        type=arguments.POSITIVE,
+        type=arguments.AT_LEAST_ONE,
         metavar="T",
         help="--estimate: tokens one training step takes in (default: the job's tokensPerStep)",
     )

@@ -11,6 +11,7 @@ says so; report.json has `"mode": "estimate"`.
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -93,20 +94,26 @@ def measured(path: Path) -> dict[str, dict]:
         document = inputfile.read_json(path, "--measured", "a comparison report or a job's result document")
     except inputfile.InputError as error:
         raise EstimateError(str(error)) from None
-    rows = document.get("sides") if isinstance(document, dict) and "sides" in document else [document]
+    report = isinstance(document, dict) and "sides" in document
+    rows = document.get("sides") if report else [document]
     out: dict[str, dict] = {}
-    for row in rows if isinstance(rows, list) else []:
+    for i, row in enumerate(rows if isinstance(rows, list) else []):
         if isinstance(row, dict) and arguments.positive_number(row.get("flopsPerStep")):
+            where = f"--measured {path}: " + (f"sides[{i}]." if report else "")
             key = row.get("name") or row.get("side")
-            model = row.get("model") if isinstance(row.get("model"), dict) else None
+            if key is not None and not isinstance(key, str):
+                raise EstimateError(f"{where}{'name' if row.get('name') else 'side'}: {key!r} is not a side's name")
+            if row["flopsPerStep"] < 1:
+                raise EstimateError(f"{where}flopsPerStep: {row['flopsPerStep']!r} is below one FLOP")
+            model = _declared_model(row, where)
             out[key] = {
                 "flopsPerStep": float(row["flopsPerStep"]),
-                "tokensPerStep": row.get("tokensPerStep"),
-                "simulated": row.get("simulated"),
+                "tokensPerStep": _positive(row, "tokensPerStep", where, int),
+                "simulated": row.get("simulated") is True,
                 "from": str(path),
                 # The model the job declared (workloads.train: parameters, layers, dModel, heads, seqLen) and its
                 # global batch, for the memory fit.
-                "model": {**model, "batch": row.get("batchSize")} if model else None,
+                "model": model,
             }
     if not out:
         raise EstimateError(
@@ -114,6 +121,41 @@ def measured(path: Path) -> dict[str, dict]:
             "in its result document); pass --flops-per-step"
         )
     return out
+
+
+def _positive(row: dict, key: str, where: str, kind: type) -> Any:
+    """row[key] as `kind` where it is a positive number (a whole one for int), None where absent or null."""
+    value = row.get(key)
+    if value is None:
+        return None
+    if not arguments.positive_number(value) or (kind is int and value != int(value)):
+        allowed = "a positive whole number" if kind is int else "a positive number"
+        raise EstimateError(f"{where}{key}: {value!r} is not {allowed}")
+    return kind(value)
+
+
+def _declared_model(row: dict, where: str) -> Optional[dict]:
+    """The model a result declared (MODEL_KEYS of its `model`, each checked) and its global batch (batchSize)."""
+    model = row.get("model")
+    if not isinstance(model, dict):
+        return None
+    declared = {
+        key: _positive(model, key, f"{where}model.", kind) for key, kind in MODEL_KEYS.items() if key != "batch"
+    }
+    declared["batch"] = _positive(row, "batchSize", where, int)
+    return {key: value for key, value in declared.items() if value is not None}
+
+
+def non_finite(value: Any, path: str = "") -> Optional[str]:
+    """The key path of the first number in `value` that is infinite or NaN (None: every one is finite)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{path} ({value})"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = non_finite(item, f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}" if path else key)
+        if found:
+            return found
+    return None
 
 
 def steps_of(side: SidePlan, steps: Optional[int]) -> Optional[int]:
@@ -338,6 +380,14 @@ def main(args, plan: dict, found: list[SidePlan], default_out: Path) -> int:
         model=args.model,
         prices={"currency": c.get("currency"), "region": c.get("region"), "oldestAsOf": c.get("oldestAsOf")},
     )
+    overflowed = non_finite(document)
+    if overflowed:
+        print(
+            f"error: the estimate's {overflowed} is beyond 64-bit floating point: the numbers given (--model, "
+            "--flops-per-step, --tokens-per-step, --steps, --mfu or --measured) are out of its range",
+            file=sys.stderr,
+        )
+        return 2
     out = DEFAULT_OUT if args.out == default_out else args.out
     failed = output.write_or_say(document, out)
     if failed is not None:

@@ -69,7 +69,10 @@ def fit(model: Optional[dict], batch: Optional[int], devices: int, hbm_bytes: Op
         return {**out, "verdict": FITS, "shardOver": 1, "perDeviceGiB": (states + used) / GIB}
     if used >= hbm_bytes:
         return {**out, "verdict": DOES_NOT_FIT, "shardOver": None, "perDeviceGiB": used / GIB}
-    need = math.ceil(states / (hbm_bytes - used))
+    share = states / (hbm_bytes - used)
+    if not math.isfinite(share):  # beyond 64-bit floats: the estimate refuses its inputs (estimate.non_finite)
+        return {**out, "verdict": DOES_NOT_FIT, "shardOver": None, "perDeviceGiB": share}
+    need = math.ceil(share)
     if need <= devices:
         return {**out, "verdict": SHARDED, "shardOver": need, "perDeviceGiB": (states / need + used) / GIB}
     return {**out, "verdict": DOES_NOT_FIT, "shardOver": need, "perDeviceGiB": (states / devices + used) / GIB}

@@ -127,6 +127,39 @@ def test_a_side_missing_from_the_measured_report_borrows_another_sides_flops_and
     assert l4["flopsSource"] == f"{rehearsal} (side bench-tpu: this side declared none)"
 
 
+@pytest.mark.parametrize("fields, message", [
+    ({"tokensPerStep": "4096"}, "tokensPerStep: '4096' is not a positive whole number"),
+    ({"tokensPerStep": 1e-320}, "tokensPerStep: 1e-320 is not a positive whole number"),
+    ({"flopsPerStep": 1e-320}, "flopsPerStep: 1e-320 is below one FLOP"),
+    ({"name": ["bench-tpu"]}, "name: ['bench-tpu'] is not a side's name"),
+    ({"model": {"parameters": 1e8, "seqLen": "x"}}, "model.seqLen: 'x' is not a positive whole number"),
+    ({"model": {"parameters": 1e8, "layers": 2.5}}, "model.layers: 2.5 is not a positive whole number"),
+    ({"model": {"parameters": 1e8}, "batchSize": {"n": 8}}, "batchSize: {'n': 8} is not a positive whole number"),
+])
+def test_a_measured_result_with_a_field_of_the_wrong_kind_is_refused_with_its_key(planned, capsys, tmp_path, fields,
+                                                                                 message):
+    """Fuzzed result documents once ended the estimate in a traceback (a string divided, a step time of zero)."""
+    result = tmp_path / "result.json"
+    result.write_text(json.dumps({"side": "bench-tpu", "flopsPerStep": 2e12, **fields}))
+    code, _, err = run(capsys, "--estimate", "--measured", str(result), "--out", str(tmp_path / "e"))
+    assert code == 2 and f"--measured {result}: {message}" in err and "Traceback" not in err, err
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps({"sides": [{"name": "bench-a100", "flopsPerStep": 3e12},
+                                            {"name": "bench-tpu", "flopsPerStep": 2e12, **fields}]}))
+    code, _, err = run(capsys, "--estimate", "--measured", str(report), "--out", str(tmp_path / "e"))
+    assert code == 2 and f"--measured {report}: sides[1].{message}" in err, err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--model", "parameters=1e308,layers=1,dModel=1,heads=1,seqLen=1,batch=1"], "sides[0].flopsPerStep (inf)"),
+    (["--flops-per-step", "1e308", "--mfu", "1e-300,1e-300"], "sides[0].stepTimeS.low (inf)"),
+])
+def test_numbers_whose_estimate_overflows_are_refused_naming_the_figure(planned, capsys, tmp_path, argv, message):
+    code, _, err = run(capsys, "--estimate", *argv, "--out", str(tmp_path / "e"))
+    assert code == 2 and f"error: the estimate's {message} is beyond 64-bit floating point" in err, err
+    assert not (tmp_path / "e").exists()
+
+
 GPT2_SMALL = "parameters=124e6,layers=12,dModel=768,heads=12,seqLen=1024,batch=256"
 
 

@@ -206,10 +206,12 @@ def test_the_console_script_keeps_a_pipes_name(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("flag, value, allowed", [
-    ("--flops-per-step", "nan", "a finite number above 0"),
-    ("--flops-per-step", "inf", "a finite number above 0"),
-    ("--flops-per-step", "0", "a finite number above 0"),
-    ("--tokens-per-step", "-1", "a finite number above 0"),
+    ("--flops-per-step", "nan", "a finite number of at least 1"),
+    ("--flops-per-step", "inf", "a finite number of at least 1"),
+    ("--flops-per-step", "0", "a finite number of at least 1"),
+    ("--flops-per-step", "1e-320", "a finite number of at least 1"),  # a step's time would underflow to 0
+    ("--tokens-per-step", "-1", "a whole number of at least 1"),
+    ("--tokens-per-step", "0.5", "a whole number of at least 1"),
     ("--steps", "0", "a whole number of at least 1"),
     ("--steps", "-3", "a whole number of at least 1"),
     ("--steps", "1e3", "a whole number of at least 1"),
