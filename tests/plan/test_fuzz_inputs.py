@@ -1,11 +1,13 @@
 """Fuzzing every input a user hands the toolchain finds no traceback and no hang.
 
-Three fuzzers, deterministic (fixed seeds) and bounded (a few hundred runs, seconds in all):
+Four fuzzers, deterministic (fixed seeds) and bounded (a few hundred runs, seconds in all):
 
 - stack files with a wrong type at every key of the committed stacks in turn (the companion of test_hostile_input.py's
   byte-level and YAML mutants: binary, aliases, tags, deep nesting), each through the whole reader and validation;
 - the same stacks with a key deleted, a list entry doubled, or a value another entry holds for that key (a topology
   of another generation, a name taken twice): the right type in the wrong place, through the checks across entries;
+- the job result documents and comparison reports `compare --estimate --measured` reads, with a value deleted or of
+  another type at any key path;
 - command lines of the console script (`ray-tpu-gke plan|compare|policy|diagram`) and of `python -m plan` and
   `python -m plan.compare`, built from hostile values (NaN, infinities, zero, negatives, huge numbers, paths that are
   not files, endless, binary or deeply nested files, an output folder inside a file), run in-process.
@@ -276,9 +278,56 @@ def test_fuzzed_command_lines_end_in_0_1_or_2_without_a_traceback(files, planned
     assert {0, 2} <= codes, codes  # the pools reach both planned and refused command lines
 
 
+# --- measured documents: a wrong type anywhere in what `--estimate --measured` reads --------------------------------
+
+MEASURED_RUNS = 120
+
+
+def measured_documents(seed: int = SEED, count: int = MEASURED_RUNS):
+    """(path, document): tests/data/compare/result.json with what workloads.train also declares (FLOPs and tokens
+    per step, its model and batch), alone or as a report's two sides, the value at one key path deleted or replaced
+    by a value of another type from WRONG_TYPES."""
+    rng = random.Random(seed)
+    result = json.loads((ROOT / "tests" / "data" / "compare" / "result.json").read_text())
+    result.update(flopsPerStep=2.4e12, tokensPerStep=8192, batchSize=32,
+                  model={"parameters": 1.2e8, "layers": 12, "dModel": 768, "heads": 12, "seqLen": 256})
+    seeds = [result, {"mode": "local", "sides": [{**result, "name": "bench-tpu"}, {**result, "name": "bench-a100"}]}]
+    for index in range(count):
+        document = copy.deepcopy(seeds[index % 2])
+        paths = [path for path in _key_paths(document) if path]
+        path = paths[index * 7919 % len(paths)]
+        parent = _at(document, path[:-1])
+        if index % 5 == 0:
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = rng.choice([v for v in WRONG_TYPES if type(v) is not type(parent[path[-1]])])
+        yield path, document
+
+
+def test_a_measured_document_with_a_wrong_type_anywhere_ends_in_0_1_or_2_without_a_traceback(planned_once,
+                                                                                               monkeypatch, tmp_path):
+    from plan.compare import estimate_render
+
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(estimate_render, "draw", lambda report, out: [])  # the fuzzed input is the document
+    failures, codes = [], set()
+    for index, (path, document) in enumerate(measured_documents()):
+        file = tmp_path / f"measured{index}.json"
+        file.write_text(json.dumps(document))
+        argv = ["compare", "compare", "--estimate", "--measured", str(file), "--out", str(tmp_path / "out")]
+        with deadline(HANG_GUARD_S):
+            code, err = run_command("module", argv)
+        codes.add(code)
+        if code not in EXIT_CODES or "Traceback" in err:
+            failures.append(f"{path}: exit {code}\n{err[-3000:]}")
+    assert not failures, f"{len(failures)} of {MEASURED_RUNS} failed; the first:\n{failures[0]}"
+    assert {0, 2} <= codes, codes  # the mutants reach both estimated and refused documents
+
+
 def test_the_generators_are_deterministic(files):
     first = list(command_lines(random.Random(SEED), files, 30))
     assert first == list(command_lines(random.Random(SEED), files, 30))
     assert [p for _, p, _ in wrong_type_stacks(count=20)] == [p for _, p, _ in wrong_type_stacks(count=20)]
     assert [m[:3] for m in structural_mutants(count=20)] == [m[:3] for m in structural_mutants(count=20)]
+    assert list(measured_documents(count=20)) == list(measured_documents(count=20))
 
