@@ -125,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     stack = args.stack if args.stack is not None else plan.get("stack", "")
     try:
         return report(plan, stack, sys.stdout)
-    except (AttributeError, KeyError, TypeError, ValueError, IndexError) as error:  # a hand-made file, deeper down
+    # A hand-made file, deeper down; ArithmeticError: decimal's InvalidOperation for an amount that is not a number.
+    except (AttributeError, KeyError, TypeError, ValueError, IndexError, ArithmeticError) as error:
         print(
             f"error: {args.plan} is not a plan JSON as `python -m plan STACK --json` writes it: a rule could not read "
             f"it ({type(error).__name__}: {' '.join(str(error).split())[:200]})",

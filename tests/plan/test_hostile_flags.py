@@ -151,6 +151,17 @@ def test_a_plan_misshapen_deeper_down_is_one_line_or_checked(tmp_path, capsys):
     assert code != 2 or (len(err.strip().splitlines()) == 1 and "a rule could not read it" in err), err
 
 
+def test_a_plan_whose_budget_is_not_an_amount_is_one_line(tmp_path, capsys):
+    assert plan_main.main(["prod", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["cost"]["monthlyBudget"] is not None  # prod sets one: the budget rule reads it
+    plan["cost"]["monthlyBudget"] = "lots"  # found by fuzzing: decimal.InvalidOperation out of the budget rule
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    line = one_error_line(capsys, engine.main([str(path)]), 2)
+    assert "a rule could not read it (InvalidOperation" in line
+
+
 # --- pipes and process substitution: both front ends read them, bounded ------------------------------------------
 
 
