@@ -22,7 +22,7 @@ from ray_tpu_gke import bench
 
 pytestmark = pytest.mark.local_ray
 
-STEPS, INJECT, EVERY = 30, 12, 10
+STEPS, INJECT, EVERY = 20, 12, 10
 # A shell command line, run in the folder the command runs in (here the checkout's root); its `python` is the
 # workloads interpreter. The job's own parser would refuse --run, --side or any flag it does not know.
 OWN_JOB = "cd examples/bench-jobs && python plain_job.py --steps 20"

@@ -34,7 +34,7 @@ if __name__ != "__main__":
 
     pytestmark = pytest.mark.local_ray
 
-STEPS_RECOVER, EVERY, KILL_AFTER = 20, 5, 10
+STEPS_RECOVER, EVERY, KILL_AFTER = 14, 5, 10
 
 
 # --------------------------------------------------------------------------------------------------------------------
