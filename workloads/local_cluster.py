@@ -61,10 +61,6 @@ class LocalCluster:
 
         # Every raylet's workers import this repository's workloads, as the image's .pth file makes them do.
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-        # No node of this cluster is ever drained (`remove` kills a raylet, as a lost VM), so Ray Train's preemption
-        # watcher, an actor per run polling Ray's drain state, has nothing to see here: off, unless set otherwise (Ray
-        # 2.60 ray/train/v2/_internal/constants.py RAY_TRAIN_ENABLE_PREEMPTION_WATCHER, read by the run's controller).
-        os.environ.setdefault("RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", "0")
         # And they name this cluster's GCS in $RAY_ADDRESS, the head's included, so its port is chosen first. Without
         # it, Ray's State API in a worker finds its cluster in /tmp/ray/ray_current_cluster, which names the machine's
         # newest cluster (ray/_private/services.py get_ray_address_from_environment): beside another local cluster
@@ -73,6 +69,10 @@ class LocalCluster:
         port = free_port()
         self._outer_address = os.environ.get("RAY_ADDRESS")  # this process's again after shutdown
         os.environ["RAY_ADDRESS"] = f"{get_node_ip_address()}:{port}"
+        # No node of this cluster is ever drained (`remove` kills a raylet, as a lost VM), so Ray Train's preemption
+        # watcher, an actor per run polling Ray's drain state, has nothing to see here: off, unless set otherwise (Ray
+        # 2.60 ray/train/v2/_internal/constants.py RAY_TRAIN_ENABLE_PREEMPTION_WATCHER, read by the run's controller).
+        os.environ.setdefault("RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", "0")
         self._node_env = _niceness(node_niceness)
         with environment(**_niceness(head_niceness)):
             self._cluster = Cluster(
