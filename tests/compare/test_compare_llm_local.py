@@ -37,7 +37,7 @@ def rehearsed(tmp_path_factory):
         "--sweep-seconds",
         "3",
         "--llm-burst-s",
-        "1,8,1",  # a high step Serve has several look-back periods (3 s) of queueing to react within
+        "1,4,1",  # a high step past Serve's look-back (3 s); one replica answers about 2 requests a second
         "--prompts",
         "8",
         "--agree-prompts",

@@ -6,8 +6,8 @@ workloads interpreter.
 
 The run is shortened and arranged so that every event it asserts must happen, whatever the machine's speed: a light
 steady pattern (one replica); one sparse request after a gap that outlasts Serve's scale to zero; then a burst whose
-high step asks far more than one replica can answer (each request generates many tokens), so that Serve must raise
-its target; the 2-to-1 downscale delay is long (`--local-autoscaling`), so that Serve cannot stop the replica it adds
+high step asks far more than one replica can answer (each request generates many tokens: one second of it keeps a
+replica busy for several look-backs), so that Serve must raise its target; the 2-to-1 downscale delay is long (`--local-autoscaling`), so that Serve cannot stop the replica it adds
 while that replica starts, and the run waits for the added replica RUNNING (a hang guard, not a race) before it ends.
 Each replica holds two requests before Serve adds one: a request that starts a replica from zero counts twice while
 it waits (queued at the proxy's handle and then on the replica), which at one would already ask for a second replica
@@ -35,7 +35,7 @@ def served(tmp_path_factory):
     # An objective any machine holds at the steady rate, so that maxRpsUnderSlo finds a rate (the default 500 ms is
     # the user's to judge; a rehearsal's latencies move with the machine's load), and no request given up on.
     shortest = ["--patterns", ",".join(ORDER), "--steady-rps", "0.5", "--steady-s", "4", "--sparse-requests", "1",
-                "--sparse-gap-s", "40", "--burst-rps", "0.5,30", "--burst-s", "2,3,1", "--tokens", "256",
+                "--sparse-gap-s", "40", "--burst-rps", "0.5,30", "--burst-s", "2,1,1", "--tokens", "256",
                 "--local-autoscaling", "downscale_delay_s=600,target_ongoing_requests=2", "--slo-ms", "600000", "--request-timeout-s", "600"]
     done, document = compare_locally(out, python, "--serve", *shortest, timeout=1200)
     return done, document, out

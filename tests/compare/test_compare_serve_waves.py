@@ -95,6 +95,16 @@ def test_a_runs_overrides_replace_the_local_delays_and_are_checked():
             local.parse_autoscaling(bad)
 
 
+def test_the_local_look_back_outlasts_the_interval_at_which_handles_push_their_samples():
+    # Ray 2.60 pushes every metrics_interval_s (10 s by default), which the rehearsal's look-back (seconds) must exceed.
+    assert local.LOCAL_AUTOSCALING["look_back_period_s"] > local.LOCAL_AUTOSCALING["metrics_interval_s"]
+    assert local.parse_autoscaling("metrics_interval_s=2,look_back_period_s=2.5") == {
+        "metrics_interval_s": 2.0, "look_back_period_s": 2.5}
+    for bad in ("look_back_period_s=1", "metrics_interval_s=3", "metrics_interval_s=4,look_back_period_s=2"):
+        with pytest.raises(ValueError, match=r"look_back_period_s \S+ is not above metrics_interval_s"):
+            local.parse_autoscaling(bad)
+
+
 class _Api:
     """Serve's state as a list of (target, RUNNING replicas) polls; the last one repeats."""
 

@@ -44,11 +44,17 @@ ROOT = Path(__file__).resolve().parent.parent.parent.parent
 # model's first compiles; both sides' at once), up to 35 s beside a process that keeps a core busy, and Serve stops a
 # replica that is still starting first when it scales back down (at 2 and 5 s it did in a short burst, at 15 s once
 # beside a test suite). Each delay is part of the sparse gap (sparse_gap_s), which must outlast them all.
+# The handles (and replicas) push what they recorded to Serve's controller every metrics_interval_s, 10 s by default:
+# Ray 2.60 reads this field, deprecated for $RAY_SERVE_{HANDLE,REPLICA}_AUTOSCALING_METRIC_PUSH_INTERVAL_S, which it
+# declares but does not read yet (serve/_private/router.py and replica.py, the push task; constants.py). At 10 s, Serve
+# saw a burst's queue up to 10 s late, a look-back's samples at a time. Every second here, within the look-back, as
+# Serve asks (serve/config.py look_back_period_s_valid: a look-back not above the interval warns, later an error).
 LOCAL_AUTOSCALING = {
     "upscale_delay_s": 1.0,
     "downscale_delay_s": 30.0,
     "downscale_to_zero_delay_s": 8.0,
     "look_back_period_s": 3.0,
+    "metrics_interval_s": 1.0,
 }
 LOCAL_IDLE_TIMEOUT_S = 1.0  # the simulated node goes this long after its last replica (the stack's: 60 s)
 # The model every local replica serves: workloads.serve_bench reads its size from $LM_PRESET (workloads.lm PRESETS);
@@ -96,15 +102,15 @@ def autoscaling(overrides: dict | None = None) -> dict:
     return {**LOCAL_AUTOSCALING, **(overrides or {})}
 
 
-# What `--local-autoscaling` may set: the delays above and the requests a replica holds before Serve adds one (Ray
-# 2.55 serve/config.py AutoscalingConfig: target_ongoing_requests, a positive number).
+# What `--local-autoscaling` may set: the settings above and the requests a replica holds before Serve adds one (Ray
+# 2.60 serve/config.py AutoscalingConfig: target_ongoing_requests, a positive number).
 OVERRIDABLE = (*LOCAL_AUTOSCALING, "target_ongoing_requests")
 
 
 def parse_autoscaling(text: str) -> dict:
     """`--local-autoscaling KEY=VALUE,...`: overrides of Serve's autoscaling for the rehearsal (OVERRIDABLE), each a
-    positive number (Serve's AutoscalingConfig fields, Ray 2.55 serve/config.py: non-negative delays, a positive
-    look-back and target)."""
+    positive number (Serve's AutoscalingConfig fields, Ray 2.60 serve/config.py: non-negative delays, a positive
+    look-back, interval and target), the look-back still above the push interval once merged with LOCAL_AUTOSCALING."""
     found: dict[str, float] = {}
     for item in (part.strip() for part in text.split(",") if part.strip()):
         key, _, value = item.partition("=")
@@ -118,6 +124,13 @@ def parse_autoscaling(text: str) -> dict:
                 f"{', '.join(OVERRIDABLE)}, VALUE a number above 0 and below 86400"
             )
         found[key] = number
+    merged = autoscaling(found)
+    if merged["look_back_period_s"] <= merged["metrics_interval_s"]:
+        raise ValueError(
+            f"--local-autoscaling: look_back_period_s {merged['look_back_period_s']:g} is not above metrics_interval_s "
+            f"{merged['metrics_interval_s']:g}; allowed: a look-back longer than the interval at which Serve's "
+            "handles push their samples (Ray 2.60 serve/config.py look_back_period_s_valid)"
+        )
     return found
 
 

@@ -214,13 +214,8 @@ def _start(local_cluster, attempts: int = 3):
 def main(root: str) -> int:
     sys.path.insert(0, root)
     os.environ.setdefault("JAX_PLATFORMS", "cpu")  # every raylet's workers inherit it: JAX on the CPU stand-in
-    # Replicas and handles push their ongoing-request counts to Serve's autoscaler every 10 s by default (Ray 2.55
-    # python/ray/serve/_private/constants.py RAY_SERVE_{REPLICA,HANDLE}_AUTOSCALING_METRIC_PUSH_INTERVAL_S): locally,
-    # where the delays are seconds, every second.
     os.environ.update(
         {
-            "RAY_SERVE_REPLICA_AUTOSCALING_METRIC_PUSH_INTERVAL_S": "1",
-            "RAY_SERVE_HANDLE_AUTOSCALING_METRIC_PUSH_INTERVAL_S": "1",
             # The dashboard gives each of its modules 30 s to start (ray/dashboard/consts.py
             # SUBPROCESS_MODULE_WAIT_READY_TIMEOUT) and Ray waits 60 s for it (ray/_private/ray_constants.py
             # RAY_DASHBOARD_STARTUP_TIMEOUT_S): too short on a busy two-core machine.
