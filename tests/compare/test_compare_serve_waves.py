@@ -128,3 +128,56 @@ def test_settle_waits_until_serves_target_is_running_and_guards_a_hang():
     assert api.polls == [(2, 2)]  # it polled until the added replica was RUNNING, then stopped
     with pytest.raises(drive.DriveError, match="target not RUNNING within 5 s"):
         drive.settle(_Api([(3, 1)]), "app", "D", timeout=5, sleep=lambda s: None, clock=clock)
+
+
+class _Half:
+    """The Ray half's side of a wave: each command answered at once, no node events."""
+
+    events: list = []
+
+    def send(self, **command):
+        pass
+
+    def wait_for(self, kind, timeout, name=None):
+        return {"event": kind, "name": name}
+
+
+class _Serve:
+    """One side's application: target 2 with one replica RUNNING until the traffic ends, then both; gone once
+    deleted."""
+
+    base = "http://127.0.0.1:8265"
+
+    def __init__(self, app: str):
+        self.app, self.settled, self.deleted = app, False, False
+
+    def deploy(self, config):
+        pass
+
+    def delete(self):
+        self.deleted = True
+
+    def applications(self):
+        if self.deleted:
+            return {"applications": {}}
+        replicas = [{"replica_id": "first", "state": "RUNNING"},
+                    {"replica_id": "added", "state": "RUNNING" if self.settled else "STARTING"}]
+        deployment = {"target_num_replicas": 2, "replicas": replicas}
+        return {"applications": {self.app: {"status": "RUNNING", "deployments": {"D": deployment}}}}
+
+
+def test_the_wave_records_serves_state_as_the_drive_left_it_before_deleting_the_application():
+    # The last pattern's replica may start between two of the poller's polls (every 0.5 s): the state drive.settle saw
+    # is polled once more before the deletion, so that the report's reaction finds the added replica RUNNING.
+    side = next(s for s in sides() if s.kind == "tpu")
+    api = _Serve(local.local_name(side))
+
+    def traffic(seen, url, patterns, body, *, ready, **_):
+        ready()
+        api.settled = True  # the added replica starts as the last pattern ends
+
+    app = local.LocalApp(deployment=lambda s: "D", traffic=traffic)
+    seen = local.run_wave(_Half(), api, 8000, [side], [], None, 60.0, say=lambda line: None, app=app)
+    before_deletion = [s for s in seen[0]["samples"] if s["appStatus"] == "RUNNING"]
+    assert before_deletion[-1]["target"] == 2 and [r["state"] for r in before_deletion[-1]["replicas"]] == [
+        "RUNNING", "RUNNING"]

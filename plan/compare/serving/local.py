@@ -299,6 +299,10 @@ def run_wave(
                 for side, entry in zip(sides, seen)
             ]
         )
+        # Serve's state as the sides left it, on record before the deletion: a replica that drive.settle saw RUNNING
+        # last may have started since the poller's latest poll.
+        for poller in pollers:
+            poller.poll_once()
         real = [f for f in failures if not isinstance(f, threading.BrokenBarrierError)]
         if failures:
             raise (real or failures)[0]  # the side's own error, not the barrier another side's broke

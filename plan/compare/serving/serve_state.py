@@ -82,6 +82,7 @@ class Poller:
         self.read, self.app, self.deployment, self.interval_s, self.clock = read, app, deployment, interval_s, clock
         self.samples: list[dict] = []
         self.errors: list[str] = []
+        self._lock = threading.Lock()  # a poll from another thread (poll_once) keeps the samples in time order
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -90,13 +91,14 @@ class Poller:
         return self
 
     def poll_once(self) -> Optional[dict]:
-        try:
-            found = sample(self.read(), self.app, self.deployment, self.clock())
-        except Exception as error:  # the API may be down for a moment (head restarting): keep polling, keep count
-            self.errors.append(f"{type(error).__name__}: {error}")
-            return None
-        self.samples.append(found)
-        return found
+        with self._lock:
+            try:
+                found = sample(self.read(), self.app, self.deployment, self.clock())
+            except Exception as error:  # the API may be down for a moment (head restarting): keep polling, keep count
+                self.errors.append(f"{type(error).__name__}: {error}")
+                return None
+            self.samples.append(found)
+            return found
 
     def _run(self) -> None:
         while not self._stop.is_set():
