@@ -7,8 +7,9 @@ workloads interpreter.
 The run is shortened and arranged so that every event it asserts must happen, whatever the machine's speed: a light
 steady pattern (one replica); one sparse request after a gap that outlasts Serve's scale to zero; then a burst whose
 high step asks far more than one replica can answer (each request generates many tokens: one second of it keeps a
-replica busy for several look-backs), so that Serve must raise its target; the 2-to-1 downscale delay is long (`--local-autoscaling`), so that Serve cannot stop the replica it adds
-while that replica starts, and the run waits for the added replica RUNNING (a hang guard, not a race) before it ends.
+replica busy for several look-backs), so that Serve must raise its target; the 2-to-1 downscale delay is long
+(`--local-autoscaling`), so that Serve cannot stop the replica it adds while that replica starts, and the run waits
+for the added replica RUNNING (a hang guard, not a race) before it ends.
 Each replica holds two requests before Serve adds one: a request that starts a replica from zero counts twice while
 it waits (queued at the proxy's handle and then on the replica), which at one would already ask for a second replica
 after the sparse request, before the burst's step.
