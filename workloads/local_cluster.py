@@ -73,6 +73,11 @@ class LocalCluster:
         # watcher, an actor per run polling Ray's drain state, has nothing to see here: off, unless set otherwise (Ray
         # 2.60 ray/train/v2/_internal/constants.py RAY_TRAIN_ENABLE_PREEMPTION_WATCHER, read by the run's controller).
         os.environ.setdefault("RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", "0")
+        # Each raylet's dashboard agent reads every worker's CPU and memory (/proc/PID/smaps among them) for the
+        # dashboard's node view every 5 s (Ray 2.60 dashboard/modules/reporter/reporter_consts.py
+        # REPORTER_UPDATE_INTERVAL_MS). Here nothing reads them but the dashboard, when it runs: every minute, unless
+        # set otherwise. With the memory monitor below, a third of an idle cluster's CPU (docs/benchmarks.md).
+        os.environ.setdefault("REPORTER_UPDATE_INTERVAL_MS", "60000")
         self._node_env = _niceness(node_niceness)
         with environment(**_niceness(head_niceness)):
             self._cluster = Cluster(
@@ -85,7 +90,10 @@ class LocalCluster:
                     # node, worker and driver reads from the GCS (ray/_private/node.py). Nothing on this machine
                     # scrapes them (on GKE the stack's monitoring does), and recording them cost a test module 4 to
                     # 8 % of its CPU time (docs/benchmarks.md, "Test lanes").
-                    "_system_config": {"enable_metrics_collection": False},
+                    # Each raylet's memory monitor reads the machine's memory every 250 ms, to stop a worker before
+                    # the node runs out (ray_config_def.h memory_monitor_refresh_ms; 0 turns it off). Here every node
+                    # is a raylet on one machine, each reading the same memory: once a second keeps the guard.
+                    "_system_config": {"enable_metrics_collection": False, "memory_monitor_refresh_ms": 1000},
                     **(head_args or {}),
                 },
             )

@@ -205,6 +205,7 @@ def test_a_local_cluster_records_none_of_rays_own_metrics(seen):
     """Nothing on the machine scrapes them (workloads.local_cluster): the head's system config turns them off for
     every node, worker and driver of the cluster (Ray 2.60 ray_config_def.h enable_metrics_collection)."""
     assert seen["system_config"]["enable_metrics_collection"] is False
+    assert seen["system_config"]["memory_monitor_refresh_ms"] == 1000  # the memory monitor's, read by every raylet
 
 
 def test_pod_types_agree_with_rays_own_inference(seen):
