@@ -201,11 +201,12 @@ def test_a_local_clusters_workers_run_at_the_niceness_asked_for_the_head_and_ray
     assert (nice["head"], nice["host"]) == (min(nice["driver"] + 10, 19), min(nice["driver"] + 15, 19))
 
 
-def test_a_local_cluster_records_none_of_rays_own_metrics(seen):
+def test_a_local_cluster_records_none_of_rays_own_metrics_and_reads_memory_once_a_second(seen):
     """Nothing on the machine scrapes them (workloads.local_cluster): the head's system config turns them off for
-    every node, worker and driver of the cluster (Ray 2.60 ray_config_def.h enable_metrics_collection)."""
+    every node, worker and driver of the cluster (Ray 2.60 ray_config_def.h enable_metrics_collection), and sets the
+    interval at which each raylet's memory monitor reads the machine's memory (memory_monitor_refresh_ms)."""
     assert seen["system_config"]["enable_metrics_collection"] is False
-    assert seen["system_config"]["memory_monitor_refresh_ms"] == 1000  # the memory monitor's, read by every raylet
+    assert seen["system_config"]["memory_monitor_refresh_ms"] == 1000
 
 
 def test_pod_types_agree_with_rays_own_inference(seen):
