@@ -81,6 +81,11 @@ def _simulate(out: Path) -> None:
         seen["niceness"] = {"driver": os.nice(0), "head": niceness_on({"node:__internal_head__": 0.01}),
                             "host": niceness_on({"TPU": 1})}
         seen["system_config"] = ray._private.state.state.get_system_config()  # what every node reads from the GCS
+        # Imported only now: Ray reads the interval from the environment at import, as each raylet's agent does from
+        # the environment the cluster started it with (this process's, set by LocalCluster).
+        from ray.dashboard.modules.reporter import reporter_consts
+
+        seen["reporter_interval_ms"] = reporter_consts.REPORTER_UPDATE_INTERVAL_MS
         seen["timings"]["cluster"] = round(time.monotonic() - started, 1)
         seen["labels"] = sorted((n["Labels"] for n in ray.nodes() if n["Resources"].get("TPU")),
                                 key=lambda labels: labels.get(ray_labels.WORKER_ID, ""))
@@ -201,12 +206,14 @@ def test_a_local_clusters_workers_run_at_the_niceness_asked_for_the_head_and_ray
     assert (nice["head"], nice["host"]) == (min(nice["driver"] + 10, 19), min(nice["driver"] + 15, 19))
 
 
-def test_a_local_cluster_records_none_of_rays_own_metrics_and_reads_memory_once_a_second(seen):
+def test_a_local_cluster_records_none_of_rays_own_metrics_and_reads_memory_and_processes_less_often(seen):
     """Nothing on the machine scrapes them (workloads.local_cluster): the head's system config turns them off for
     every node, worker and driver of the cluster (Ray 2.60 ray_config_def.h enable_metrics_collection), and sets the
-    interval at which each raylet's memory monitor reads the machine's memory (memory_monitor_refresh_ms)."""
+    interval at which each raylet's memory monitor reads the machine's memory (memory_monitor_refresh_ms); the
+    dashboard agents' reports come every minute, as Ray reads $REPORTER_UPDATE_INTERVAL_MS where every raylet starts."""
     assert seen["system_config"]["enable_metrics_collection"] is False
     assert seen["system_config"]["memory_monitor_refresh_ms"] == 1000
+    assert seen["reporter_interval_ms"] == 60000
 
 
 def test_pod_types_agree_with_rays_own_inference(seen):
