@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -47,12 +48,23 @@ SMALL_MODEL = lm_config.config_for(layers=1, seq_len=16)
 # Script half: runs under the workloads interpreter.
 # --------------------------------------------------------------------------------------------------------------------
 
+# A line Ray forwarded to the driver from a worker, a raylet or the autoscaler: `(RayTrainWorker pid=123)`,
+# `(pid=123, ip=...)`, `(raylet)` or `(autoscaler +2s)` first, in colour (Ray 2.60 ray/_private/worker.py
+# print_worker_logs).
+WORKER_LINE = re.compile(r"^(\x1b\[[0-9;]*m)*\((raylet|autoscaler [^()]*|([^()]* )?pid=\d+)(, ip=[^()]*)?\)")
+
+
+def _last_own_line(text: str) -> str:
+    """The driver's own last line: Ray prints its workers' lines as they reach the driver, which can be after the
+    driver's own last line (a worker's blank line came after the refusal once, in a fresh clone's CI run)."""
+    return next((line for line in reversed(text.strip().splitlines()) if not WORKER_LINE.match(line)), "")
+
+
 def _train(address: str, argv: list[str], result_dir: Path) -> dict:
     run = subprocess.run([sys.executable, "-m", "workloads.train", "--result-dir", str(result_dir), *argv], cwd=ROOT,
                          env={**os.environ, "RAY_ADDRESS": address}, capture_output=True, text=True, timeout=600)
     return {"returncode": run.returncode, "stdout": run.stdout, "stderr": run.stderr,
-            "lastStdout": (run.stdout.strip().splitlines() or [""])[-1],
-            "lastStderr": (run.stderr.strip().splitlines() or [""])[-1],
+            "lastStdout": _last_own_line(run.stdout), "lastStderr": _last_own_line(run.stderr),
             "files": sorted(str(p.relative_to(result_dir)) for p in result_dir.rglob("*.json"))}
 
 
@@ -324,7 +336,7 @@ if __name__ != "__main__":
 
 def _document(run: dict) -> dict:
     assert run["returncode"] == 0, run["stderr"][-3000:]
-    doc = json.loads(run["lastStdout"])  # the last line of the log is the result document
+    doc = json.loads(run["lastStdout"])  # the driver's last line is the result document
     assert bench.read(run["stdout"]).result == doc
     return doc
 
