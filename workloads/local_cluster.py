@@ -86,6 +86,12 @@ class LocalCluster:
                     "num_cpus": head_cpus,
                     "include_dashboard": False,
                     "gcs_server_port": port,
+                    # Ray's State API finds the dashboard at the address the head records in the GCS, Ray's default
+                    # 127.0.0.1:8265 even with no dashboard, where another Ray on the machine may answer: Ray Train's
+                    # placement-group cleaner, not finding its run's controller there, would remove the run's
+                    # placement group (ray/train/v2/_internal/execution/controller/placement_group_cleaner.py). A port
+                    # of this cluster's own instead: with no dashboard nothing answers, and the cleaner waits.
+                    "dashboard_port": free_port(),
                     # Ray's own metrics off in every process of the cluster: the head's system config, which each
                     # node, worker and driver reads from the GCS (ray/_private/node.py). Nothing on this machine
                     # scrapes them (on GKE the stack's monitoring does), and recording them cost a test module 4 to

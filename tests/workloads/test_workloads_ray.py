@@ -86,6 +86,9 @@ def _simulate(out: Path) -> None:
         from ray.dashboard.modules.reporter import reporter_consts
 
         seen["reporter_interval_ms"] = reporter_consts.REPORTER_UPDATE_INTERVAL_MS
+        from ray.dashboard.utils import get_address_for_submission_client
+
+        seen["state_api_url"] = get_address_for_submission_client(None)  # as a worker's State API finds it
         seen["timings"]["cluster"] = round(time.monotonic() - started, 1)
         seen["labels"] = sorted((n["Labels"] for n in ray.nodes() if n["Resources"].get("TPU")),
                                 key=lambda labels: labels.get(ray_labels.WORKER_ID, ""))
@@ -214,6 +217,15 @@ def test_a_local_cluster_records_none_of_rays_own_metrics_and_reads_memory_and_p
     assert seen["system_config"]["enable_metrics_collection"] is False
     assert seen["system_config"]["memory_monitor_refresh_ms"] == 1000
     assert seen["reporter_interval_ms"] == 60000
+
+
+def test_a_local_clusters_state_api_is_its_own_not_rays_default_dashboard(seen):
+    """With no dashboard, Ray's State API would still go to 127.0.0.1:8265, where another Ray on the machine may
+    answer and Ray Train's placement-group cleaner take its run's controller for gone (workloads.local_cluster)."""
+    from urllib.parse import urlsplit
+
+    url = urlsplit(seen["state_api_url"])
+    assert url.scheme == "http" and url.hostname == "127.0.0.1" and url.port not in (None, 8265), seen["state_api_url"]
 
 
 def test_pod_types_agree_with_rays_own_inference(seen):
