@@ -86,6 +86,9 @@ def _simulate(out: Path) -> None:
         from ray.dashboard.modules.reporter import reporter_consts
 
         seen["reporter_interval_ms"] = reporter_consts.REPORTER_UPDATE_INTERVAL_MS
+        from ray._private import log_monitor  # likewise, as the head's log monitor reads its threshold
+
+        seen["log_monitor_many_files_threshold"] = log_monitor.RAY_LOG_MONITOR_MANY_FILES_THRESHOLD
         from ray.dashboard.utils import get_address_for_submission_client
 
         seen["state_api_url"] = get_address_for_submission_client(None)  # as a worker's State API finds it
@@ -209,14 +212,16 @@ def test_a_local_clusters_workers_run_at_the_niceness_asked_for_the_head_and_ray
     assert (nice["head"], nice["host"]) == (min(nice["driver"] + 10, 19), min(nice["driver"] + 15, 19))
 
 
-def test_a_local_cluster_records_none_of_rays_own_metrics_and_reads_memory_and_processes_less_often(seen):
+def test_a_local_cluster_records_none_of_rays_own_metrics_and_reads_memory_processes_and_log_files_less_often(seen):
     """Nothing on the machine scrapes them (workloads.local_cluster): the head's system config turns them off for
     every node, worker and driver of the cluster (Ray 2.60 ray_config_def.h enable_metrics_collection), and sets the
     interval at which each raylet's memory monitor reads the machine's memory (memory_monitor_refresh_ms); the
-    dashboard agents' reports come every minute, as Ray reads $REPORTER_UPDATE_INTERVAL_MS where every raylet starts."""
+    dashboard agents' reports come every minute, as Ray reads $REPORTER_UPDATE_INTERVAL_MS where every raylet starts;
+    the log monitor looks for new log files every 0.5 s, as past $RAY_LOG_MONITOR_MANY_FILES_THRESHOLD files."""
     assert seen["system_config"]["enable_metrics_collection"] is False
     assert seen["system_config"]["memory_monitor_refresh_ms"] == 1000
     assert seen["reporter_interval_ms"] == 60000
+    assert seen["log_monitor_many_files_threshold"] == 0
 
 
 def test_a_local_clusters_state_api_is_its_own_not_rays_default_dashboard(seen):
