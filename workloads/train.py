@@ -225,7 +225,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     if record["refusal"]:  # refused just as fit() returned, before the watcher saw it
         print(record["refusal"]["line"], file=sys.stderr, flush=True)
         return record["refusal"]["status"]
-    try:  # the installed JAX's version, read without importing JAX (1 to 2 CPU-s in a driver that never runs it)
+    try:  # the installed JAX's version, without importing JAX, which this driver never runs
         jax_version = importlib.metadata.version("jax")
     except importlib.metadata.PackageNotFoundError:
         jax_version = None
