@@ -1,10 +1,11 @@
-"""`python -m benchmarks [--json] [--sizes 1,16,64,256,512] [--repeat N] [--skip-tests] [--skip-hostile] [--check]`
+"""`python -m benchmarks [--json] [--sizes 1,16,64,256,512] [--repeat N] [--lanes test,test-ray] [--skip-tests]
+[--skip-hostile] [--check]`
 
 Plans synthetic stacks of many TPU slices (benchmarks/synthetic.py) and, in the same run, the SDK floor: the same
 resources registered by a bare program under the same mocks (benchmarks/floor.py). Each measurement runs in a fresh
 interpreter; the best of the repeats counts. Also times hostile stack files (benchmarks/hostile.py) and the test
-suite as `make test` runs it. Prints a table, or with --json one JSON document, and checks the targets of
-docs/benchmarks.md. Exit status 0; with --check, 1 when a target is missed.
+lanes as `make test` and `make test-ray` run them (benchmarks/lanes.py). Prints a table, or with --json one JSON
+document, and checks the targets of docs/benchmarks.md. Exit status 0; with --check, 1 when a target is missed.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 from ray_tpu_gke.spec.config import parse_stack_config
 from ray_tpu_gke.spec.problems import ConfigError
 
-from . import hostile, synthetic
+from . import hostile, lanes, synthetic
 
 ROOT = Path(__file__).resolve().parent.parent
 # Past 200 node pools GKE warns of slower autoscaling (rule gke-node-pools-autoscaling-latency), it does not refuse:
@@ -31,15 +32,10 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SIZES = (1, 16, 64, 256, 512)
 # Targets (issues 8 and 20): the whole offline plan at most this many times the SDK floor, from this many slices on
 # (the limit of the largest size listed at or below a stack's); the time per resource at the largest size within
-# this factor of the time per resource at 64 slices; `make test`, its venvs built, within this many seconds.
+# this factor of the time per resource at 64 slices. The test lanes' budgets: benchmarks/lanes.py.
 MAX_RATIOS = {64: 1.2, 256: 1.1}
 LINEARITY_BASE_SLICES = 64
 MAX_LINEARITY = 1.5
-MAX_TEST_SECONDS = 150.0
-# What `make test` runs (Makefile PYTEST_ARGS), and where it finds the tools beside the project's venv.
-TEST_ARGS = ("-q", "-n", "auto", "--dist", "loadfile", "--no-loadscope-reorder")
-TEST_TOOLS = {"CHECKOV": ROOT / ".venv-checkov" / "bin" / "checkov",
-              "WORKLOADS_PYTHON": ROOT / ".venv-workloads" / "bin" / "python"}
 
 
 def repeats_for(slices: int, repeat: int | None) -> int:
@@ -103,27 +99,14 @@ def measure_size(slices: int, repeat: int, workdir: Path, progress) -> dict:
     }
 
 
-def time_test_suite() -> dict:
-    """The suite as `make test` runs it (parallel workers), wall-clock seconds."""
-    env = dict(os.environ)
-    for name, path in TEST_TOOLS.items():
-        if name not in env and path.exists():
-            env[name] = str(path)
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", *TEST_ARGS], cwd=ROOT, capture_output=True, text=True,
-                          env=env, timeout=3600)
-    summary = (done.stdout.strip().splitlines() or [""])[-1]
-    return {"seconds": time.perf_counter() - start, "exit_status": done.returncode, "summary": summary,
-            "command": " ".join(["python -m pytest", *TEST_ARGS])}
-
-
 def max_ratio(slices: int) -> float | None:
     """The floor ratio a stack of this many slices must stay within, or None below the smallest size listed."""
     listed = [size for size in MAX_RATIOS if size <= slices]
     return MAX_RATIOS[max(listed)] if listed else None
 
 
-def check_targets(results: list[dict], tests: dict | None, hostile_inputs: dict | None = None) -> list[dict]:
+def check_targets(results: list[dict], lane_runs: list[dict] | None = None,
+                  hostile_inputs: dict | None = None) -> list[dict]:
     targets = [{
         "target": "every size plans",
         "met": all(r.get("resources", 0) > 0 for r in results),
@@ -149,12 +132,7 @@ def check_targets(results: list[dict], tests: dict | None, hostile_inputs: dict 
             "met": bool(bounded) and all(r["ratio"] <= limit for r in bounded),
             "detail": ", ".join(f"{r['slices']}: {r['ratio']:.2f}x" for r in bounded) or "no size measured",
         })
-    if tests is not None:
-        targets.append({
-            "target": f"`make test` passes in under {MAX_TEST_SECONDS:.0f} s on {os.cpu_count()} cores",
-            "met": tests["exit_status"] == 0 and tests["seconds"] < MAX_TEST_SECONDS,
-            "detail": f"{tests['seconds']:.1f} s: {tests['summary']}",
-        })
+    targets += lanes.targets(lane_runs or [])
     if hostile_inputs is not None:
         targets += hostile.targets(hostile_inputs)
     return targets
@@ -220,7 +198,9 @@ def parse_args(argv):
     parser.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)),
                         help="comma-separated slice counts (default: %(default)s)")
     parser.add_argument("--repeat", type=int, help="runs per size and program (default: 3, 2 from 512 slices)")
-    parser.add_argument("--skip-tests", action="store_true", help="do not time the test suite")
+    parser.add_argument("--lanes", default=",".join(lanes.BUDGETS_S),
+                        help="comma-separated test lanes to time, each a Makefile target (default: %(default)s)")
+    parser.add_argument("--skip-tests", action="store_true", help="do not time the test lanes")
     parser.add_argument("--skip-hostile", action="store_true", help="do not time the hostile stack files")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args(argv)
@@ -232,6 +212,10 @@ def parse_args(argv):
         parser.error("--sizes: at least one size, each at least 1")
     if args.repeat is not None and args.repeat < 1:
         parser.error("--repeat: at least 1")
+    args.lanes = [lane.strip() for lane in args.lanes.split(",") if lane.strip()]
+    unknown = [lane for lane in args.lanes if lane not in lanes.BUDGETS_S]
+    if unknown or not args.lanes:
+        parser.error(f"--lanes: {', '.join(unknown) or 'none given'}; allowed: {', '.join(lanes.BUDGETS_S)}")
     return args
 
 
@@ -252,17 +236,14 @@ def main(argv=None) -> int:
     if not args.skip_hostile:
         progress("  timing hostile stack files")
         hostile_inputs = hostile.measure()
-    tests = None
-    if not args.skip_tests:
-        progress(f"  timing the test suite (python -m pytest {' '.join(TEST_ARGS)})")
-        tests = time_test_suite()
+    lane_runs = [] if args.skip_tests else [lanes.time_lane(lane, progress) for lane in args.lanes]
     report = {
         "machine": machine(),
         "timing": "program run only, best of repeats, fresh interpreter per run, imports excluded from both",
         "results": results,
         "hostile": hostile_inputs,
-        "tests": tests,
-        "targets": check_targets(results, tests, hostile_inputs),
+        "lanes": lane_runs,
+        "targets": check_targets(results, lane_runs, hostile_inputs),
         "total_seconds": time.perf_counter() - start,
     }
     sys.stdout.write(json.dumps(report, indent=2) + "\n" if args.json else render_table(report))
