@@ -182,7 +182,8 @@ snapshots: $(STAMP) $(ON_PATH)
 generate: $(STAMP) $(ON_PATH)
 	$(BIN)/python -m scripts.generate
 
-# Plan synthetic stacks of 1 to 512 slices against the bare-SDK floor (docs/benchmarks.md).
+# Plan synthetic stacks of 1 to 512 slices against the bare-SDK floor, time the hostile stack files and both test
+# lanes against their budgets (docs/benchmarks.md).
 bench: $(STAMP) $(ON_PATH)
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
