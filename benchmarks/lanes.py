@@ -48,8 +48,8 @@ def busy_cpu_s(stat: Optional[str] = None) -> Optional[float]:
     return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-def command(lane: str) -> list[str]:
-    return ["make", "--no-print-directory", lane]
+def command(target: str) -> list[str]:
+    return ["make", "--no-print-directory", target]
 
 
 def summary(output: str) -> str:
@@ -61,7 +61,7 @@ def summary(output: str) -> str:
 
 def time_lane(lane: str, progress: Callable[[str], None]) -> dict:
     """One warm run of the lane: wall seconds, busy CPU seconds, exit status, pytest's summary, the loop around it."""
-    built = subprocess.run(["make", "--no-print-directory", "test-tools"], cwd=ROOT, capture_output=True, text=True)
+    built = subprocess.run(command("test-tools"), cwd=ROOT, capture_output=True, text=True)
     if built.returncode != 0:
         return {
             "lane": lane,
